@@ -1,0 +1,49 @@
+# One-command entry points. Everything installs into .venv; apt packages are
+# installed when missing (needs root or sudo, as on CI and fresh servers).
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+APT_PKGS := redis-server chromium
+
+.PHONY: run serve test test-fast lint bench bench-quick install system-deps clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch is pinned to the CPU build that ships with this environment; an
+	# unpinned torch would pull a multi-GB CUDA build.
+	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+system-deps:
+	@bash scripts/install_system_deps.sh $(APT_PKGS)
+
+# Run the service on embedded defaults (SQLite + memory/disk cache, 127.0.0.1:8000).
+run serve: install
+	$(BIN)/voxclone serve
+
+# Everything: unit, integration (real Redis), API, e2e, browser (real Chromium).
+test: install system-deps
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not e2e"
+
+lint: install
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/mypy src
+
+bench-quick: install
+	$(BIN)/pip install -q -e ".[bench]"
+	$(BIN)/python bench/run_all.py --quick
+
+bench: install
+	$(BIN)/pip install -q -e ".[bench]"
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,206 @@
+"""Build the voice atlas that instant cloning searches.
+
+Each atlas voice is a random recipe in the style space (see
+``voxclone.synth.voice.style_space``), synthesized on a few short sentences
+with Kokoro; we record its resemblyzer embedding, median F0 and Whisper
+tiny.en WER. The output stores only recipes, the basis directions and those
+measurements (not the 510×256 packs), so it stays small; packs are rebuilt
+from the shipped Kokoro packs at load time.
+
+Deterministic: recipes come from ``--seed``; synthesis, embedding and ASR run
+single-threaded so the same command writes the same numbers. Work is spread
+over ``--workers`` processes and results are put back in index order.
+
+    python scripts/build_atlas.py --voices 300 --workers 2
+    python scripts/build_atlas.py --voices 2 --no-asr --out /tmp/tiny.npz   # smoke test
+
+The first voices are the five shipped packs and the built-in blends, so the
+atlas always contains every voice the product already has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import multiprocessing as mp
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from voxclone.synth.voice.style_space import (  # noqa: E402
+    StyleBasis,
+    VoiceRecipe,
+    build_basis,
+    sample_recipe,
+)
+
+DEFAULT_OUT = ROOT / "src" / "voxclone" / "synth" / "voice" / "data" / "atlas.npz"
+DEFAULT_MODELS = Path.home() / ".cache" / "voxclone" / "models"
+SENTENCES = (
+    "The birch canoe slid on the smooth planks.",
+    "Four hours of steady work faced us.",
+)
+FORMAT_VERSION = 1
+
+
+def packs_digest(packs: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(packs):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(packs[name], dtype=np.float32).tobytes())
+    return h.hexdigest()[:16]
+
+
+def make_recipes(basis: StyleBasis, n_voices: int, seed: int) -> list[VoiceRecipe]:
+    """Fixed voices first (shipped packs, built-in blends), then random ones."""
+    from voxclone.synth.voice.builtin import BLENDS
+
+    fixed = [basis.recipe_for_pack(name) for name in basis.pack_names]
+    for blend in BLENDS:
+        w = np.array([blend.recipe.get(n, 0.0) for n in basis.pack_names], np.float32)
+        w /= w.sum()
+        fixed.append(VoiceRecipe(w, np.zeros(basis.n_directions, np.float32), w.copy()))
+    rng = np.random.default_rng(seed)
+    randoms = [sample_recipe(rng, basis.n_packs, basis.n_directions) for _ in range(max(0, n_voices - len(fixed)))]
+    return (fixed + randoms)[:n_voices]
+
+
+# -- worker side -------------------------------------------------------------
+_W: dict[str, Any] = {}
+
+
+def _init_worker(models_dir: str, use_asr: bool, sentences: tuple[str, ...]) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    from voxclone.synth.engine.kokoro import KokoroEngine
+    from voxclone.synth.text.g2p import EspeakG2P
+    from voxclone.synth.voice.asr import Transcriber
+    from voxclone.synth.voice.encoder import SpeakerEncoder
+
+    engine = KokoroEngine(Path(models_dir))
+    engine.load()
+    g2p = EspeakG2P(engine.assets.vocab)
+    _W["engine"] = engine
+    _W["tokens"] = [g2p.token_ids(g2p.phonemize(s, "en-us")) for s in sentences]
+    _W["sentences"] = sentences
+    _W["encoder"] = SpeakerEncoder()
+    _W["asr"] = Transcriber() if use_asr else None
+    _W["basis"] = build_basis(engine.assets.packs)
+
+
+def _measure(job: tuple[int, np.ndarray]) -> tuple[int, np.ndarray, float, float]:
+    import soxr
+
+    from voxclone.synth.engine.base import SynthItem
+    from voxclone.synth.voice.asr import word_error_rate
+    from voxclone.synth.voice.prosody import pitch_stats
+
+    index, pack = job
+    engine = _W["engine"]
+    clips = engine.synthesize([SynthItem(t, pack, 1.0) for t in _W["tokens"]])
+    clips16 = [soxr.resample(c, 24_000, 16_000).astype(np.float32) for c in clips]
+    embedding = _W["encoder"].embed_many(clips16)
+    f0 = pitch_stats(np.concatenate(clips), 24_000).median_hz
+    wer = float("nan")
+    if _W["asr"] is not None:
+        wers = [
+            word_error_rate(text, _W["asr"].transcribe(c, 16_000))
+            for text, c in zip(_W["sentences"], clips16, strict=True)
+        ]
+        wer = float(np.mean(wers))
+    return index, embedding.astype(np.float32), float(f0), wer
+
+
+# -- driver -------------------------------------------------------------------
+def build(
+    n_voices: int,
+    *,
+    seed: int = 0,
+    workers: int = 1,
+    use_asr: bool = True,
+    models_dir: Path = DEFAULT_MODELS,
+    sentences: tuple[str, ...] = SENTENCES,
+    checkpoint: Path | None = None,
+    log_every: int = 10,
+) -> dict[str, np.ndarray]:
+    from voxclone.synth.engine.assets import load_packs
+
+    packs = load_packs()
+    basis = build_basis(packs, seed=seed)
+    recipes = make_recipes(basis, n_voices, seed)
+    n = len(recipes)
+    embeddings = np.zeros((n, 256), np.float32)
+    f0 = np.zeros(n, np.float32)
+    wer = np.full(n, np.nan, np.float32)
+    done = np.zeros(n, bool)
+    jobs = [(i, basis.pack(r)) for i, r in enumerate(recipes)]
+    started = time.perf_counter()
+
+    def arrays() -> dict[str, np.ndarray]:
+        return {
+            "format_version": np.array(FORMAT_VERSION),
+            "seed": np.array(seed),
+            "packs_digest": np.array(packs_digest(packs)),
+            "pack_names": np.array(basis.pack_names),
+            "directions": basis.directions,
+            "sentences": np.array(sentences),
+            "timbre_weights": np.stack([r.timbre_weights for r in recipes])[done],
+            "timbre_coeffs": np.stack([r.timbre_coeffs for r in recipes])[done],
+            "prosody_weights": np.stack([r.prosody_weights for r in recipes])[done],
+            "embeddings": embeddings[done],
+            "f0_median": f0[done],
+            "wer": wer[done],
+        }
+
+    ctx = mp.get_context("spawn")
+    init_args = (str(models_dir), use_asr, sentences)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args) as pool:
+        for count, (i, emb, pitch, err) in enumerate(pool.map(_measure, jobs), start=1):
+            embeddings[i], f0[i], wer[i], done[i] = emb, pitch, err, True
+            if count % log_every == 0 or count == n:
+                rate = (time.perf_counter() - started) / count
+                print(f"{count}/{n} voices, {rate:.2f} s/voice", flush=True)
+                if checkpoint is not None:
+                    write(checkpoint, arrays())
+    return arrays()
+
+
+def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--voices", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-asr", action="store_true", help="skip the Whisper WER column")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--models-dir", type=Path, default=DEFAULT_MODELS)
+    args = parser.parse_args(argv)
+    result = build(
+        args.voices,
+        seed=args.seed,
+        workers=args.workers,
+        use_asr=not args.no_asr,
+        models_dir=args.models_dir,
+        checkpoint=args.out,
+    )
+    write(args.out, result)
+    print(f"wrote {len(result['embeddings'])} voices")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Composition root: build every component from one Settings object.
+
+Only this module (and tests) wires concrete classes together; the layers below
+receive what they need through constructors.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from voxclone.config import Settings
+from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
+from voxclone.runtime.scheduler import Scheduler
+from voxclone.runtime.voice_store import SqliteVoiceStore
+from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.speech import ServiceHooks, SpeechService
+from voxclone.synth.engine.kokoro import KokoroEngine
+from voxclone.synth.text.frontend import TextFrontend
+from voxclone.synth.text.g2p import EspeakG2P
+from voxclone.synth.voice.builtin import builtin_voices
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    engine: KokoroEngine
+    scheduler: Scheduler
+    speech: SpeechService
+    catalog: VoiceCatalog
+    voice_store: SqliteVoiceStore
+    cache: TieredCache | None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.scheduler.close()
+        self.voice_store.close()
+
+
+def build_cache(settings: Settings) -> TieredCache | None:
+    tiers: list[Any] = []
+    if settings.memory_cache_mb > 0:
+        tiers.append(MemoryTier(int(settings.memory_cache_mb * (1 << 20))))
+    if settings.disk_cache_mb > 0:
+        tiers.append(DiskTier(settings.cache_dir, int(settings.disk_cache_mb * (1 << 20))))
+    if settings.redis_url:
+        import redis
+
+        from voxclone.runtime.cache import RedisTier
+
+        client = redis.Redis.from_url(settings.redis_url)
+        tiers.append(
+            RedisTier(client, settings.redis_ttl_s, int(settings.redis_max_value_mb * (1 << 20)))
+        )
+    return TieredCache(tiers) if tiers else None
+
+
+def build_runtime(
+    settings: Settings, *, warmup: bool = True, hooks: ServiceHooks | None = None
+) -> Runtime:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    engine = KokoroEngine(
+        settings.models_dir,
+        intra_op_threads=settings.onnx_threads,
+        providers=settings.onnx_providers,
+    )
+    engine.load()
+    if warmup:
+        engine.warmup()
+    assets = engine.assets
+    g2p = EspeakG2P(assets.vocab)
+    frontend = TextFrontend(g2p, max_tokens=engine.capabilities.max_tokens)
+    store = SqliteVoiceStore(settings.db_path)
+    catalog = VoiceCatalog(builtin_voices(assets.packs), store)
+    scheduler = Scheduler(
+        engine,
+        workers=settings.workers,
+        queue_size=settings.queue_size,
+        max_batch=settings.max_batch,
+        max_wait_ms=settings.max_wait_ms,
+        default_timeout_s=settings.request_timeout_s,
+    )
+    cache = build_cache(settings)
+    speech = SpeechService(
+        frontend=frontend,
+        catalog=catalog,
+        scheduler=scheduler,
+        capabilities=engine.capabilities,
+        cache=cache,
+        default_voice=settings.default_voice,
+        default_language=settings.default_language,
+        max_text_chars=settings.max_text_chars,
+        hooks=hooks,
+    )
+    return Runtime(settings, engine, scheduler, speech, catalog, store, cache)

@@ -1,0 +1,78 @@
+"""The one settings object. Every field has a default that works on a laptop.
+
+Values come from the environment with the ``VOXCLONE_`` prefix (for example
+``VOXCLONE_PORT=9000``). Components receive the values they need through their
+constructors; nothing reads this object as a global.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path(os.path.expanduser("~")) / ".cache" / "voxclone"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="VOXCLONE_", extra="ignore")
+
+    # Where assembled models, the voice library, disk cache and keys live.
+    home: Path = Field(default_factory=_default_home)
+
+    # Server
+    host: str = "127.0.0.1"
+    port: int = 8000
+    cors_origins: list[str] = Field(default_factory=list)
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    # Engine
+    onnx_threads: int = 1  # measured: 1 intra-op thread per worker beats 2 on 2 cores
+    onnx_providers: list[str] = Field(default_factory=lambda: ["CPUExecutionProvider"])
+    workers: int = 2  # concurrent engine calls (one ONNX session each)
+    default_voice: str = "af_clear"
+    default_language: str = "en-us"
+
+    # Limits
+    max_text_chars: int = 100_000
+    max_upload_mb: float = 20.0
+    max_reference_seconds: float = 600.0
+    max_concurrent_streams: int = 32
+
+    # Scheduler
+    queue_size: int = 64
+    max_batch: int = 1
+    max_wait_ms: float = 50.0
+    request_timeout_s: float = 600.0
+
+    # Caches
+    memory_cache_mb: float = 256.0
+    disk_cache_mb: float = 2048.0
+    redis_url: str | None = None
+    redis_ttl_s: int = 24 * 3600
+    redis_max_value_mb: float = 16.0
+
+    # Security
+    require_keys: bool = False  # keys are required whenever any key exists
+    rate_limit_per_minute: float = 120.0
+    rate_limit_burst: float = 30.0
+
+    # Cloning
+    refine_budget_s: float = 180.0
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "voxclone.sqlite3"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "audio-cache"

@@ -1,0 +1,128 @@
+"""Typed errors. Each error class maps once to an HTTP status and a JSON body.
+
+Lower layers raise these; the API layer turns them into
+``{"error": {"code", "message", "field"?, "limit"?}}`` without ever adding
+paths or stack traces. The CLI prints ``message`` on one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class VoxcloneError(Exception):
+    """Base class: an error that is safe to show to a client."""
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        limit: Any = None,
+        value: Any = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.limit = limit
+        self.value = value
+        self.retry_after = retry_after
+
+    def to_body(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            err["field"] = self.field
+        if self.limit is not None:
+            err["limit"] = self.limit
+        if self.value is not None:
+            err["value"] = self.value
+        return {"error": err}
+
+
+class InvalidInput(VoxcloneError):
+    """The request is well-formed but a value is outside what is allowed."""
+
+    status = 422
+    code = "invalid_input"
+
+
+class PayloadTooLarge(VoxcloneError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMedia(VoxcloneError):
+    """Audio that cannot be decoded, or a format we do not produce."""
+
+    status = 415
+    code = "unsupported_media"
+
+
+class AudioQualityError(InvalidInput):
+    """Reference audio decoded fine but is unusable (silent, too short, clipped, noisy)."""
+
+    code = "audio_quality"
+
+
+class UnsupportedLanguage(InvalidInput):
+    code = "unsupported_language"
+
+
+class NotFound(VoxcloneError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(VoxcloneError):
+    status = 409
+    code = "conflict"
+
+
+class Unauthorized(VoxcloneError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(VoxcloneError):
+    status = 403
+    code = "forbidden"
+
+
+class RateLimited(VoxcloneError):
+    status = 429
+    code = "rate_limited"
+
+
+class Overloaded(VoxcloneError):
+    """Queue full or circuit open: the client should retry later."""
+
+    status = 503
+    code = "overloaded"
+
+
+class NotReady(VoxcloneError):
+    status = 503
+    code = "not_ready"
+
+
+class DeadlineExceeded(VoxcloneError):
+    status = 504
+    code = "deadline_exceeded"
+
+
+class ModelAssetError(VoxcloneError):
+    """Shipped model files are missing or corrupted (operator problem, not client)."""
+
+    status = 500
+    code = "model_asset_error"
+
+
+class Cancelled(VoxcloneError):
+    """The work was cancelled (client went away, job cancelled)."""
+
+    status = 499
+    code = "cancelled"

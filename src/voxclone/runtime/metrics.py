@@ -1,0 +1,129 @@
+"""Prometheus metrics for one service instance.
+
+Each ``Metrics`` owns its own registry instead of the process-global one, so
+tests (and several apps in one process) can create as many as they like
+without "duplicated timeseries" errors.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+# Request latency spans tiny cached replies to long chapters.
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+_TTFA_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10)
+# Real-time factor: below 1 is faster than real time.
+_RTF_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5)
+_BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)
+
+
+class Metrics:
+    def __init__(self, namespace: str = "voxclone") -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        ns = namespace
+        self.http_requests = Counter(
+            "http_requests_total",
+            "HTTP requests by route template, method and status code.",
+            ["route", "method", "status"],
+            namespace=ns,
+            registry=reg,
+        )
+        self.request_latency = Histogram(
+            "http_request_duration_seconds",
+            "Time from request received to response complete, by route template.",
+            ["route"],
+            namespace=ns,
+            buckets=_LATENCY_BUCKETS,
+            registry=reg,
+        )
+        self.time_to_first_audio = Histogram(
+            "time_to_first_audio_seconds",
+            "Time from request received to the first audio byte sent.",
+            namespace=ns,
+            buckets=_TTFA_BUCKETS,
+            registry=reg,
+        )
+        self.real_time_factor = Histogram(
+            "real_time_factor",
+            "Synthesis time divided by audio duration (below 1 is faster than real time).",
+            namespace=ns,
+            buckets=_RTF_BUCKETS,
+            registry=reg,
+        )
+        self.queue_depth = Gauge(
+            "queue_depth",
+            "Synthesis requests waiting for an engine worker.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.batch_size = Histogram(
+            "batch_size",
+            "Number of requests per engine batch.",
+            namespace=ns,
+            buckets=_BATCH_BUCKETS,
+            registry=reg,
+        )
+        self.cache_hits = Counter(
+            "cache_hits_total", "Audio cache hits by tier.", ["tier"], namespace=ns, registry=reg
+        )
+        self.cache_misses = Counter(
+            "cache_misses_total",
+            "Audio cache misses by tier.",
+            ["tier"],
+            namespace=ns,
+            registry=reg,
+        )
+        self.audio_seconds = Counter(
+            "audio_seconds_synthesized_total",
+            "Seconds of audio produced by the engine (cache hits excluded).",
+            namespace=ns,
+            registry=reg,
+        )
+        self.model_load_seconds = Gauge(
+            "model_load_seconds",
+            "Time it took to load and warm the models at start-up.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.voices_stored = Gauge(
+            "voices_stored", "Cloned voices in the library.", namespace=ns, registry=reg
+        )
+        self.engine_failures = Counter(
+            "engine_failures_total",
+            "Engine calls that raised or returned unusable audio.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.rate_limited = Counter(
+            "rate_limited_total",
+            "Requests refused by the rate limiter.",
+            namespace=ns,
+            registry=reg,
+        )
+
+    # -- conveniences for the callers that report most often
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        self.http_requests.labels(route=route, method=method, status=str(status)).inc()
+        self.request_latency.labels(route=route).observe(seconds)
+
+    def cache_event(self, tier: str, outcome: str) -> None:
+        """Matches ``cache.CacheListener``: pass ``metrics.cache_event`` to TieredCache."""
+        if outcome == "hit":
+            self.cache_hits.labels(tier=tier).inc()
+        elif outcome == "miss":
+            self.cache_misses.labels(tier=tier).inc()
+        else:
+            raise ValueError(f"unknown cache outcome {outcome!r}; expected 'hit' or 'miss'")
+
+    def render(self) -> tuple[bytes, str]:
+        """Exposition payload and its content type, for the /metrics endpoint."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

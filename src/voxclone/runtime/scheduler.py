@@ -1,0 +1,263 @@
+"""Scheduler between the service and the engine.
+
+* bounded priority queue: a full queue refuses at once (503 + Retry-After)
+  instead of letting latency grow without limit;
+* a fixed pool of worker threads, each making one engine call at a time
+  (ONNX Runtime releases the GIL, so threads give real parallelism);
+* dynamic batching: a worker that takes an item waits up to ``max_wait_ms``
+  for more, up to ``max_batch``, when the engine batches natively;
+* priorities: first chunks of streams jump the queue so time-to-first-audio
+  stays low while long texts are being rendered;
+* deadlines and cancellation: expired or cancelled items are dropped before
+  they reach the engine;
+* circuit breaker: after ``breaker_threshold`` consecutive engine failures
+  calls fail fast for ``breaker_cooldown_s``, then one trial call is let
+  through and success closes the circuit again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded
+from voxclone.synth.engine.base import Engine, SynthItem
+
+log = logging.getLogger(__name__)
+
+PRIORITY_FIRST_CHUNK = 0
+PRIORITY_NORMAL = 1
+PRIORITY_BACKGROUND = 2
+
+
+@dataclass(order=True)
+class _Work:
+    priority: int
+    seq: int
+    item: SynthItem = field(compare=False)
+    future: Future[np.ndarray] = field(compare=False)
+    deadline: float = field(compare=False)
+    cancelled: Callable[[], bool] | None = field(compare=False, default=None)
+
+
+@dataclass
+class SchedulerStats:
+    queued: int
+    in_flight: int
+    completed: int
+    rejected: int
+    failed: int
+    breaker_open: bool
+
+
+class CircuitBreaker:
+    def __init__(self, threshold: int, cooldown_s: float, clock: Callable[[], float]) -> None:
+        self._threshold = threshold
+        self._cooldown = cooldown_s
+        self._clock = clock
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial_running = False
+        self._lock = threading.Lock()
+
+    @property
+    def is_open(self) -> bool:
+        with self._lock:
+            return self._opened_at is not None and self._clock() - self._opened_at < self._cooldown
+
+    def allow(self) -> bool:
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if self._clock() - self._opened_at < self._cooldown or self._trial_running:
+                return False
+            self._trial_running = True  # half-open: one trial call
+            return True
+
+    def record(self, ok: bool) -> None:
+        with self._lock:
+            self._trial_running = False
+            if ok:
+                self._failures = 0
+                self._opened_at = None
+                return
+            self._failures += 1
+            if self._failures >= self._threshold:
+                if self._opened_at is None:
+                    log.error("engine circuit opened after %d failures", self._failures)
+                self._opened_at = self._clock()
+
+
+class Scheduler:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        workers: int = 2,
+        queue_size: int = 64,
+        max_batch: int = 1,
+        max_wait_ms: float = 50.0,
+        default_timeout_s: float = 600.0,
+        breaker_threshold: int = 5,
+        breaker_cooldown_s: float = 10.0,
+        on_batch: Callable[[int], None] | None = None,
+        on_engine_failure: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._engine = engine
+        self._queue: list[_Work] = []
+        self._queue_size = queue_size
+        self._max_batch = max(1, max_batch if engine.capabilities.native_batching else 1)
+        self._max_wait = max_wait_ms / 1000.0
+        self._default_timeout = default_timeout_s
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._clock = clock
+        self._breaker = CircuitBreaker(breaker_threshold, breaker_cooldown_s, clock)
+        self._on_batch = on_batch
+        self._on_failure = on_engine_failure
+        self._in_flight = 0
+        self._completed = 0
+        self._rejected = 0
+        self._failed = 0
+        self._stopping = False
+        self._threads = [
+            threading.Thread(target=self._worker, name=f"voxclone-worker-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- submission ----------------------------------------------------------
+    def submit(
+        self,
+        item: SynthItem,
+        *,
+        priority: int = PRIORITY_NORMAL,
+        timeout_s: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Future[np.ndarray]:
+        if not self._breaker.allow():
+            raise Overloaded("synthesis engine is failing; retry shortly", retry_after=5)
+        future: Future[np.ndarray] = Future()
+        deadline = self._clock() + (timeout_s or self._default_timeout)
+        with self._cond:
+            if len(self._queue) >= self._queue_size:
+                self._rejected += 1
+                raise Overloaded(
+                    "server is at capacity; retry shortly",
+                    limit=self._queue_size,
+                    retry_after=self.retry_after_s(),
+                )
+            heapq.heappush(
+                self._queue, _Work(priority, next(self._seq), item, future, deadline, cancelled)
+            )
+            self._cond.notify()
+        return future
+
+    def retry_after_s(self) -> float:
+        # Rough: queued work drains at about one item per worker per second.
+        return max(1.0, round(len(self._queue) / max(1, len(self._threads)), 1))
+
+    def run(self, item: SynthItem, **kwargs: object) -> np.ndarray:
+        return self.submit(item, **kwargs).result()  # type: ignore[arg-type]
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    def stats(self) -> SchedulerStats:
+        with self._cond:
+            return SchedulerStats(
+                queued=len(self._queue),
+                in_flight=self._in_flight,
+                completed=self._completed,
+                rejected=self._rejected,
+                failed=self._failed,
+                breaker_open=self._breaker.is_open,
+            )
+
+    def close(self) -> None:
+        with self._cond:
+            self._stopping = True
+            pending, self._queue = self._queue, []
+            self._cond.notify_all()
+        for work in pending:
+            work.future.set_exception(Cancelled("server is shutting down"))
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    # -- workers -------------------------------------------------------------
+    def _take_batch(self) -> list[_Work] | None:
+        with self._cond:
+            while not self._queue and not self._stopping:
+                self._cond.wait()
+            if self._stopping:
+                return None
+            batch = [heapq.heappop(self._queue)]
+            if self._max_batch > 1:
+                until = self._clock() + self._max_wait
+                while len(batch) < self._max_batch:
+                    if self._queue:
+                        batch.append(heapq.heappop(self._queue))
+                        continue
+                    remaining = until - self._clock()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+            self._in_flight += len(batch)
+            return batch
+
+    def _live(self, batch: list[_Work]) -> list[_Work]:
+        now = self._clock()
+        live = []
+        for work in batch:
+            if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
+                work.future.cancel() or work.future.set_exception(Cancelled("request cancelled"))
+            elif now > work.deadline:
+                work.future.set_exception(DeadlineExceeded("request took too long"))
+            elif work.future.set_running_or_notify_cancel():
+                live.append(work)
+        return live
+
+    def _worker(self) -> None:
+        while True:
+            batch = self._take_batch()
+            if batch is None:
+                return
+            live = self._live(batch)
+            try:
+                if live:
+                    self._execute(live)
+            finally:
+                with self._cond:
+                    self._in_flight -= len(batch)
+
+    def _execute(self, live: list[_Work]) -> None:
+        if self._on_batch is not None:
+            self._on_batch(len(live))
+        try:
+            outputs = self._engine.synthesize([w.item for w in live])
+        except Exception as exc:  # engine errors become failed futures, never a dead worker
+            self._breaker.record(ok=False)
+            with self._cond:
+                self._failed += len(live)
+            if self._on_failure is not None:
+                self._on_failure()
+            log.exception("engine call failed")
+            for work in live:
+                work.future.set_exception(exc)
+            return
+        self._breaker.record(ok=True)
+        with self._cond:
+            self._completed += len(live)
+        for work, audio in zip(live, outputs, strict=True):
+            work.future.set_result(audio)

@@ -1,0 +1,373 @@
+"""SpeechService: request → cache → plan → schedule → post-process → encode/stream.
+
+The same object serves HTTP, the CLI and Ray Serve replicas. It never holds
+the whole text's audio: chunks are planned lazily, a few are kept in flight
+on the scheduler so both workers stay busy, and each finished piece is
+post-processed, joined and encoded before the next one is awaited.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
+from voxclone.runtime.cache import CacheEntry, TieredCache, cache_key
+from voxclone.runtime.scheduler import PRIORITY_FIRST_CHUNK, PRIORITY_NORMAL, Scheduler
+from voxclone.runtime.singleflight import SingleFlight
+from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
+from voxclone.synth.audio.encode import check_rate, content_type, parse_format
+from voxclone.synth.audio.join import PieceJoiner
+from voxclone.synth.audio.post import apply_controls
+from voxclone.synth.audio.stream_encode import open_stream_encoder
+from voxclone.synth.controls import ResolvedControls, SpeechControls
+from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+from voxclone.synth.text.frontend import Chunk, TextFrontend
+
+log = logging.getLogger(__name__)
+
+LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    text: str
+    voice: str | None = None
+    language: str | None = None
+    controls: SpeechControls = field(default_factory=SpeechControls)
+    format: str = "wav"
+    sample_rate: int = 24_000
+    owner: str | None = None
+    # An already-resolved voice (e.g. an inline reference clip cloned for this
+    # request only); takes precedence over ``voice``.
+    voice_override: ResolvedVoice | None = None
+
+
+@dataclass(frozen=True)
+class SpeechResult:
+    audio: bytes
+    content_type: str
+    cache: str  # "miss" or the tier that answered
+    duration_s: float | None = None
+
+
+@dataclass
+class RenderStats:
+    """Filled in while a request renders; read by metrics and benchmarks."""
+
+    audio_seconds: float = 0.0
+    compute_seconds: float = 0.0
+    first_audio_s: float | None = None
+    chunks: int = 0
+
+
+@dataclass(frozen=True)
+class ServiceHooks:
+    on_first_audio: Callable[[float], None] | None = None
+    on_rendered: Callable[[RenderStats], None] | None = None
+
+
+class SpeechService:
+    def __init__(
+        self,
+        *,
+        frontend: TextFrontend,
+        catalog: VoiceCatalog,
+        scheduler: Scheduler,
+        capabilities: EngineCapabilities,
+        cache: TieredCache | None = None,
+        default_voice: str = "clear_female",
+        default_language: str = "en-us",
+        max_text_chars: int = 100_000,
+        detect_language: Callable[[str], str] | None = None,
+        hooks: ServiceHooks | None = None,
+    ) -> None:
+        self._frontend = frontend
+        self._catalog = catalog
+        self._scheduler = scheduler
+        self._caps = capabilities
+        self._cache = cache
+        self._default_voice = default_voice
+        self._default_language = default_language
+        self._max_text = max_text_chars
+        self._detect = detect_language
+        self._hooks = hooks or ServiceHooks()
+        self._flights = SingleFlight()
+
+    @property
+    def sample_rate(self) -> int:
+        return self._caps.sample_rate
+
+    @property
+    def catalog(self) -> VoiceCatalog:
+        return self._catalog
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return self._frontend.languages
+
+    # -- validation & keys ----------------------------------------------------
+    def _validate(self, req: SpeechRequest) -> tuple[ResolvedVoice, str]:
+        if not isinstance(req.text, str) or not req.text.strip():
+            raise InvalidInput("text must not be empty", field="text")
+        if len(req.text) > self._max_text:
+            raise PayloadTooLarge(
+                f"text is longer than {self._max_text} characters",
+                field="text",
+                limit=self._max_text,
+                value=len(req.text),
+            )
+        parse_format(req.format)
+        check_rate(req.sample_rate)
+        voice = req.voice_override or self._catalog.resolve(
+            req.voice or self._default_voice, req.owner
+        )
+        language = self._language_for(req, voice)
+        return voice, language
+
+    def _language_for(self, req: SpeechRequest, voice: ResolvedVoice) -> str:
+        if req.language:
+            language = req.language.lower()
+            if language == "en":
+                language = "en-us"
+            if language not in self._frontend.languages:
+                from voxclone.errors import UnsupportedLanguage
+
+                raise UnsupportedLanguage(
+                    f"language '{req.language[:16]}' is not supported",
+                    field="language",
+                    limit=sorted(self._frontend.languages),
+                )
+            return language
+        if self._detect is not None:
+            return self._detect(req.text)
+        return self._default_language
+
+    def _key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
+        return cache_key(
+            model=self._caps.model_id,
+            model_version=self._caps.model_version,
+            voice=voice.id,
+            voice_version=voice.version,
+            text=" ".join(req.text.split()),
+            language=language,
+            controls=req.controls.cache_parts(),
+            format=req.format,
+            sample_rate=req.sample_rate,
+            stream=stream,
+        )
+
+    # -- whole-file synthesis --------------------------------------------------
+    def synthesize(
+        self, req: SpeechRequest, *, progress: Callable[[int], None] | None = None
+    ) -> SpeechResult:
+        """Whole file. ``progress`` receives the characters of text done per chunk."""
+        voice, language = self._validate(req)
+        ctype = content_type(req.format)
+        key = self._key(req, voice, language, stream=False)
+        if self._cache is not None:
+            hit = self._cache.get_entry(key)
+            if hit is not None:
+                return SpeechResult(hit[0].data, ctype, hit[1])
+
+        def render() -> bytes:
+            data = self._render_file(req, voice, language, progress)
+            if self._cache is not None:
+                self._cache.put(key, data, voice_id=voice.id, content_type=ctype)
+            return data
+
+        # Identical concurrent requests share one synthesis.
+        audio = self._flights.do(key, render)
+        return SpeechResult(audio, ctype, "miss")
+
+    def _render_file(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        progress: Callable[[int], None] | None,
+    ) -> bytes:
+        fmt = parse_format(req.format).value
+        with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
+            header = b""
+            for index, part in enumerate(
+                self._encoded(req, voice, language, fast_start=False, progress=progress)
+            ):
+                if index == 0:
+                    header = part
+                spool.write(part)
+            spool.seek(0)
+            data = spool.read()
+        if fmt == "wav":
+            data = _close_wav_sizes(data, len(header))
+        return data
+
+    # -- streaming ------------------------------------------------------------
+    def stream(
+        self, req: SpeechRequest, *, cancelled: Callable[[], bool] | None = None
+    ) -> tuple[str, Iterator[bytes]]:
+        """Validate now (so errors become 4xx), then return (content type, byte iterator)."""
+        voice, language = self._validate(req)
+        ctype = content_type(req.format)
+        key = self._key(req, voice, language, stream=True)
+        if self._cache is not None:
+            hit = self._cache.get_entry(key)
+            if hit is not None:
+                return ctype, iter([hit[0].data])
+        return ctype, self._stream_and_cache(req, voice, language, key, ctype, cancelled)
+
+    def _stream_and_cache(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        key: str,
+        ctype: str,
+        cancelled: Callable[[], bool] | None,
+    ) -> Iterator[bytes]:
+        kept: list[bytes] | None = [] if self._cache is not None else None
+        for part in self._encoded(req, voice, language, fast_start=True, cancelled=cancelled):
+            if kept is not None:
+                kept.append(part)
+            yield part
+        if kept is not None and self._cache is not None:
+            self._cache.put(key, b"".join(kept), voice_id=voice.id, content_type=ctype)
+
+    # -- the pipeline -----------------------------------------------------------
+    def render_pieces(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        *,
+        fast_start: bool,
+        cancelled: Callable[[], bool] | None = None,
+        stats: RenderStats | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """Yield post-processed, joined float32 audio at the engine rate."""
+        controls = req.controls.resolve()
+        joiner = PieceJoiner(self.sample_rate)
+        stats = stats if stats is not None else RenderStats()
+        started = time.perf_counter()
+        for chunk, audio in self._synthesized(voice, language, req.text, controls, fast_start, cancelled):
+            if controls.needs_dsp:
+                audio = apply_controls(audio, self.sample_rate, controls)
+            out = joiner.feed(audio, chunk.pause_after_s * controls.pause)
+            stats.chunks += 1
+            if progress is not None:
+                progress(len(chunk.text))
+            if out.size:
+                stats.audio_seconds += out.size / self.sample_rate
+                if stats.first_audio_s is None:
+                    stats.first_audio_s = time.perf_counter() - started
+                    if self._hooks.on_first_audio is not None:
+                        self._hooks.on_first_audio(stats.first_audio_s)
+                yield out
+        tail = joiner.finish()
+        if tail.size:
+            stats.audio_seconds += tail.size / self.sample_rate
+            yield tail
+        stats.compute_seconds = time.perf_counter() - started
+        if self._hooks.on_rendered is not None:
+            self._hooks.on_rendered(stats)
+
+    def _synthesized(
+        self,
+        voice: ResolvedVoice,
+        language: str,
+        text: str,
+        controls: ResolvedControls,
+        fast_start: bool,
+        cancelled: Callable[[], bool] | None,
+    ) -> Iterator[tuple[Chunk, np.ndarray]]:
+        plan = self._frontend.plan(text, language, fast_start=fast_start)
+        pending: deque[tuple[Chunk, Future[np.ndarray]]] = deque()
+        abandoned = threading.Event()
+
+        def gone() -> bool:
+            return abandoned.is_set() or (cancelled is not None and cancelled())
+
+        def submit_next() -> bool:
+            chunk = next(plan, None)
+            if chunk is None:
+                return False
+            priority = PRIORITY_FIRST_CHUNK if chunk.index == 0 else PRIORITY_NORMAL
+            item = SynthItem(chunk.token_ids, voice.style, controls.speed)
+            pending.append((chunk, self._scheduler.submit(item, priority=priority, cancelled=gone)))
+            return True
+
+        try:
+            while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
+                pass
+            while pending:
+                if gone():
+                    raise Cancelled("request cancelled")
+                chunk, future = pending.popleft()
+                audio = future.result()
+                submit_next()
+                yield chunk, audio
+        finally:
+            # Generator closed early (client went away) or failed: drop queued work.
+            abandoned.set()
+            for _, future in pending:
+                future.cancel()
+
+    def _encoded(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        *,
+        fast_start: bool,
+        cancelled: Callable[[], bool] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[bytes]:
+        encoder = open_stream_encoder(req.format, self.sample_rate, out_rate=req.sample_rate)
+        try:
+            yield encoder.header()
+            for audio in self.render_pieces(
+                req, voice, language, fast_start=fast_start, cancelled=cancelled, progress=progress
+            ):
+                data = encoder.feed(audio)
+                if data:
+                    yield data
+            final = encoder.finish()
+            if final:
+                yield final
+        finally:
+            encoder.close()
+
+    def render_audio(self, req: SpeechRequest) -> np.ndarray:
+        """Whole utterance as float32 at the engine rate (CLI, tests, benchmarks)."""
+        voice, language = self._validate(req)
+        pieces = list(self.render_pieces(req, voice, language, fast_start=False))
+        return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+    def text_size(self, req: SpeechRequest) -> int:
+        """Characters the planner will speak (for progress bars)."""
+        language = self._language_for(req, self._catalog.resolve(req.voice or self._default_voice, req.owner))
+        return sum(len(s) for s in self._frontend.prepare(req.text, language))
+
+    def invalidate_voice(self, voice_id: str) -> None:
+        if self._cache is not None:
+            self._cache.invalidate_voice(voice_id)
+
+
+def _close_wav_sizes(data: bytes, header_len: int) -> bytes:
+    """Replace the open-ended sizes a streaming WAV header carries with real ones."""
+    buf = bytearray(data)
+    data_at = buf.find(b"data", 12, max(header_len, 12) + 8)
+    if buf[:4] != b"RIFF" or data_at < 0:
+        return bytes(buf)
+    buf[4:8] = (len(buf) - 8).to_bytes(4, "little")
+    buf[data_at + 4 : data_at + 8] = (len(buf) - data_at - 8).to_bytes(4, "little")
+    return bytes(buf)

@@ -1,0 +1,143 @@
+"""User-facing speaking controls and emotion presets (same ranges on every surface).
+
+An emotion preset is a documented combination of the low-level controls,
+scaled by ``intensity``; explicit parameters the user sets override it. The
+directions were checked by measurement (tests/unit/test_controls_effects.py
+and docs/benchmarks.md "Emotion presets").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from voxclone.errors import InvalidInput
+
+SPEED_RANGE = (0.5, 2.0)
+PITCH_RANGE = (-0.5, 0.5)  # octaves
+ENERGY_RANGE = (0.8, 1.2)
+INTENSITY_RANGE = (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class EmotionPreset:
+    """Deltas at intensity 1.0. pitch in octaves, others are multipliers."""
+
+    description: str
+    pitch: float = 0.0
+    f0_range: float = 1.0  # scale of F0 excursions around the median
+    speed: float = 1.0
+    energy: float = 1.0
+    pause: float = 1.0  # scale of pauses between sentences
+    whisper: bool = False
+
+
+EMOTIONS: dict[str, EmotionPreset] = {
+    "neutral": EmotionPreset("the voice as enrolled"),
+    "happy": EmotionPreset(
+        "brighter: higher and livelier pitch, a little faster, more energy",
+        pitch=0.12, f0_range=1.4, speed=1.08, energy=1.1, pause=0.9,
+    ),
+    "sad": EmotionPreset(
+        "lower, flatter pitch, slower, softer, longer pauses",
+        pitch=-0.1, f0_range=0.6, speed=0.86, energy=0.88, pause=1.35,
+    ),
+    "angry": EmotionPreset(
+        "forceful: more energy and pitch range, faster, short pauses",
+        pitch=0.05, f0_range=1.35, speed=1.1, energy=1.2, pause=0.8,
+    ),
+    "surprised": EmotionPreset(
+        "high pitch with wide excursions",
+        pitch=0.2, f0_range=1.6, speed=1.03, energy=1.08,
+    ),
+    "calm": EmotionPreset(
+        "lower, steady pitch, slower, softer",
+        pitch=-0.05, f0_range=0.75, speed=0.92, energy=0.92, pause=1.2,
+    ),
+    "serious": EmotionPreset(
+        "lower, narrower pitch, measured pace",
+        pitch=-0.08, f0_range=0.7, speed=0.95, energy=1.02, pause=1.1,
+    ),
+    "whisper": EmotionPreset(
+        "unvoiced breathy speech, softer and slower",
+        speed=0.92, energy=0.85, pause=1.1, whisper=True,
+    ),
+}
+
+
+def _check(name: str, value: float, bounds: tuple[float, float]) -> float:
+    value = float(value)
+    if not (bounds[0] <= value <= bounds[1]) or value != value:
+        raise InvalidInput(
+            f"{name} must be between {bounds[0]} and {bounds[1]}",
+            field=name,
+            limit=list(bounds),
+            value=value,
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class SpeechControls:
+    """What the user asked for. ``None`` means "not set": the preset decides."""
+
+    speed: float | None = None
+    pitch: float | None = None
+    energy: float | None = None
+    emotion: str = "neutral"
+    intensity: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.emotion not in EMOTIONS:
+            raise InvalidInput(
+                f"unknown emotion '{self.emotion}'", field="emotion", limit=sorted(EMOTIONS)
+            )
+        _check("intensity", self.intensity, INTENSITY_RANGE)
+        for name, bounds in (("speed", SPEED_RANGE), ("pitch", PITCH_RANGE), ("energy", ENERGY_RANGE)):
+            value = getattr(self, name)
+            if value is not None:
+                _check(name, value, bounds)
+
+    def resolve(self) -> ResolvedControls:
+        """Blend the preset (scaled by intensity) with explicit overrides."""
+        preset = EMOTIONS[self.emotion]
+        k = self.intensity
+
+        def lerp(delta: float, neutral: float) -> float:
+            return neutral + (delta - neutral) * k
+
+        def clamp(value: float, bounds: tuple[float, float]) -> float:
+            return min(max(value, bounds[0]), bounds[1])
+
+        return ResolvedControls(
+            speed=self.speed if self.speed is not None else clamp(lerp(preset.speed, 1.0), SPEED_RANGE),
+            pitch=self.pitch if self.pitch is not None else clamp(lerp(preset.pitch, 0.0), PITCH_RANGE),
+            energy=self.energy if self.energy is not None else clamp(lerp(preset.energy, 1.0), ENERGY_RANGE),
+            f0_range=lerp(preset.f0_range, 1.0),
+            pause=lerp(preset.pause, 1.0),
+            whisper=preset.whisper and k >= 0.5,
+        )
+
+    def cache_parts(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class ResolvedControls:
+    speed: float = 1.0
+    pitch: float = 0.0
+    energy: float = 1.0
+    f0_range: float = 1.0
+    pause: float = 1.0
+    whisper: bool = False
+
+    @property
+    def needs_dsp(self) -> bool:
+        return (
+            abs(self.pitch) > 1e-3
+            or abs(self.energy - 1.0) > 1e-3
+            or abs(self.f0_range - 1.0) > 1e-3
+            or self.whisper
+        )
+
+    def with_speed(self, speed: float) -> ResolvedControls:
+        return replace(self, speed=speed)

@@ -1,0 +1,175 @@
+"""Grapheme-to-phoneme with espeak-ng, mapped onto Kokoro's phoneme vocabulary.
+
+Kokoro was trained on misaki's phoneme conventions, which fold English
+diphthongs and affricates into single symbols (aɪ→I, eɪ→A, tʃ→ʧ …) and write
+the American flap as T. espeak-ng writes IPA with tie bars and length marks,
+so we rewrite its output into that alphabet. Symbols that still have no id are
+logged once and dropped: an odd character in the input must never crash a
+synthesis.
+
+espeak-ng comes from the ``espeakng-loader`` wheel (library + data inside the
+wheel), so no system package is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+
+from voxclone.errors import UnsupportedLanguage
+
+log = logging.getLogger(__name__)
+
+# Our language codes -> espeak-ng voice names.
+ESPEAK_VOICES: dict[str, str] = {
+    "en-us": "en-us",
+    "en-gb": "en-gb",
+    "es": "es",
+    "fr": "fr-fr",
+    "it": "it",
+    "pt-br": "pt-br",
+    "hi": "hi",
+}
+
+TIE = "\u0361"
+
+# Ordered longest first at use time. Shared by every espeak language.
+_COMMON: dict[str, str] = {
+    f"a{TIE}ɪ": "I",
+    f"a{TIE}ʊ": "W",
+    f"e{TIE}ɪ": "A",
+    f"ɔ{TIE}ɪ": "Y",
+    f"d{TIE}ʒ": "ʤ",
+    f"t{TIE}ʃ": "ʧ",
+    f"t{TIE}s": "ʦ",
+    f"d{TIE}z": "ʣ",
+    f"t{TIE}ɕ": "ʨ",
+    f"d{TIE}ʑ": "ʥ",
+    "ɚ": "əɹ",
+    "ɝ": "ɜɹ",
+    "ɐ": "ə",
+    "ɬ": "l",
+    "ʲ": "",
+    "\u0329": "",  # syllabic mark
+    "\u032a": "",  # dental diacritic
+    "\u0306": "",  # extra-short
+    TIE: "",
+}
+
+_ENGLISH: dict[str, str] = {
+    "e": "A",  # espeak writes a bare e only in diphthong position for English
+    "r": "ɹ",
+    "x": "k",
+    "ç": "k",
+    "ʔ": "t",
+    "ː": "",
+}
+
+_EN_US: dict[str, str] = {
+    f"o{TIE}ʊ": "O",
+    "ɜːɹ": "ɜɹ",
+    "ɜː": "ɜɹ",
+    "ɾ": "T",
+    f"ɪ{TIE}ə": "iə",
+}
+
+_EN_GB: dict[str, str] = {
+    f"ə{TIE}ʊ": "Q",
+    f"o{TIE}ʊ": "Q",
+    f"e{TIE}ə": "ɛː",
+    f"ɪ{TIE}ə": "ɪə",
+    f"ʊ{TIE}ə": "ʊə",
+    "ː": "ː",  # British Kokoro voices use length marks
+}
+
+
+def _table_for(language: str) -> list[tuple[str, str]]:
+    table = dict(_COMMON)
+    if language.startswith("en"):
+        table.update(_ENGLISH)
+        table.update(_EN_US if language == "en-us" else _EN_GB)
+    return sorted(table.items(), key=lambda kv: -len(kv[0]))
+
+
+def _compile(table: list[tuple[str, str]]) -> tuple[re.Pattern[str], dict[str, str]]:
+    mapping = dict(table)
+    pattern = re.compile("|".join(re.escape(k) for k, _ in table))
+    return pattern, mapping
+
+
+class EspeakG2P:
+    """Thread-safe espeak-ng phonemizer producing Kokoro phoneme strings."""
+
+    def __init__(self, vocab: Mapping[str, int]) -> None:
+        self._vocab = vocab
+        self._backends: dict[str, object] = {}
+        # espeak-ng keeps global state: one call at a time across all languages.
+        self._lock = threading.Lock()
+        self._rewrites = {lang: _compile(_table_for(lang)) for lang in ESPEAK_VOICES}
+        self._warned: set[str] = set()
+        self._configured = False
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(ESPEAK_VOICES)
+
+    def _backend(self, language: str) -> object:
+        if language not in ESPEAK_VOICES:
+            raise UnsupportedLanguage(
+                f"language '{language}' is not supported by the espeak frontend",
+                field="language",
+                limit=sorted(ESPEAK_VOICES),
+            )
+        backend = self._backends.get(language)
+        if backend is None:
+            if not self._configured:
+                _point_phonemizer_at_bundled_espeak()
+                self._configured = True
+            from phonemizer.backend import EspeakBackend
+
+            backend = EspeakBackend(
+                ESPEAK_VOICES[language],
+                preserve_punctuation=True,
+                with_stress=True,
+                tie=True,
+                language_switch="remove-flags",
+                words_mismatch="ignore",
+            )
+            self._backends[language] = backend
+        return backend
+
+    def phonemize(self, text: str, language: str) -> str:
+        """Return Kokoro phonemes for ``text`` (already normalized for speech)."""
+        text = text.strip()
+        if not text:
+            return ""
+        with self._lock:
+            backend = self._backend(language)
+            raw = backend.phonemize([text], strip=True)[0]  # type: ignore[attr-defined]
+        return self.to_kokoro(raw, language)
+
+    def to_kokoro(self, ipa: str, language: str) -> str:
+        pattern, mapping = self._rewrites.get(language, self._rewrites["en-us"])
+        rewritten = pattern.sub(lambda m: mapping[m.group(0)], ipa)
+        rewritten = re.sub(r"\s+", " ", rewritten).strip()
+        kept = []
+        for ch in rewritten:
+            if ch in self._vocab:
+                kept.append(ch)
+            elif ch not in self._warned:
+                self._warned.add(ch)
+                log.warning("dropping phoneme without a Kokoro id", extra={"symbol": repr(ch)})
+        return "".join(kept)
+
+    def token_ids(self, phonemes: str) -> tuple[int, ...]:
+        return tuple(self._vocab[ch] for ch in phonemes if ch in self._vocab)
+
+
+def _point_phonemizer_at_bundled_espeak() -> None:
+    import espeakng_loader
+    from phonemizer.backend.espeak.wrapper import EspeakWrapper
+
+    EspeakWrapper.set_library(espeakng_loader.get_library_path())
+    EspeakWrapper.set_data_path(espeakng_loader.get_data_path())

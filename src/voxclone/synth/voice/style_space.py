@@ -1,0 +1,142 @@
+"""A low-dimensional coordinate system for Kokoro's style space.
+
+A Kokoro style pack is [510, 1, 256]: one 256-d vector per sequence length.
+Dims 0–127 drive timbre (what a speaker encoder hears), dims 128–255 drive
+prosody (pitch, durations). Measured on this model, the two halves can be set
+independently, so a voice is described by a :class:`VoiceRecipe`:
+
+* timbre half = blend of the shipped packs' timbre halves (affine weights)
+  plus a delta along a few *directions*; the same delta is added to all 510
+  rows, which keeps the length-dependent structure of the packs intact;
+* prosody half = blend of the shipped packs' prosody halves (chosen to match
+  a target's pitch).
+
+The directions are the principal directions of how the shipped packs differ
+from each other (row by row) plus a few seeded random directions shaped like
+that spread, because the five packs alone span only four dimensions and a
+cloner needs more room than that. Everything is deterministic from the packs
+and the seed, and the directions are also stored in the atlas file so that
+an atlas stays valid even if this construction changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+TIMBRE = slice(0, 128)
+PROSODY = slice(128, 256)
+HALF_DIMS = 128
+
+
+@dataclass(frozen=True)
+class VoiceRecipe:
+    """Coordinates of one voice in a :class:`StyleBasis`."""
+
+    timbre_weights: np.ndarray  # [P], sums to 1 (may be negative: extrapolation)
+    timbre_coeffs: np.ndarray  # [K], in units of each direction's scale
+    prosody_weights: np.ndarray  # [P], sums to 1
+
+    def with_timbre_coeffs(self, coeffs: np.ndarray) -> VoiceRecipe:
+        return VoiceRecipe(self.timbre_weights, np.asarray(coeffs, np.float32), self.prosody_weights)
+
+    def with_prosody(self, weights: np.ndarray) -> VoiceRecipe:
+        return VoiceRecipe(self.timbre_weights, self.timbre_coeffs, np.asarray(weights, np.float32))
+
+
+@dataclass(frozen=True)
+class StyleBasis:
+    pack_names: tuple[str, ...]
+    packs: np.ndarray  # [P, 510, 256] float32
+    directions: np.ndarray  # [K, 128] float32, each scaled to one "typical step"
+
+    @property
+    def n_packs(self) -> int:
+        return len(self.pack_names)
+
+    @property
+    def n_directions(self) -> int:
+        return int(self.directions.shape[0])
+
+    def timbre_half(self, weights: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
+        """[510, 128] timbre rows for blend ``weights`` plus the direction delta."""
+        w = _normalized(weights)
+        rows = np.tensordot(w, self.packs[:, :, TIMBRE], axes=1)
+        delta = np.asarray(coeffs, np.float32) @ self.directions
+        return (rows + delta[None, :]).astype(np.float32)
+
+    def prosody_half(self, weights: np.ndarray) -> np.ndarray:
+        w = _normalized(weights)
+        return np.tensordot(w, self.packs[:, :, PROSODY], axes=1).astype(np.float32)
+
+    def pack(self, recipe: VoiceRecipe) -> np.ndarray:
+        """The [510, 1, 256] style pack the engine consumes."""
+        timbre = self.timbre_half(recipe.timbre_weights, recipe.timbre_coeffs)
+        prosody = self.prosody_half(recipe.prosody_weights)
+        return np.concatenate([timbre, prosody], axis=1)[:, None, :]
+
+    def recipe_for_pack(self, name: str) -> VoiceRecipe:
+        """The recipe that reproduces one shipped pack exactly."""
+        onehot = np.zeros(self.n_packs, np.float32)
+        onehot[self.pack_names.index(name)] = 1.0
+        return VoiceRecipe(onehot, np.zeros(self.n_directions, np.float32), onehot.copy())
+
+
+def _normalized(weights: np.ndarray) -> np.ndarray:
+    w = np.asarray(weights, dtype=np.float64)
+    total = w.sum()
+    if abs(total) < 1e-6:
+        raise ValueError("blend weights must not sum to zero")
+    return (w / total).astype(np.float32)
+
+
+def build_basis(
+    packs: Mapping[str, np.ndarray], *, n_random: int = 12, seed: int = 0, n_principal: int = 4
+) -> StyleBasis:
+    """Derive directions from the shipped packs (deterministic for a seed)."""
+    names = tuple(sorted(packs))
+    stacked = np.stack([np.asarray(packs[n], np.float32).reshape(-1, 256) for n in names])
+    timbre = stacked[:, :, TIMBRE].astype(np.float64)  # [P, rows, 128]
+    # How packs differ from the mean pack at the same row (length).
+    spread = (timbre - timbre.mean(axis=0, keepdims=True)).reshape(-1, HALF_DIMS)
+    _, singular, vt = np.linalg.svd(spread, full_matrices=False)
+    n_principal = min(n_principal, len(names) - 1)
+    scales = singular[:n_principal] / np.sqrt(spread.shape[0])
+    principal = vt[:n_principal] * scales[:, None]
+    # SVD signs are arbitrary; fix them so the basis is reproducible everywhere.
+    for i in range(n_principal):
+        if principal[i, np.argmax(np.abs(principal[i]))] < 0:
+            principal[i] = -principal[i]
+    per_dim = spread.std(axis=0)
+    rng = np.random.default_rng(seed)
+    random_dirs = rng.standard_normal((n_random, HALF_DIMS)) * per_dim[None, :]
+    # Orthogonal to the principal subspace, so they add new room.
+    q, _ = np.linalg.qr(vt[:n_principal].T)
+    random_dirs -= (random_dirs @ q) @ q.T
+    target_norm = 0.5 * float(np.linalg.norm(scales))
+    random_dirs *= target_norm / np.linalg.norm(random_dirs, axis=1, keepdims=True)
+    directions = np.concatenate([principal, random_dirs]).astype(np.float32)
+    return StyleBasis(names, stacked.astype(np.float32), directions)
+
+
+def basis_from_arrays(names: tuple[str, ...], packs: Mapping[str, np.ndarray], directions: np.ndarray) -> StyleBasis:
+    stacked = np.stack([np.asarray(packs[n], np.float32).reshape(-1, 256) for n in names])
+    return StyleBasis(names, stacked, np.asarray(directions, np.float32))
+
+
+def sample_recipe(rng: np.random.Generator, n_packs: int, n_directions: int) -> VoiceRecipe:
+    """A random, diverse recipe for the atlas.
+
+    Sparse Dirichlet blends reach the corners (single packs) as well as the
+    middle; a random step size per voice mixes near-pack voices with far
+    excursions along the directions.
+    """
+    timbre_w = rng.dirichlet(np.full(n_packs, 0.5))
+    step = rng.uniform(0.0, 1.5)
+    coeffs = rng.standard_normal(n_directions) * step
+    prosody_w = rng.dirichlet(np.full(n_packs, 0.5))
+    return VoiceRecipe(
+        timbre_w.astype(np.float32), coeffs.astype(np.float32), prosody_w.astype(np.float32)
+    )

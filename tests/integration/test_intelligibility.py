@@ -1,0 +1,49 @@
+"""Round-trip intelligibility: synthesize, transcribe with Whisper tiny.en, score WER."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from voxclone.service.speech import SpeechRequest
+from voxclone.synth.voice.asr import word_error_rate
+
+pytestmark = pytest.mark.models
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Please call Stella and ask her to bring these things with her from the store.",
+    "The museum opens at nine in the morning and closes at five.",
+    "She sells fresh bread at the market every Saturday.",
+    "We need three tickets for the train to the city.",
+    "The weather was cold, but the sky was bright and clear.",
+    "My brother plays the guitar in a small band.",
+    "Turn left at the next corner and walk two blocks.",
+    "A cup of hot tea helps me relax in the evening.",
+    "The children built a castle out of sand on the beach.",
+]
+
+
+def _corpus_wer(runtime: object, transcriber: object, voice: str) -> float:
+    errors = 0.0
+    words = 0
+    for text in SENTENCES:
+        audio = runtime.speech.render_audio(SpeechRequest(text=text, voice=voice))  # type: ignore[attr-defined]
+        assert audio.dtype == np.float32 and audio.size > 24_000 * 0.8
+        hypothesis = transcriber.transcribe(audio, 24_000)  # type: ignore[attr-defined]
+        n = len(text.split())
+        errors += word_error_rate(text, hypothesis) * n
+        words += n
+    return errors / words
+
+
+def test_default_voice_is_intelligible(runtime: object, transcriber: object) -> None:
+    wer = _corpus_wer(runtime, transcriber, "clear_female")
+    print(f"\nround-trip WER clear_female (Whisper tiny.en, 10 sentences): {100 * wer:.1f} %")
+    assert wer <= 0.10
+
+
+def test_male_builtin_is_intelligible(runtime: object, transcriber: object) -> None:
+    wer = _corpus_wer(runtime, transcriber, "clear_male")
+    print(f"\nround-trip WER clear_male (Whisper tiny.en, 10 sentences): {100 * wer:.1f} %")
+    assert wer <= 0.15
