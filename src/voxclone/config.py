@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     onnx_threads: int = 1  # measured: 1 intra-op thread per worker beats 2 on 2 cores
     onnx_providers: list[str] = Field(default_factory=lambda: ["CPUExecutionProvider"])
     workers: int = 2  # concurrent engine calls (one ONNX session each)
-    default_voice: str = "af_clear"
+    default_voice: str = "clear_female"
     default_language: str = "en-us"
 
     # Limits

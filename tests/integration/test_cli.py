@@ -42,16 +42,18 @@ def test_say_reads_stdin_and_other_formats(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "needle"),
+    ("args", "output", "needle"),
     [
-        (["say", "", "-o", "x.wav"], "empty"),
-        (["say", "hello", "-o", "x.wav", "--speed", "9"], "speed"),
-        (["say", "hello", "-o", "x.wav", "--voice", "nobody"], "not found"),
-        (["say", "hello", "-o", "x.xyz"], "format"),
+        (["say", ""], "x.wav", "empty"),
+        (["say", "hello", "--speed", "9"], "x.wav", "speed"),
+        (["say", "hello", "--voice", "nobody"], "x.wav", "not found"),
+        (["say", "hello"], "x.xyz", "format"),
     ],
 )
-def test_bad_input_exits_nonzero_with_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
-    proc = _run([*args[:-1], str(tmp_path / args[-1])], tmp_path)
+def test_bad_input_exits_nonzero_with_one_line(
+    tmp_path: Path, args: list[str], output: str, needle: str
+) -> None:
+    proc = _run([*args, "-o", str(tmp_path / output)], tmp_path)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr

@@ -259,8 +259,8 @@ class SpeechService:
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
         for chunk, audio in self._synthesized(voice, language, req.text, controls, fast_start, cancelled):
-            if controls.needs_dsp:
-                audio = apply_controls(audio, self.sample_rate, controls)
+            # Always: besides the controls' DSP it holds the true-peak ceiling.
+            audio = apply_controls(audio, self.sample_rate, controls)
             out = joiner.feed(audio, chunk.pause_after_s * controls.pause)
             stats.chunks += 1
             if progress is not None:

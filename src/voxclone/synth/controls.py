@@ -2,8 +2,22 @@
 
 An emotion preset is a documented combination of the low-level controls,
 scaled by ``intensity``; explicit parameters the user sets override it. The
-directions were checked by measurement (tests/unit/test_controls_effects.py
-and docs/benchmarks.md "Emotion presets").
+directions are checked by measurement (tests/integration/test_controls_effects.py
+and bench/controls_eval.py → docs/benchmarks.md "Speaking controls").
+
+How each control is realised:
+
+* ``speed`` goes to Kokoro (its own duration control), so rate changes are
+  native rather than time-stretched;
+* ``pitch`` is a PSOLA shift of the finished waveform (``audio.post.PITCH_METHOD``),
+  chosen by measurement against WORLD resynthesis and a shift along the
+  prosody half of the style vector (bench/results/controls.json): all three kept
+  Whisper WER at 0 on the default voice; the style shift sounded most like the
+  voice but missed the requested interval by up to 20 % on the default voice
+  and by 60 % on the male voice (the same step moves a low voice much further),
+  so it cannot honour a number the user asked for; PSOLA kept more speaker
+  similarity than WORLD at a quarter of its cost;
+* ``energy``, F0 range and whisper are DSP (``voxclone.synth.audio.post``).
 """
 
 from __future__ import annotations
@@ -64,16 +78,19 @@ EMOTIONS: dict[str, EmotionPreset] = {
 }
 
 
-def _check(name: str, value: float, bounds: tuple[float, float]) -> float:
-    value = float(value)
-    if not (bounds[0] <= value <= bounds[1]) or value != value:
-        raise InvalidInput(
-            f"{name} must be between {bounds[0]} and {bounds[1]}",
-            field=name,
-            limit=list(bounds),
-            value=value,
-        )
-    return value
+def _check(name: str, value: object, bounds: tuple[float, float]) -> float:
+    """``value`` as a float inside ``bounds`` (inclusive), else InvalidInput."""
+    message = f"{name} must be a number between {bounds[0]} and {bounds[1]}"
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InvalidInput(message, field=name, limit=list(bounds))
+    try:
+        number = float(value)
+    except ValueError:
+        raise InvalidInput(message, field=name, limit=list(bounds)) from None
+    # NaN fails both comparisons, so it is rejected here too.
+    if not (bounds[0] <= number <= bounds[1]):
+        raise InvalidInput(message, field=name, limit=list(bounds), value=number)
+    return number
 
 
 @dataclass(frozen=True)
@@ -87,15 +104,21 @@ class SpeechControls:
     intensity: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.emotion not in EMOTIONS:
+        emotion = self.emotion.strip().lower() if isinstance(self.emotion, str) else ""
+        if emotion not in EMOTIONS:
+            shown = self.emotion[:32] if isinstance(self.emotion, str) else type(self.emotion).__name__
             raise InvalidInput(
-                f"unknown emotion '{self.emotion}'", field="emotion", limit=sorted(EMOTIONS)
+                f"unknown emotion '{shown}'; allowed: {', '.join(EMOTIONS)}",
+                field="emotion",
+                limit=list(EMOTIONS),
             )
-        _check("intensity", self.intensity, INTENSITY_RANGE)
+        # Frozen dataclass: store the normalised values (also keeps cache keys canonical).
+        object.__setattr__(self, "emotion", emotion)
+        object.__setattr__(self, "intensity", _check("intensity", self.intensity, INTENSITY_RANGE))
         for name, bounds in (("speed", SPEED_RANGE), ("pitch", PITCH_RANGE), ("energy", ENERGY_RANGE)):
             value = getattr(self, name)
             if value is not None:
-                _check(name, value, bounds)
+                object.__setattr__(self, name, _check(name, value, bounds))
 
     def resolve(self) -> ResolvedControls:
         """Blend the preset (scaled by intensity) with explicit overrides."""

@@ -4,16 +4,23 @@ The plan is a generator so that a book chapter never exists as a list of
 audio-sized intermediate objects: each chunk is phonemized just before it is
 synthesized. Chunks are cut at sentence boundaries, then at clauses when a
 sentence exceeds the model's phoneme budget.
+
+A sentence may switch language ("Say こんにちは to her"): it is cut into
+runs of one language each, every run is normalized and phonemized by its
+own language's rules, and the phonemes are joined again so the sentence is
+still spoken in one breath by one voice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
-from voxclone.errors import InvalidInput
-from voxclone.synth.text.g2p import EspeakG2P
+from voxclone.errors import InvalidInput, UnsupportedLanguage
+from voxclone.synth.text.langdetect import detect_language, split_language_runs
 from voxclone.synth.text.normalize_en import normalize_english
+from voxclone.synth.text.normalize_intl import international_normalizers
 from voxclone.synth.text.segment import (
     clean_text,
     first_chunk_for_streaming,
@@ -23,6 +30,20 @@ from voxclone.synth.text.segment import (
 )
 
 Normalizer = Callable[[str], str]
+RunSplitter = Callable[[str, str], list[tuple[str, str]]]
+
+AUTO = "auto"
+
+
+class G2P(Protocol):
+    """What the frontend needs from a phonemizer (EspeakG2P, MultiG2P)."""
+
+    @property
+    def languages(self) -> tuple[str, ...]: ...
+
+    def phonemize(self, text: str, language: str) -> str: ...
+
+    def token_ids(self, phonemes: str) -> tuple[int, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -41,42 +62,53 @@ def _identity(text: str) -> str:
 class TextFrontend:
     def __init__(
         self,
-        g2p: EspeakG2P,
+        g2p: G2P,
         *,
         max_tokens: int,
         normalizers: dict[str, Normalizer] | None = None,
+        split_runs: RunSplitter = split_language_runs,
+        detect: Callable[[str], str] = detect_language,
     ) -> None:
         self._g2p = g2p
         # Leave headroom: the model's style pack holds one row per length and
         # espeak sometimes inserts a symbol or two at piece boundaries.
         self._budget = max_tokens - 10
-        self._normalizers: dict[str, Normalizer] = {"en-us": normalize_english, "en-gb": normalize_english}
+        self._normalizers: dict[str, Normalizer] = {
+            "en-us": normalize_english,
+            "en-gb": normalize_english,
+            **international_normalizers(),
+        }
         if normalizers:
             self._normalizers.update(normalizers)
+        self._split_runs = split_runs
+        self._detect = detect
 
     @property
     def languages(self) -> tuple[str, ...]:
         return self._g2p.languages
 
     def prepare(self, text: str, language: str) -> list[str]:
-        """Clean, normalize and split into sentences (cheap; no phonemes yet)."""
-        cleaned = clean_text(text)
-        normalize = self._normalizers.get(language, _identity)
-        sentences = [normalize(s) for s in split_sentences(cleaned)]
-        return [s for s in sentences if any(ch.isalnum() for ch in s)]
+        """Clean, normalize and split into sentences (cheap; no phonemes yet).
+
+        ``language`` is the default for text whose script does not say
+        otherwise; ``"auto"`` detects it from the text.
+        """
+        return self._prepare(text, language)[1]
 
     def plan(self, text: str, language: str, *, fast_start: bool = False) -> Iterator[Chunk]:
-        sentences = self.prepare(text, language)
+        language, sentences = self._prepare(text, language)
         if not sentences:
             raise InvalidInput(
                 "the text contains nothing that can be spoken", field="text", value=len(text)
             )
         if fast_start:
             sentences = first_chunk_for_streaming(sentences)
+        return self._chunks(sentences, language)
+
+    def _chunks(self, sentences: list[str], language: str) -> Iterator[Chunk]:
         index = 0
         for sentence in sentences:
-            for piece in split_for_budget(sentence, self._measure(language), self._budget):
-                phonemes = self._g2p.phonemize(piece, language)
+            for piece, phonemes in self._phonemized_pieces(sentence, language):
                 ids = self._g2p.token_ids(phonemes)
                 if not ids or not any(ch.isalpha() for ch in phonemes):
                     continue
@@ -85,8 +117,63 @@ class TextFrontend:
                 yield Chunk(index, piece, phonemes, ids, sentence_pause_s(piece))
                 index += 1
 
-    def _measure(self, language: str) -> Callable[[str], int]:
-        def count(piece: str) -> int:
-            return len(self._g2p.token_ids(self._g2p.phonemize(piece, language)))
+    def _prepare(self, text: str, language: str) -> tuple[str, list[str]]:
+        cleaned = clean_text(text)
+        if language == AUTO:
+            language = self._detect(cleaned)
+        self._check_supported(language)
+        sentences = []
+        for sentence in split_sentences(cleaned):
+            runs = self._runs(sentence, language)
+            normalized = " ".join(
+                self._normalizers.get(lang, _identity)(run).strip() for lang, run in runs
+            )
+            if any(ch.isalnum() for ch in normalized):
+                sentences.append(normalized.strip())
+        return language, sentences
 
-        return count
+    def _runs(self, sentence: str, language: str) -> list[tuple[str, str]]:
+        runs = self._split_runs(sentence, language) or [(language, sentence)]
+        for run_language, _ in runs:
+            self._check_supported(run_language)
+        return runs
+
+    def _check_supported(self, language: str) -> None:
+        if language not in self.languages:
+            supported = sorted(self.languages)
+            raise UnsupportedLanguage(
+                f"language '{language[:16]}' is not supported; supported: {', '.join(supported)}",
+                field="language",
+                limit=supported,
+            )
+
+    def _phonemized_pieces(self, sentence: str, language: str) -> Iterator[tuple[str, str]]:
+        """(text, phonemes) pieces of one normalized sentence, each within the token budget."""
+        memo: dict[tuple[str, str], str] = {}
+
+        def phonemize(piece: str, lang: str) -> str:
+            key = (piece, lang)
+            if key not in memo:
+                memo[key] = self._g2p.phonemize(piece, lang)
+            return memo[key]
+
+        def pieces_of(text: str, lang: str) -> Iterator[tuple[str, str]]:
+            def count(piece: str) -> int:
+                return len(self._g2p.token_ids(phonemize(piece, lang)))
+
+            for piece in split_for_budget(text, count, self._budget):
+                yield piece, phonemize(piece, lang)
+
+        runs = self._runs(sentence, language)
+        if len(runs) == 1:
+            yield from pieces_of(sentence, runs[0][0])
+            return
+        # Mixed languages: keep the sentence whole when it fits, so the switch
+        # costs no pause; otherwise each run is cut on its own.
+        parts = [phonemize(run.strip(), lang) for lang, run in runs]
+        joined = " ".join(p for p in parts if p)
+        if len(self._g2p.token_ids(joined)) <= self._budget:
+            yield sentence, joined
+            return
+        for lang, run in runs:
+            yield from pieces_of(run, lang)

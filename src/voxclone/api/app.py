@@ -1,0 +1,143 @@
+"""The FastAPI application: routers, middleware, error handlers, start-up.
+
+``create_app`` returns at once. Models load in a background thread started
+by the lifespan, so ``/healthz`` answers immediately and ``/readyz`` turns
+200 only once the runtime is built and warmed. Tests may pass a ready
+``runtime``; the app then never closes it (its owner does).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from starlette.routing import Match, Mount
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
+
+import voxclone
+from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
+from voxclone.api.auth import Authenticator, key_db_path
+from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
+from voxclone.api.observability import RequestContextMiddleware
+from voxclone.api.ratelimit import build_rate_limiter
+from voxclone.api.streaming import StreamSlots
+from voxclone.bootstrap import Runtime
+from voxclone.config import Settings
+from voxclone.runtime.keys import KeyStore
+from voxclone.runtime.metrics import Metrics
+from voxclone.service.speech import RenderStats, ServiceHooks
+
+log = logging.getLogger("voxclone.api")
+
+STATIC_DIR = Path(__file__).parent / "static"
+# Paths the web UI must never shadow: an unknown method on an API route then
+# gets 405 from the router instead of 404 from the file server.
+_API_PREFIXES = ("/v1/", "/docs", "/redoc", "/openapi.json", "/metrics", "/healthz", "/readyz")
+
+
+class UIMount(Mount):
+    """Static files at ``/`` that step aside for every API path."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        path = scope.get("path", "")
+        if any(path == p.rstrip("/") or path.startswith(p) for p in _API_PREFIXES):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
+def _service_hooks(metrics: Metrics) -> ServiceHooks:
+    def on_rendered(stats: RenderStats) -> None:
+        metrics.audio_seconds.inc(stats.audio_seconds)
+        if stats.audio_seconds > 0:
+            metrics.real_time_factor.observe(stats.compute_seconds / stats.audio_seconds)
+
+    return ServiceHooks(on_rendered=on_rendered)
+
+
+def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+    import time
+
+    from voxclone.bootstrap import build_runtime
+
+    started = time.perf_counter()
+    try:
+        runtime = build_runtime(settings, warmup=True, hooks=_service_hooks(metrics))
+    except Exception as exc:
+        log.exception("model loading failed")
+        # Shown on /readyz: the class name only, never paths from the message.
+        app.state.startup_error = type(exc).__name__
+        return
+    metrics.model_load_seconds.set(time.perf_counter() - started)
+    app.state.owned_runtime = runtime
+    app.state.runtime = runtime
+    log.info("models loaded and warmed in %.1f s", time.perf_counter() - started)
+
+
+def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loader: threading.Thread | None = None
+        if app.state.runtime is None:
+            loader = threading.Thread(
+                target=_load_runtime, args=(app, settings, metrics), name="voxclone-load",
+                daemon=True,
+            )
+            loader.start()
+        try:
+            yield
+        finally:
+            if loader is not None:
+                loader.join(timeout=60)
+            owned: Runtime | None = getattr(app.state, "owned_runtime", None)
+            if owned is not None:
+                owned.close()
+            app.state.keys.close()
+
+    app = FastAPI(
+        title="voxclone",
+        version=getattr(voxclone, "__version__", "0.1.0"),
+        description="Self-hosted zero-shot voice-cloning text-to-speech.",
+        lifespan=lifespan,
+    )
+    keys = KeyStore(key_db_path(settings.home))
+    app.state.settings = settings
+    app.state.runtime = runtime
+    app.state.startup_error = None
+    app.state.metrics = metrics
+    app.state.keys = keys
+    app.state.authenticator = Authenticator(keys, require_keys=settings.require_keys)
+    app.state.rate_limiter = build_rate_limiter(settings)
+    app.state.stream_slots = StreamSlots(settings.max_concurrent_streams)
+
+    install_error_handlers(app)
+    for module in (routes_admin, routes_tts, routes_openai, routes_voices):
+        app.include_router(module.router)
+    if STATIC_DIR.is_dir():
+        # Mounted last: routes registered above always match first.
+        app.router.routes.append(
+            UIMount("/", app=StaticFiles(directory=STATIC_DIR, html=True), name="ui")
+        )
+
+    # Middleware added last runs first: request id wraps everything, so even
+    # a 413 from the body limit carries an X-Request-ID.
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["X-Request-ID", "X-Cache", "Retry-After"],
+        )
+    app.add_middleware(
+        BodySizeLimitMiddleware, max_bytes=int(settings.max_upload_mb * (1 << 20))
+    )
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)
+    return app

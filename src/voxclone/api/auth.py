@@ -1,0 +1,117 @@
+"""Bearer API keys with scopes, checked once per request.
+
+While no key exists the server is in single-user mode: every request runs
+as owner ``local`` with every scope (the server then only binds to loopback;
+see ``server.py``). As soon as one key has been created, every API request
+needs ``Authorization: Bearer vox_…`` — still after all keys are revoked, so
+revoking a leaked last key locks the server instead of opening it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from voxclone.api.ratelimit import enforce_rate_limit
+from voxclone.errors import Forbidden, Unauthorized
+from voxclone.runtime.keys import (
+    SCOPE_TTS,
+    SCOPE_VOICES_READ,
+    SCOPE_VOICES_WRITE,
+    SCOPES,
+    KeyStore,
+)
+
+LOCAL_OWNER = "local"
+
+
+def key_db_path(home: Path) -> Path:
+    return Path(home) / "keys.sqlite3"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the tenant that owns voices and jobs, and what it may do."""
+
+    owner: str
+    scopes: frozenset[str]
+    key_id: str | None  # None in single-user mode
+
+    def allows(self, scope: str) -> bool:
+        return "admin" in self.scopes or scope in self.scopes
+
+    @property
+    def rate_limit_identity(self) -> str | None:
+        return f"key:{self.key_id}" if self.key_id else None
+
+
+LOCAL_PRINCIPAL = Principal(owner=LOCAL_OWNER, scopes=SCOPES, key_id=None)
+
+
+class Authenticator:
+    def __init__(self, keys: KeyStore, *, require_keys: bool = False) -> None:
+        self.keys = keys
+        self.require_keys = require_keys
+        self._keys_seen = False
+
+    def keys_active(self) -> bool:
+        """True once any key was ever created, revoked or not.
+
+        Revoking the last key must lock the server, not open it: otherwise
+        revoking a leaked key would hand full rights to everyone.
+        """
+        if self.require_keys or self._keys_seen:
+            return True
+        # Keys are only ever revoked, never deleted, so this stays true.
+        self._keys_seen = bool(self.keys.list(include_revoked=True))
+        return self._keys_seen
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        if not self.keys_active():
+            return LOCAL_PRINCIPAL
+        if not authorization:
+            raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("use 'Authorization: Bearer <key>'")
+        record = self.keys.authenticate(token.strip())
+        if record is None:
+            raise Unauthorized("the API key is not valid or has been revoked")
+        return Principal(owner=record.owner, scopes=record.scopes, key_id=record.id)
+
+
+def authenticate_request(request: Request) -> Principal:
+    authenticator: Authenticator = request.app.state.authenticator
+    principal = authenticator.authenticate(request.headers.get("authorization"))
+    request.state.owner = principal.owner  # for the access log
+    return principal
+
+
+def require(scope: str | None) -> Callable[[Request], Awaitable[Principal]]:
+    """Dependency: authenticate, check ``scope`` (None: any valid key), then rate-limit."""
+
+    async def dependency(request: Request) -> Principal:
+        principal = authenticate_request(request)
+        if scope is not None and not principal.allows(scope):
+            raise Forbidden(f"this API key lacks the '{scope}' scope", field="scope", limit=scope)
+        identity = principal.rate_limit_identity or _client_identity(request)
+        enforce_rate_limit(request.app.state.rate_limiter, identity, request.app.state.metrics)
+        return principal
+
+    return dependency
+
+
+def _client_identity(request: Request) -> str:
+    host = request.client.host if request.client else "unknown"
+    return f"addr:{host}"
+
+
+# Annotated dependencies, one per scope, for route signatures.
+TTSCaller = Annotated[Principal, Depends(require(SCOPE_TTS))]
+VoiceReader = Annotated[Principal, Depends(require(SCOPE_VOICES_READ))]
+VoiceWriter = Annotated[Principal, Depends(require(SCOPE_VOICES_WRITE))]
+AnyCaller = Annotated[Principal, Depends(require(None))]

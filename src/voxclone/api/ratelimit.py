@@ -1,0 +1,48 @@
+"""Per-caller token buckets: in-process by default, Redis when configured.
+
+The bucket key is the API key id, or the client address for anonymous
+(single-user mode) callers, so one noisy client cannot starve the others.
+With Redis every server process and replica draws from the same bucket.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from voxclone.config import Settings
+from voxclone.errors import RateLimited
+from voxclone.runtime.metrics import Metrics
+from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
+
+log = logging.getLogger(__name__)
+
+
+def build_rate_limiter(settings: Settings) -> RateLimiter | None:
+    """The limiter for these settings, or None when rate limiting is switched off (rate <= 0)."""
+    if settings.rate_limit_per_minute <= 0:
+        return None
+    rate_per_s = settings.rate_limit_per_minute / 60.0
+    burst = max(1.0, settings.rate_limit_burst)
+    if settings.redis_url:
+        import redis
+
+        client = redis.Redis.from_url(settings.redis_url, socket_timeout=0.5)
+        return RedisRateLimiter(client, rate_per_s, burst)
+    return InMemoryRateLimiter(rate_per_s, burst)
+
+
+def enforce_rate_limit(
+    limiter: RateLimiter | None, identity: str, metrics: Metrics | None = None
+) -> None:
+    """Take one token for ``identity`` or raise RateLimited (429 with Retry-After)."""
+    if limiter is None:
+        return
+    decision = limiter.check(identity)
+    if decision.allowed:
+        return
+    if metrics is not None:
+        metrics.rate_limited.inc()
+    raise RateLimited(
+        f"too many requests; retry in {decision.retry_after_s:.1f} s",
+        retry_after=decision.retry_after_s,
+    )

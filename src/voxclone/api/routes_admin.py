@@ -1,0 +1,93 @@
+"""Operations endpoints: liveness, readiness, Prometheus metrics, service info."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from voxclone.api.auth import AnyCaller, authenticate_request
+from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep
+from voxclone.api.errors import error_body, retry_after_header
+from voxclone.api.routes_openai import OPENAI_MODELS, OPENAI_VOICE_ALIASES
+from voxclone.bootstrap import Runtime
+from voxclone.errors import Forbidden
+from voxclone.runtime.keys import SCOPE_ADMIN
+from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
+from voxclone.synth.controls import (
+    EMOTIONS,
+    ENERGY_RANGE,
+    INTENSITY_RANGE,
+    PITCH_RANGE,
+    SPEED_RANGE,
+)
+
+router = APIRouter(tags=["admin"])
+
+
+@router.get("/healthz", summary="Liveness: the process answers")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="Readiness: models loaded and warmed")
+async def readyz(request: Request) -> JSONResponse:
+    state = request.app.state
+    if getattr(state, "runtime", None) is not None:
+        return JSONResponse({"status": "ready"})
+    failure = getattr(state, "startup_error", None)
+    if failure:
+        body = error_body("not_ready", f"model loading failed: {failure}")
+    else:
+        body = error_body("not_ready", "models are loading")
+    return JSONResponse(body, status_code=503, headers=retry_after_header(NOT_READY_RETRY_S))
+
+
+@router.get("/metrics", summary="Prometheus metrics (admin scope when keys exist)")
+async def metrics(request: Request) -> Response:
+    principal = authenticate_request(request)
+    if not principal.allows(SCOPE_ADMIN):
+        raise Forbidden("metrics need the 'admin' scope", field="scope", limit=SCOPE_ADMIN)
+    m = request.app.state.metrics
+    runtime: Runtime | None = getattr(request.app.state, "runtime", None)
+    if runtime is not None:
+        # Gauges are sampled at scrape time rather than updated on every change.
+        m.queue_depth.set(runtime.scheduler.stats().queued)
+    payload, content_type = m.render()
+    return Response(payload, media_type=content_type)
+
+
+@router.get("/v1/info", summary="Languages, formats, controls and limits of this server")
+async def info(
+    request: Request,
+    principal: AnyCaller,
+    runtime: RuntimeDep,
+) -> dict[str, Any]:
+    settings = runtime.settings
+    caps = runtime.engine.capabilities
+    return {
+        "model": {"id": caps.model_id, "version": caps.model_version},
+        "languages": sorted(runtime.speech.languages),
+        "formats": [f.value for f in AudioFormat],
+        "sample_rates": list(SUPPORTED_RATES),
+        "emotions": {name: preset.description for name, preset in EMOTIONS.items()},
+        "controls": {
+            "speed": list(SPEED_RANGE),
+            "pitch": list(PITCH_RANGE),
+            "energy": list(ENERGY_RANGE),
+            "intensity": list(INTENSITY_RANGE),
+        },
+        "builtin_voices": runtime.catalog.builtin_names,
+        "default_voice": settings.default_voice,
+        "limits": {
+            "max_text_chars": settings.max_text_chars,
+            "max_upload_mb": settings.max_upload_mb,
+            "max_concurrent_streams": settings.max_concurrent_streams,
+            "rate_limit_per_minute": settings.rate_limit_per_minute,
+            "rate_limit_burst": settings.rate_limit_burst,
+        },
+        "openai": {"models": list(OPENAI_MODELS), "voice_aliases": OPENAI_VOICE_ALIASES},
+        "owner": principal.owner,
+        "scopes": sorted(principal.scopes),
+    }

@@ -1,0 +1,164 @@
+"""Native speech endpoint: ``POST /v1/tts`` (JSON or multipart with an inline reference)."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from voxclone.api.auth import TTSCaller
+from voxclone.api.deps import RuntimeDep, get_voice_service
+from voxclone.api.schemas import TTSRequest
+from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse, threaded_chunks
+from voxclone.bootstrap import Runtime
+from voxclone.errors import InvalidInput
+from voxclone.service.speech import SpeechRequest
+from voxclone.synth.controls import SpeechControls
+
+router = APIRouter(tags=["speech"])
+
+REFERENCE_FIELD = "reference"
+# Most form fields a TTS request can carry; more is a malformed request.
+_MAX_FORM_FIELDS = 32
+
+_REQUEST_BODY_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/TTSRequest"}},
+            "multipart/form-data": {
+                "schema": {
+                    "allOf": [{"$ref": "#/components/schemas/TTSRequest"}],
+                    "properties": {
+                        REFERENCE_FIELD: {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "reference clip to clone for this request only",
+                        }
+                    },
+                }
+            },
+        },
+    }
+}
+_AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "audio bytes", "content": {"audio/wav": {}, "audio/mpeg": {}}}
+}
+
+
+def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> SpeechRequest:
+    return SpeechRequest(
+        text=body.text,
+        voice=body.voice,
+        language=body.language,
+        controls=SpeechControls(
+            speed=body.speed,
+            pitch=body.pitch,
+            energy=body.energy,
+            emotion=body.emotion,
+            intensity=body.intensity,
+        ),
+        format=body.format,
+        sample_rate=body.sample_rate,
+        owner=owner,
+        voice_override=voice_override,
+    )
+
+
+async def whole_file_response(runtime: Runtime, req: SpeechRequest) -> Response:
+    result = await run_in_threadpool(runtime.speech.synthesize, req)
+    return Response(
+        content=result.audio, media_type=result.content_type, headers={"X-Cache": result.cache}
+    )
+
+
+async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+    """Chunked audio while it is synthesized; validation errors still become 4xx."""
+    started = time.perf_counter()
+    release = request.app.state.stream_slots.acquire()
+    try:
+        flag = CancelFlag()
+        content_type, chunks = await run_in_threadpool(
+            lambda: runtime.speech.stream(req, cancelled=flag)
+        )
+    except BaseException:
+        release()
+        raise
+    metrics = request.app.state.metrics
+    # A fresh render is a generator; a cache hit is a ready iterator over one
+    # piece, and the service's stream() does not say which tier answered.
+    cache = "miss" if inspect.isgenerator(chunks) else "hit"
+    return CancellableStreamingResponse(
+        threaded_chunks(
+            chunks, flag, on_first_audio=metrics.time_to_first_audio.observe, started=started
+        ),
+        flag=flag,
+        on_close=release,
+        media_type=content_type,
+        headers={"X-Cache": cache},
+    )
+
+
+async def _parse_body(request: Request) -> tuple[TTSRequest, bytes | None]:
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data") or content_type.startswith(
+        "application/x-www-form-urlencoded"
+    ):
+        form = await request.form(max_files=1, max_fields=_MAX_FORM_FIELDS)
+        fields: dict[str, Any] = {}
+        reference: bytes | None = None
+        for key, value in form.multi_items():
+            if isinstance(value, UploadFile):
+                if key != REFERENCE_FIELD:
+                    raise InvalidInput(
+                        f"unexpected file field '{key[:40]}'; send the clip as '{REFERENCE_FIELD}'",
+                        field=key[:40],
+                    )
+                reference = await value.read()
+            else:
+                fields[key] = value
+        raw: Any = fields
+    elif content_type.startswith("application/json") or not content_type:
+        try:
+            raw = await request.json()
+        except ValueError:
+            raise InvalidInput("the request body is not valid JSON", field="body") from None
+        reference = None
+    else:
+        raise InvalidInput(
+            "send application/json or multipart/form-data", field="content-type"
+        )
+    try:
+        return TTSRequest.model_validate(raw), reference
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
+
+
+@router.post(
+    "/v1/tts",
+    summary="Speak text (JSON, or multipart with an inline reference clip)",
+    openapi_extra=_REQUEST_BODY_DOC,
+    responses=_AUDIO_RESPONSES,
+    response_class=Response,
+)
+async def tts(
+    request: Request,
+    principal: TTSCaller,
+    runtime: RuntimeDep,
+) -> Response:
+    body, reference = await _parse_body(request)
+    override = None
+    if reference is not None:
+        voices = get_voice_service(request)
+        override = await run_in_threadpool(voices.inline_voice, reference)
+    req = speech_request(body, principal.owner, override)
+    if body.stream:
+        return await streaming_response(request, runtime, req)
+    return await whole_file_response(runtime, req)

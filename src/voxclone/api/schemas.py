@@ -1,0 +1,155 @@
+"""Request and response bodies of the HTTP API (pydantic models).
+
+Ranges of the speaking controls are checked once, by ``SpeechControls``, so
+every surface reports the same limits; these models only check types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from voxclone.runtime.job_store import JobRecord
+from voxclone.runtime.voice_store import VoiceRecord, VoiceSummary
+
+
+class TTSRequest(BaseModel):
+    """Native speech request (JSON body or multipart form fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="text to speak")
+    voice: str | None = Field(None, description="built-in voice, cloned voice id or name")
+    language: str | None = Field(None, description="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
+    speed: float | None = Field(None, description="0.5-2.0")
+    pitch: float | None = Field(None, description="-0.5..+0.5 octave")
+    energy: float | None = Field(None, description="0.8-1.2")
+    emotion: str = Field("neutral", description="neutral, happy, sad, angry, surprised, ...")
+    intensity: float = Field(1.0, description="0-1 strength of the emotion")
+    format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
+    sample_rate: int = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
+    stream: bool = Field(False, description="stream audio as it is synthesized")
+
+
+class OpenAISpeechRequest(BaseModel):
+    """Body of OpenAI's ``POST /v1/audio/speech``."""
+
+    model_config = ConfigDict(extra="ignore")  # OpenAI clients may send newer fields
+
+    model: str
+    input: str
+    voice: str
+    response_format: str = "mp3"
+    speed: float = 1.0
+    stream_format: Literal["audio", "sse"] = "audio"
+    instructions: str | None = None
+
+
+class RenameVoiceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+
+class RefineRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    budget_s: float | None = Field(None, gt=0, description="search time budget in seconds")
+
+
+class JobOut(BaseModel):
+    id: str
+    kind: str
+    voice_id: str | None
+    state: str
+    progress: float
+    message: str
+    created_at: str
+    updated_at: str
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, job: JobRecord) -> JobOut:
+        return cls(
+            id=job.id,
+            kind=job.kind,
+            voice_id=job.voice_id,
+            state=job.state,
+            progress=job.progress,
+            message=job.message,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            result=job.result,
+            error=job.error,
+        )
+
+
+class VoiceOut(BaseModel):
+    id: str
+    name: str
+    language: str
+    version: int
+    source: str
+    created_at: str
+    updated_at: str
+    quality: dict[str, Any] = Field(default_factory=dict)
+    has_reference_audio: bool = False
+
+    @classmethod
+    def of(cls, voice: VoiceRecord | VoiceSummary) -> VoiceOut:
+        # Only metadata crosses this line: never the style or embedding arrays.
+        if isinstance(voice, VoiceRecord):
+            has_reference = voice.reference_audio is not None
+        else:
+            has_reference = voice.has_reference_audio
+        return cls(
+            id=voice.id,
+            name=voice.name,
+            language=voice.language,
+            version=voice.version,
+            source=voice.source,
+            created_at=voice.created_at,
+            updated_at=voice.updated_at,
+            quality=dict(voice.quality or {}),
+            has_reference_audio=has_reference,
+        )
+
+
+class EnrolledVoiceOut(VoiceOut):
+    job: JobOut | None = Field(None, description="refinement job, when one was requested")
+
+
+class VoiceListOut(BaseModel):
+    voices: list[VoiceOut]
+
+
+class DeletedOut(BaseModel):
+    id: str
+    deleted: bool = True
+
+
+class CatalogVoiceOut(BaseModel):
+    id: str
+    name: str
+    description: str
+    language: str | None
+    builtin: bool
+
+
+class AudioVoicesOut(BaseModel):
+    voices: list[CatalogVoiceOut]
+    aliases: dict[str, str] = Field(description="OpenAI voice names and the voice they speak with")
+
+
+class ModelOut(BaseModel):
+    id: str
+    object: str = "model"
+    created: int = 0
+    owned_by: str = "voxclone"
+
+
+class ModelListOut(BaseModel):
+    object: str = "list"
+    data: list[ModelOut]

@@ -1,0 +1,140 @@
+"""Streaming responses that stop synthesis when the client goes away.
+
+The service's stream is a synchronous iterator. It is advanced in a worker
+thread, one chunk at a time; when the client disconnects a flag the service
+polls turns true at once (so queued engine work is dropped), and the
+iterator is closed so its ``finally`` cancels whatever was still in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from starlette.concurrency import iterate_in_threadpool
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from voxclone.errors import Cancelled, Overloaded, VoxcloneError
+
+log = logging.getLogger("voxclone.api")
+
+
+class StreamSlots:
+    """Counts open audio streams and refuses more than ``limit`` (503 + Retry-After)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open = 0
+        self._lock = threading.Lock()
+
+    @property
+    def open(self) -> int:
+        with self._lock:
+            return self._open
+
+    def acquire(self) -> Callable[[], None]:
+        """Take a slot; returns an idempotent release function."""
+        with self._lock:
+            if self._open >= self.limit:
+                raise Overloaded(
+                    f"too many concurrent streams (limit {self.limit}); retry shortly",
+                    limit=self.limit,
+                    retry_after=1.0,
+                )
+            self._open += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._lock:
+                if not released:
+                    released = True
+                    self._open -= 1
+
+        return release
+
+
+class CancelFlag:
+    """Becomes true when the client disconnects; passed to the service as ``cancelled``."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def __call__(self) -> bool:
+        return self._event.is_set()
+
+
+class CancellableStreamingResponse(StreamingResponse):
+    """A StreamingResponse that raises ``flag`` the moment the client disconnects."""
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        flag: CancelFlag,
+        on_close: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(content, **kwargs)
+        self._flag = flag
+        self._on_close = on_close
+
+    async def listen_for_disconnect(self, receive: Receive) -> None:
+        await super().listen_for_disconnect(receive)
+        self._flag.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._flag.set()  # the stream is over either way; stop any leftover work
+            if self._on_close is not None:
+                self._on_close()
+
+
+async def threaded_chunks(
+    chunks: Iterator[bytes],
+    flag: CancelFlag,
+    *,
+    on_first_audio: Callable[[float], None] | None = None,
+    started: float | None = None,
+) -> AsyncIterator[bytes]:
+    """Yield ``chunks`` advanced in a worker thread; close them however the stream ends.
+
+    ``on_first_audio`` receives the seconds from ``started`` to the first
+    chunk after the container header (the first one that carries audio).
+    """
+    t0 = started if started is not None else time.perf_counter()
+    index = 0
+    try:
+        async for chunk in iterate_in_threadpool(chunks):
+            if index == 1 and on_first_audio is not None:
+                on_first_audio(time.perf_counter() - t0)
+            index += 1
+            yield chunk
+    except Cancelled:
+        return
+    except VoxcloneError as exc:
+        # Headers are already sent, so the status cannot change any more; the
+        # client sees the stream end early and the reason is in our log.
+        log.warning("stream ended early: %s (%s)", exc.code, exc.message)
+        raise
+    finally:
+        flag.set()
+        # Synchronous on purpose: an await here would be cancelled again when
+        # the client is gone. The thread running ``next`` has finished by now
+        # (threads are not abandoned on cancel), and closing only runs the
+        # service's ``finally`` blocks, which cancel queued work.
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            try:
+                close()
+            except ValueError:
+                log.debug("stream iterator still running; it stops at its next chunk")

@@ -1,0 +1,77 @@
+"""One G2P for every language we speak: espeak-ng, or the Japanese / Chinese G2Ps.
+
+Kokoro is language-agnostic (it reads phoneme ids), so the only per-language
+part of synthesis is this choice. Korean is deliberately absent: espeak-ng's
+Korean skips the assimilation rules Korean pronunciation depends on
+(반갑습니다 comes out "pɐnqɐps-ɯpnida" instead of "pangapsɯmnida", 좋네요 as
+"t͡ɕot-nejo" instead of "ʨonnejo") and Kokoro v1.0 never heard Korean, so a
+request for it gets a clear UnsupportedLanguage instead of mumbling.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Protocol
+
+from voxclone.errors import UnsupportedLanguage
+from voxclone.synth.text.g2p import EspeakG2P
+from voxclone.synth.text.g2p_ja import JapaneseG2P
+from voxclone.synth.text.g2p_zh import ChineseG2P
+
+log = logging.getLogger(__name__)
+
+
+class SingleLanguageG2P(Protocol):
+    language: str
+
+    def phonemize(self, text: str) -> str: ...
+
+
+class MultiG2P:
+    """Same surface as EspeakG2P (``languages``, ``phonemize``, ``token_ids``), more languages."""
+
+    def __init__(
+        self,
+        vocab: Mapping[str, int],
+        *,
+        espeak: EspeakG2P | None = None,
+        others: tuple[SingleLanguageG2P, ...] | None = None,
+    ) -> None:
+        self._vocab = vocab
+        self._espeak = espeak or EspeakG2P(vocab)
+        chosen = others if others is not None else (JapaneseG2P(), ChineseG2P())
+        self._others: dict[str, SingleLanguageG2P] = {g2p.language: g2p for g2p in chosen}
+        self._warned: set[str] = set()
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return self._espeak.languages + tuple(self._others)
+
+    def phonemize(self, text: str, language: str) -> str:
+        """Kokoro phonemes for ``text`` (already normalized) in ``language``."""
+        other = self._others.get(language)
+        if other is not None:
+            return self._keep_known(other.phonemize(text))
+        if language in self._espeak.languages:
+            return self._espeak.phonemize(text, language)
+        supported = sorted(self.languages)
+        raise UnsupportedLanguage(
+            f"language '{language[:16]}' is not supported; supported: {', '.join(supported)}",
+            field="language",
+            limit=supported,
+        )
+
+    def token_ids(self, phonemes: str) -> tuple[int, ...]:
+        return tuple(self._vocab[ch] for ch in phonemes if ch in self._vocab)
+
+    def _keep_known(self, phonemes: str) -> str:
+        kept = []
+        for ch in phonemes:
+            if ch in self._vocab:
+                kept.append(ch)
+            elif ch not in self._warned:
+                # A symbol the model has no id for: say the rest rather than fail.
+                self._warned.add(ch)
+                log.warning("dropping phoneme without a Kokoro id", extra={"symbol": repr(ch)})
+        return "".join(kept)

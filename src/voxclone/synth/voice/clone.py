@@ -1,0 +1,252 @@
+"""Zero-shot cloning into Kokoro's style space.
+
+* :class:`InstantCloner` — reference → speaker embedding → nearest atlas
+  voice(s) for the timbre half, prosody half picked to match the reference's
+  median F0. Milliseconds after the embedding.
+* :class:`StyleRefiner` — a cross-entropy-method search over the timbre
+  directions (the same delta on all 510 rows, prosody fixed) that maximises
+  speaker-encoder similarity of synthesized test sentences to the reference.
+  An ASR guard rejects any result whose WER is more than ``wer_margin`` worse
+  than the starting voice's, so identity is never bought with mumbling.
+
+Both take their collaborators through the constructor (encoder, synthesis
+callable, transcriber), so the service decides threads, caches and priority.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import soxr
+
+from voxclone.errors import Cancelled
+from voxclone.synth.voice.atlas import AtlasMatch, VoiceAtlas
+from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
+from voxclone.synth.voice.prosody import PitchStats, pitch_stats
+from voxclone.synth.voice.style_space import VoiceRecipe
+
+log = logging.getLogger(__name__)
+
+ENGINE_RATE = 24_000
+ENCODER_RATE = 16_000
+
+# Phoneme ids + style pack -> 24 kHz audio.
+SynthesizeFn = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
+TranscribeFn = Callable[[np.ndarray, int], str]
+WerFn = Callable[[str, str], float]
+
+
+@dataclass(frozen=True)
+class InstantClone:
+    recipe: VoiceRecipe
+    style: np.ndarray  # [510, 1, 256]
+    embedding: np.ndarray  # reference embedding (256,)
+    pitch: PitchStats
+    neighbours: list[AtlasMatch]
+    seconds: float
+
+
+class InstantCloner:
+    def __init__(
+        self,
+        atlas: VoiceAtlas,
+        encoder: SpeakerEncoder,
+        *,
+        top_k: int = 1,
+        temperature: float = 0.02,
+        max_wer: float | None = 0.25,
+    ) -> None:
+        self._atlas = atlas
+        self._encoder = encoder
+        self._top_k = top_k
+        self._temperature = temperature
+        self._max_wer = max_wer
+
+    @property
+    def atlas(self) -> VoiceAtlas:
+        return self._atlas
+
+    def clone(self, x16k: np.ndarray) -> InstantClone:
+        started = time.perf_counter()
+        embedding = self._encoder.embed(x16k)
+        pitch = pitch_stats(x16k, ENCODER_RATE)
+        return self.clone_from(embedding, pitch, started=started)
+
+    def clone_from(self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None) -> InstantClone:
+        started = time.perf_counter() if started is None else started
+        matches = self._atlas.nearest(embedding, self._top_k, max_wer=self._max_wer)
+        timbre = self._atlas.blended_timbre(matches, self._temperature)
+        prosody = self._atlas.prosody_for_pitch(pitch.median_hz)
+        recipe = timbre.with_prosody(prosody)
+        style = self._atlas.basis.pack(recipe)
+        return InstantClone(recipe, style, embedding, pitch, matches, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class RefineProgress:
+    fraction: float  # 0..1
+    best_similarity: float
+    evaluations: int
+
+
+@dataclass
+class RefineResult:
+    recipe: VoiceRecipe
+    style: np.ndarray
+    similarity: float  # encoder similarity of the result's test audio
+    start_similarity: float
+    wer: float | None
+    start_wer: float | None
+    improved: bool  # False when the start voice was kept
+    evaluations: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RefineConfig:
+    budget_s: float = 180.0
+    population: int = 8
+    elite: int = 3
+    initial_std: float = 0.6
+    min_std: float = 0.05
+    wer_margin: float = 0.05  # a result may be at most 5 WER points worse than the start
+    guard_candidates: int = 3  # best candidates to try through the ASR guard
+    seed: int = 0
+
+
+class StyleRefiner:
+    """Cross-entropy search over the timbre directions (see module docstring)."""
+
+    def __init__(
+        self,
+        atlas: VoiceAtlas,
+        encoder: SpeakerEncoder,
+        synthesize: SynthesizeFn,
+        test_tokens: list[tuple[int, ...]],
+        test_texts: list[str],
+        *,
+        transcribe: TranscribeFn | None,
+        word_error_rate: WerFn | None,
+        config: RefineConfig | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if len(test_tokens) != len(test_texts) or not test_tokens:
+            raise ValueError("one text per test token sequence is required")
+        self._atlas = atlas
+        self._encoder = encoder
+        self._synthesize = synthesize
+        self._tokens = test_tokens
+        self._texts = test_texts
+        self._transcribe = transcribe
+        self._wer = word_error_rate
+        self.config = config or RefineConfig()
+        self._clock = clock
+
+    def with_budget(self, budget_s: float) -> StyleRefiner:
+        from dataclasses import replace
+
+        clone = StyleRefiner.__new__(StyleRefiner)
+        clone.__dict__.update(self.__dict__)
+        clone.config = replace(self.config, budget_s=budget_s)
+        return clone
+
+    # -- measurement helpers ---------------------------------------------------
+    def _render(self, recipe: VoiceRecipe) -> list[np.ndarray]:
+        pack = self._atlas.basis.pack(recipe)
+        return [self._synthesize(t, pack) for t in self._tokens]
+
+    def _similarity(self, clips: list[np.ndarray], target: np.ndarray) -> float:
+        clips16 = [soxr.resample(c, ENGINE_RATE, ENCODER_RATE).astype(np.float32) for c in clips]
+        return cosine(self._encoder.embed_many(clips16), target)
+
+    def _wer_of(self, clips: list[np.ndarray]) -> float | None:
+        if self._transcribe is None or self._wer is None:
+            return None
+        scores = [self._wer(text, self._transcribe(c, ENGINE_RATE)) for text, c in zip(self._texts, clips, strict=True)]
+        return float(np.mean(scores))
+
+    # -- the search -------------------------------------------------------------
+    def refine(
+        self,
+        target_embedding: np.ndarray,
+        start: VoiceRecipe,
+        *,
+        on_progress: Callable[[RefineProgress], None] | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> RefineResult:
+        cfg = self.config
+        began = self._clock()
+        deadline = began + cfg.budget_s
+        rng = np.random.default_rng(cfg.seed)
+
+        def check_cancel() -> None:
+            if should_cancel is not None and should_cancel():
+                raise Cancelled("refinement was cancelled")
+
+        def report(fraction: float, best: float, evals: int) -> None:
+            if on_progress is not None:
+                on_progress(RefineProgress(min(1.0, max(0.0, fraction)), best, evals))
+
+        start_clips = self._render(start)
+        start_sim = self._similarity(start_clips, target_embedding)
+        start_wer = self._wer_of(start_clips)
+        evaluations = 1
+        # Budget share kept for the ASR guard at the end (a few transcriptions).
+        guard_reserve = min(0.25 * cfg.budget_s, (self._clock() - began) * cfg.guard_candidates)
+        report(0.02, start_sim, evaluations)
+
+        mean = start.timbre_coeffs.astype(np.float64).copy()
+        std = np.full_like(mean, cfg.initial_std)
+        scored: list[tuple[float, np.ndarray]] = [(start_sim, mean.copy())]
+        search_end = deadline - guard_reserve
+        while self._clock() < search_end:
+            check_cancel()
+            population = mean + std * rng.standard_normal((cfg.population, mean.size))
+            generation: list[tuple[float, np.ndarray]] = []
+            for coeffs in population:
+                if self._clock() >= search_end:
+                    break
+                check_cancel()
+                clips = self._render(start.with_timbre_coeffs(coeffs.astype(np.float32)))
+                generation.append((self._similarity(clips, target_embedding), coeffs))
+                evaluations += 1
+                best = max(s for s, _ in scored + generation)
+                report(0.02 + 0.85 * (self._clock() - began) / cfg.budget_s, best, evaluations)
+            if len(generation) < cfg.elite:
+                scored.extend(generation)
+                break
+            scored.extend(generation)
+            # Elites from everything seen so far: noisy objective, so keep memory.
+            elites = np.stack([c for _, c in sorted(scored, key=lambda p: -p[0])[: cfg.elite]])
+            mean = elites.mean(axis=0)
+            std = np.maximum(elites.std(axis=0) * 0.9 + 0.1 * std, cfg.min_std)
+
+        check_cancel()
+        ranked = sorted(scored, key=lambda p: -p[0])
+        notes: list[str] = []
+        chosen: tuple[float, np.ndarray, float | None] | None = None
+        for sim, coeffs in ranked[: cfg.guard_candidates]:
+            if sim <= start_sim:
+                break
+            check_cancel()
+            recipe = start.with_timbre_coeffs(coeffs.astype(np.float32))
+            clips = self._render(recipe)
+            wer = self._wer_of(clips)
+            if wer is not None and start_wer is not None and wer > start_wer + cfg.wer_margin:
+                notes.append(f"candidate rejected by the ASR guard: WER {wer:.1%} vs start {start_wer:.1%}")
+                continue
+            chosen = (sim, coeffs, wer)
+            break
+        report(1.0, ranked[0][0], evaluations)
+        seconds = self._clock() - began
+        if chosen is None:
+            return RefineResult(start, self._atlas.basis.pack(start), start_sim, start_sim, start_wer,
+                                start_wer, False, evaluations, seconds, notes or ["no candidate beat the start voice"])
+        recipe = start.with_timbre_coeffs(chosen[1].astype(np.float32))
+        return RefineResult(recipe, self._atlas.basis.pack(recipe), chosen[0], start_sim, chosen[2],
+                            start_wer, True, evaluations, seconds, notes)

@@ -1,0 +1,101 @@
+"""Fixtures for the HTTP API tests: one real runtime per session, apps around it.
+
+The runtime loads the real Kokoro model once; every app under test shares it
+but has its own home directory (keys, settings), so auth and limits can be
+varied per test without reloading models.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from voxclone.api.app import create_app
+from voxclone.bootstrap import Runtime, build_runtime
+from voxclone.config import Settings
+
+
+@pytest.fixture(scope="session")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    home = tmp_path_factory.mktemp("voxclone-runtime")
+    rt = build_runtime(Settings(home=home), warmup=True)
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+AppFactory = Callable[..., FastAPI]
+
+
+@pytest.fixture()
+def make_app(runtime: Runtime, tmp_path: Path) -> AppFactory:
+    """Build an app on the shared runtime; keyword arguments override Settings fields."""
+    counter = iter(range(1000))
+
+    def factory(**overrides: Any) -> FastAPI:
+        home = tmp_path / f"app{next(counter)}"
+        settings = Settings(home=home, **overrides)
+        return create_app(settings, runtime=runtime)
+
+    return factory
+
+
+@pytest.fixture()
+def client(make_app: AppFactory) -> Iterator[TestClient]:
+    with TestClient(make_app()) as c:
+        yield c
+
+
+def free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """uvicorn serving an app in a thread of this process, on a loopback port."""
+
+    def __init__(self, app: FastAPI) -> None:
+        import uvicorn
+
+        self.app = app
+        self.port = free_loopback_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_config=None)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("test server did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture()
+def live_server(make_app: AppFactory) -> Callable[..., LiveServer]:
+    """Start (as a context manager) a real HTTP server around a fresh app."""
+
+    def start(**overrides: Any) -> LiveServer:
+        return LiveServer(make_app(**overrides))
+
+    return start

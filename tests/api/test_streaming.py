@@ -1,0 +1,55 @@
+"""Streaming through a real HTTP server: early first bytes, cancellation on disconnect."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+# Eight short sentences: long enough that rendering all takes several seconds.
+TEXT = " ".join(f"Sentence number {w} is here." for w in
+                ("one", "two", "three", "four", "five", "six", "seven", "eight"))
+
+
+def test_first_audio_arrives_long_before_the_stream_ends(live_server: Callable[..., Any]) -> None:
+    with live_server() as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        started = time.perf_counter()
+        first_audio_at = None
+        total = 0
+        with http.stream(
+            "POST", "/v1/tts", json={"text": TEXT, "stream": True, "format": "pcm"}
+        ) as r:
+            assert r.status_code == 200
+            for chunk in r.iter_bytes():
+                total += len(chunk)
+                if first_audio_at is None and total > 2400:  # > 50 ms of audio
+                    first_audio_at = time.perf_counter() - started
+        finished_at = time.perf_counter() - started
+    assert first_audio_at is not None
+    assert total > 24_000 * 2 * 4  # several seconds of 16-bit audio
+    assert first_audio_at < 0.5 * finished_at, (first_audio_at, finished_at)
+
+
+def test_disconnect_mid_stream_stops_remaining_work(
+    live_server: Callable[..., Any], runtime: Any
+) -> None:
+    text = TEXT.replace("here", "there")  # not cached by the test above
+    with live_server() as server:
+        before = runtime.scheduler.stats().completed
+        with httpx.Client(base_url=server.url, timeout=60) as http, http.stream(
+            "POST", "/v1/tts", json={"text": text, "stream": True, "format": "pcm"}
+        ) as r:
+            received = 0
+            for chunk in r.iter_bytes():
+                received += len(chunk)
+                if received > 2400:
+                    break  # leaving the block closes the connection
+        time.sleep(1.5)  # let in-flight chunks finish
+        settled = runtime.scheduler.stats().completed
+        time.sleep(1.5)
+        after = runtime.scheduler.stats().completed
+        assert server.app.state.stream_slots.open == 0
+    assert after == settled, "engine work continued after the client left"
+    assert after - before < 6, f"{after - before} of 8 sentences were synthesized"

@@ -1,0 +1,149 @@
+"""Voice library, jobs and job-progress SSE, against FakeVoiceService (and the real one if present)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from fake_voices import FakeConsentInput, FakeEnrollRequest, FakeVoiceService
+from voxclone.api import routes_voices
+from voxclone.runtime.job_store import JobEvents
+
+
+@pytest.fixture()
+def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
+    service = FakeVoiceService(runtime.catalog, JobEvents())
+    monkeypatch.setattr(runtime, "voices", service, raising=False)
+    monkeypatch.setitem(runtime.extras, "job_events", service.events)
+    try:
+        routes_voices.request_types()
+    except Exception:
+        monkeypatch.setattr(
+            routes_voices, "request_types", lambda: (FakeConsentInput, FakeEnrollRequest)
+        )
+    yield service
+
+
+FORM = {
+    "name": "Ada",
+    "consent": "true",
+    "consent_statement": "I agree that my voice is cloned.",
+    "given_by": "Ada Lovelace",
+}
+
+
+def _enroll(c: TestClient, **extra: Any) -> Any:
+    return c.post(
+        "/v1/voices",
+        data={**FORM, **extra},
+        files={"audio": ("ref.wav", b"RIFF" + b"\0" * 200, "audio/wav")},
+    )
+
+
+def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceService) -> None:
+    r = _enroll(client, keep_reference="true")
+    assert r.status_code == 201, r.text
+    voice = r.json()
+    assert voice["name"] == "Ada" and voice["job"] is None
+    assert voice["has_reference_audio"] is True
+    assert "style" not in voice and "embedding" not in voice
+    sent = fake.enrolled[-1]
+    assert sent.owner == "local" and sent.consent.given_by == "Ada Lovelace"
+    assert sent.consent.statement == FORM["consent_statement"]
+
+    listed = client.get("/v1/voices").json()["voices"]
+    assert [v["id"] for v in listed] == [voice["id"]]
+    assert client.get(f"/v1/voices/{voice['id']}").json()["name"] == "Ada"
+    renamed = client.patch(f"/v1/voices/{voice['id']}", json={"name": "Ada L"})
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Ada L"
+    deleted = client.delete(f"/v1/voices/{voice['id']}")
+    assert deleted.json() == {"id": voice["id"], "deleted": True}
+    assert client.get(f"/v1/voices/{voice['id']}").status_code == 404
+
+
+@pytest.mark.parametrize("consent", ["false", "", "yes please"])
+def test_enroll_without_consent_is_422_naming_consent(
+    client: TestClient, fake: FakeVoiceService, consent: str
+) -> None:
+    r = _enroll(client, consent=consent)
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "consent"
+    assert fake.enrolled == []
+
+
+def test_enroll_missing_audio_names_the_field(client: TestClient, fake: FakeVoiceService) -> None:
+    r = client.post("/v1/voices", data=FORM)
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "audio"
+
+
+def test_service_errors_pass_through(client: TestClient, fake: FakeVoiceService) -> None:
+    r = client.post("/v1/voices", data=FORM, files={"audio": ("a.wav", b"x", "audio/wav")})
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "audio_quality"
+
+
+def test_refine_job_and_cancel(client: TestClient, fake: FakeVoiceService) -> None:
+    voice = _enroll(client, refine="true").json()
+    assert voice["job"]["state"] == "queued"
+    r = client.post(f"/v1/voices/{voice['id']}/refine", json={"budget_s": 30})
+    assert r.status_code == 202
+    job = r.json()
+    assert client.get(f"/v1/jobs/{job['id']}").json()["state"] == "queued"
+    cancelled = client.post(f"/v1/jobs/{job['id']}/cancel").json()
+    assert cancelled["state"] == "cancelled"
+
+
+def test_job_events_stream_progress_until_done(client: TestClient, fake: FakeVoiceService) -> None:
+    voice = _enroll(client).json()
+    job_id = client.post(f"/v1/voices/{voice['id']}/refine").json()["id"]
+
+    def work() -> None:
+        while fake.events.subscriber_count(job_id) == 0:
+            time.sleep(0.01)
+        fake.advance(job_id, state="running", progress=40.0, message="searching")
+        fake.advance(job_id, state="succeeded", progress=100.0, message="done")
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    r = client.get(f"/v1/jobs/{job_id}/events")
+    worker.join(5)
+    assert r.headers["content-type"].startswith("text/event-stream")
+    events = [
+        json.loads(line[len("data: "):]) for line in r.text.splitlines() if line.startswith("data: ")
+    ]
+    states = [e["state"] for e in events]
+    assert states[0] == "queued" and states[-1] == "succeeded"
+    assert "running" in states
+    assert "event: done" in r.text
+
+
+def test_voice_routes_without_voice_service_are_503(
+    client: TestClient, runtime: Any
+) -> None:
+    if getattr(runtime, "voices", None) is not None:
+        pytest.skip("the runtime has a real voice service")
+    r = client.get("/v1/voices")
+    assert r.status_code == 503
+    assert r.json()["error"]["code"] == "not_ready"
+
+
+def test_tts_with_inline_reference_clip(client: TestClient, fake: FakeVoiceService) -> None:
+    r = client.post(
+        "/v1/tts",
+        data={"text": "Good morning."},
+        files={"reference": ("ref.wav", b"RIFF" + b"\0" * 200, "audio/wav")},
+    )
+    assert r.status_code == 200, r.text
+    male = client.post("/v1/tts", json={"text": "Good morning.", "voice": "clear_male"})
+    assert r.content == male.content  # the fake clones every clip as clear_male
+    bad = client.post(
+        "/v1/tts", data={"text": "hi"}, files={"reference": ("r.wav", b"x", "audio/wav")}
+    )
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "reference"
