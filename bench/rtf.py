@@ -85,7 +85,7 @@ def run(repeat: int, threads: int) -> dict[str, object]:
         chunks = list(speech._frontend.plan(text, language))
         items = [SynthItem(c.token_ids, voice.style, 1.0) for c in chunks]
 
-        def call_raw() -> float:
+        def call_raw(items: list[SynthItem] = items) -> float:
             total = 0
             for item in items:
                 audio = raw.run(
@@ -99,11 +99,11 @@ def run(repeat: int, threads: int) -> dict[str, object]:
                 total += audio.size
             return total
 
-        def call_engine() -> None:
+        def call_engine(items: list[SynthItem] = items) -> None:
             for item in items:
                 runtime.engine.synthesize([item])
 
-        def call_service() -> None:
+        def call_service(request: SpeechRequest = request) -> None:
             speech.render_audio(request)
 
         samples = call_raw()
@@ -112,7 +112,10 @@ def run(repeat: int, threads: int) -> dict[str, object]:
         t_raw = _time(call_raw, repeat)
         t_engine = _time(call_engine, repeat)
         t_service = _time(call_service, repeat)
-        med = {k: statistics.median(v) for k, v in (("raw", t_raw), ("engine", t_engine), ("service", t_service))}
+        med = {
+            k: statistics.median(v)
+            for k, v in (("raw", t_raw), ("engine", t_engine), ("service", t_service))
+        }
         results["texts"][label] = {  # type: ignore[index]
             "chars": len(text),
             "chunks": len(chunks),

@@ -68,7 +68,10 @@ def make_recipes(basis: StyleBasis, n_voices: int, seed: int) -> list[VoiceRecip
         w /= w.sum()
         fixed.append(VoiceRecipe(w, np.zeros(basis.n_directions, np.float32), w.copy()))
     rng = np.random.default_rng(seed)
-    randoms = [sample_recipe(rng, basis.n_packs, basis.n_directions) for _ in range(max(0, n_voices - len(fixed)))]
+    randoms = [
+        sample_recipe(rng, basis.n_packs, basis.n_directions)
+        for _ in range(max(0, n_voices - len(fixed)))
+    ]
     return (fixed + randoms)[:n_voices]
 
 
@@ -162,7 +165,9 @@ def build(
 
     ctx = mp.get_context("spawn")
     init_args = (str(models_dir), use_asr, sentences)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args
+    ) as pool:
         for count, (i, emb, pitch, err) in enumerate(pool.map(_measure, jobs), start=1):
             embeddings[i], f0[i], wer[i], done[i] = emb, pitch, err, True
             if count % log_every == 0 or count == n:
@@ -181,7 +186,9 @@ def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--voices", type=int, default=300)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)

@@ -18,7 +18,8 @@ from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.speech import ServiceHooks, SpeechService
 from voxclone.synth.engine.kokoro import KokoroEngine
 from voxclone.synth.text.frontend import TextFrontend
-from voxclone.synth.text.g2p import EspeakG2P
+from voxclone.synth.text.g2p_router import MultiG2P
+from voxclone.synth.text.langdetect import detect_language
 from voxclone.synth.voice.builtin import builtin_voices
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ def build_runtime(
     if warmup:
         engine.warmup()
     assets = engine.assets
-    g2p = EspeakG2P(assets.vocab)
+    g2p = MultiG2P(assets.vocab)
     frontend = TextFrontend(g2p, max_tokens=engine.capabilities.max_tokens)
     store = SqliteVoiceStore(settings.db_path)
     catalog = VoiceCatalog(builtin_voices(assets.packs), store)
@@ -93,6 +94,7 @@ def build_runtime(
         default_voice=settings.default_voice,
         default_language=settings.default_language,
         max_text_chars=settings.max_text_chars,
+        detect_language=detect_language,
         hooks=hooks,
     )
     return Runtime(settings, engine, scheduler, speech, catalog, store, cache)

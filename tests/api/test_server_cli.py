@@ -46,7 +46,8 @@ def test_tls_needs_both_files(tmp_path: Path) -> None:
 
 def test_cli_refuses_public_bind_in_a_subprocess(tmp_path: Path) -> None:
     code = (
-        "import sys; from voxclone.api.cli import main; sys.exit(main(['serve', '--host', '0.0.0.0']))"
+        "import sys; from voxclone.api.cli import main; "
+        "sys.exit(main(['serve', '--host', '0.0.0.0']))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],

@@ -8,9 +8,19 @@ from typing import Any
 
 import httpx
 
-# Eight short sentences: long enough that rendering all takes several seconds.
-TEXT = " ".join(f"Sentence number {w} is here." for w in
-                ("one", "two", "three", "four", "five", "six", "seven", "eight"))
+WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
+# Short sentences: enough that rendering all of them takes several seconds.
+TEXT = " ".join(f"Sentence {w} is here." for w in WORDS[:5])
+LONG_TEXT = " ".join(f"Sentence number {w} is there." for w in WORDS)
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
 
 
 def test_first_audio_arrives_long_before_the_stream_ends(live_server: Callable[..., Any]) -> None:
@@ -28,28 +38,29 @@ def test_first_audio_arrives_long_before_the_stream_ends(live_server: Callable[.
                     first_audio_at = time.perf_counter() - started
         finished_at = time.perf_counter() - started
     assert first_audio_at is not None
-    assert total > 24_000 * 2 * 4  # several seconds of 16-bit audio
+    assert total > 24_000 * 2 * 3  # several seconds of 16-bit audio
     assert first_audio_at < 0.5 * finished_at, (first_audio_at, finished_at)
 
 
 def test_disconnect_mid_stream_stops_remaining_work(
     live_server: Callable[..., Any], runtime: Any
 ) -> None:
-    text = TEXT.replace("here", "there")  # not cached by the test above
     with live_server() as server:
         before = runtime.scheduler.stats().completed
         with httpx.Client(base_url=server.url, timeout=60) as http, http.stream(
-            "POST", "/v1/tts", json={"text": text, "stream": True, "format": "pcm"}
+            "POST", "/v1/tts", json={"text": LONG_TEXT, "stream": True, "format": "pcm"}
         ) as r:
             received = 0
             for chunk in r.iter_bytes():
                 received += len(chunk)
                 if received > 2400:
                     break  # leaving the block closes the connection
-        time.sleep(1.5)  # let in-flight chunks finish
+        # The stream ends once the chunk already inside the engine is done.
+        slots = server.app.state.stream_slots
+        stats = runtime.scheduler.stats
+        assert _wait_until(lambda: slots.open == 0 and stats().in_flight == 0, 20)
         settled = runtime.scheduler.stats().completed
         time.sleep(1.5)
         after = runtime.scheduler.stats().completed
-        assert server.app.state.stream_slots.open == 0
     assert after == settled, "engine work continued after the client left"
-    assert after - before < 6, f"{after - before} of 8 sentences were synthesized"
+    assert after - before <= 4, f"{after - before} of 8 sentences were synthesized"

@@ -1,4 +1,4 @@
-"""Voice library, jobs and job-progress SSE, against FakeVoiceService (and the real one if present)."""
+"""Voice library, jobs and job-progress SSE routes, against FakeVoiceService."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fake_voices import FakeConsentInput, FakeEnrollRequest, FakeVoiceService
 from fastapi.testclient import TestClient
 
-from fake_voices import FakeConsentInput, FakeEnrollRequest, FakeVoiceService
 from voxclone.api import routes_voices
 from voxclone.runtime.job_store import JobEvents
 
@@ -116,7 +116,7 @@ def test_job_events_stream_progress_until_done(client: TestClient, fake: FakeVoi
     worker.join(5)
     assert r.headers["content-type"].startswith("text/event-stream")
     events = [
-        json.loads(line[len("data: "):]) for line in r.text.splitlines() if line.startswith("data: ")
+        json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")
     ]
     states = [e["state"] for e in events]
     assert states[0] == "queued" and states[-1] == "succeeded"

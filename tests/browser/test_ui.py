@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.models, pytest.mark.timeout(420)]
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-VOICE_NAME = "Browser test voice"
+# Unique per run: names are unique per owner, and a reused server may keep old voices.
+VOICE_NAME = f"Browser test {uuid.uuid4().hex[:6]}"
 SPOKEN_TEXT = "Hello from the browser test. This is a short sentence."
 ENROLL_TIMEOUT_MS = 180_000
 GENERATE_TIMEOUT_MS = 180_000
@@ -116,7 +118,8 @@ def test_clone_speak_listen_delete(
     create.click()
 
     library_item = page.locator("#voice-list li.voice", has_text=VOICE_NAME)
-    _wait_for_success_or_alert(page, "#voice-list li.voice", "#clone-alert", ENROLL_TIMEOUT_MS)
+    _wait_for_success_or_alert(page, "#quality:not([hidden])", "#clone-alert", ENROLL_TIMEOUT_MS)
+    library_item.wait_for(timeout=30_000)
     assert page.locator("#quality").is_visible()
     assert page.locator("#q-similarity").inner_text() != ""
     voice_id = library_item.get_attribute("data-voice-id")

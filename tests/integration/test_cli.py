@@ -36,9 +36,16 @@ def test_say_writes_24k_16bit_mono_speech(tmp_path: Path) -> None:
 
 def test_say_reads_stdin_and_other_formats(tmp_path: Path) -> None:
     out = tmp_path / "x.mp3"
-    proc = _run(["say", "-", "-o", str(out), "--voice", "clear_male", "--speed", "1.2"], tmp_path, "Hello from standard input.")
+    proc = _run(
+        ["say", "-", "-o", str(out), "--voice", "clear_male", "--speed", "1.2"],
+        tmp_path,
+        "Hello from standard input.",
+    )
     assert proc.returncode == 0, proc.stderr
-    assert out.read_bytes()[:3] in (b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2") or out.stat().st_size > 1000
+    assert (
+        out.read_bytes()[:3] in (b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2")
+        or out.stat().st_size > 1000
+    )
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
 
     say = sub.add_parser("say", help="speak text into an audio file")
     say.add_argument("text", help="the text, or - to read standard input")
-    say.add_argument("-o", "--output", required=True, help="output file (.wav .mp3 .opus .flac .pcm)")
+    say.add_argument(
+        "-o", "--output", required=True, help="output file (.wav .mp3 .opus .flac .pcm)"
+    )
     say.add_argument("--format", help="override the format implied by the file name")
     say.add_argument("--rate", type=int, default=24_000, help="16000, 22050, 24000, 44100, 48000")
     _add_control_args(say)
@@ -55,6 +57,16 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
+
+    from voxclone.api.cli_keys import add_keys_parser
+
+    add_keys_parser(sub)
+    try:
+        from voxclone.api.cli_clone import add_clone_parser
+    except ImportError:  # cloning extras not installed
+        pass
+    else:
+        add_clone_parser(sub)
     return parser
 
 
@@ -110,7 +122,9 @@ def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         runtime.close()
     Path(args.output).write_bytes(result.audio)
-    print(f"wrote {args.output} ({len(result.audio)} bytes, {result.content_type})", file=sys.stderr)
+    print(
+        f"wrote {args.output} ({len(result.audio)} bytes, {result.content_type})", file=sys.stderr
+    )
     return 0
 
 
@@ -182,11 +196,25 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return serve(settings)
 
 
-COMMANDS: dict[str, Handler] = {"say": cmd_say, "voices": cmd_voices, "serve": cmd_serve}
+def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_keys import cmd_keys as run_keys
+
+    return run_keys(args, settings)
 
 
-def register(name: str, handler: Handler) -> None:
-    COMMANDS[name] = handler
+def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_clone import cmd_clone as run_clone
+
+    return run_clone(args, settings)
+
+
+COMMANDS: dict[str, Handler] = {
+    "say": cmd_say,
+    "voices": cmd_voices,
+    "serve": cmd_serve,
+    "keys": cmd_keys,
+    "clone": cmd_clone,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
-from voxclone.runtime.cache import CacheEntry, TieredCache, cache_key
+from voxclone.runtime.cache import TieredCache, cache_key
 from voxclone.runtime.scheduler import PRIORITY_FIRST_CHUNK, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.singleflight import SingleFlight
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
-from voxclone.synth.audio.encode import check_rate, content_type, parse_format
+from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_format
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import apply_controls
 from voxclone.synth.audio.stream_encode import open_stream_encoder
@@ -35,6 +35,9 @@ from voxclone.synth.text.frontend import Chunk, TextFrontend
 log = logging.getLogger(__name__)
 
 LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
+# A streamed FLAC header cannot carry the final frame count, which many
+# readers need in a downloaded file: whole FLAC files are encoded in one go.
+WHOLE_FILE_FORMATS = frozenset({"flac"})
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,12 @@ class SpeechService:
         progress: Callable[[int], None] | None,
     ) -> bytes:
         fmt = parse_format(req.format).value
+        if fmt in WHOLE_FILE_FORMATS:
+            pieces = list(
+                self.render_pieces(req, voice, language, fast_start=False, progress=progress)
+            )
+            audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+            return encode(audio, self.sample_rate, fmt, out_rate=req.sample_rate)
         with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
             header = b""
             for index, part in enumerate(
@@ -258,7 +267,9 @@ class SpeechService:
         joiner = PieceJoiner(self.sample_rate)
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
-        for chunk, audio in self._synthesized(voice, language, req.text, controls, fast_start, cancelled):
+        for chunk, audio in self._synthesized(
+            voice, language, req.text, controls, fast_start, cancelled
+        ):
             # Always: besides the controls' DSP it holds the true-peak ceiling.
             audio = apply_controls(audio, self.sample_rate, controls)
             out = joiner.feed(audio, chunk.pause_after_s * controls.pause)
@@ -354,7 +365,9 @@ class SpeechService:
 
     def text_size(self, req: SpeechRequest) -> int:
         """Characters the planner will speak (for progress bars)."""
-        language = self._language_for(req, self._catalog.resolve(req.voice or self._default_voice, req.owner))
+        language = self._language_for(
+            req, self._catalog.resolve(req.voice or self._default_voice, req.owner)
+        )
         return sum(len(s) for s in self._frontend.prepare(req.text, language))
 
     def invalidate_voice(self, voice_id: str) -> None:

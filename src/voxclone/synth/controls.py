@@ -49,31 +49,57 @@ EMOTIONS: dict[str, EmotionPreset] = {
     "neutral": EmotionPreset("the voice as enrolled"),
     "happy": EmotionPreset(
         "brighter: higher and livelier pitch, a little faster, more energy",
-        pitch=0.12, f0_range=1.4, speed=1.08, energy=1.1, pause=0.9,
+        pitch=0.12,
+        f0_range=1.4,
+        speed=1.08,
+        energy=1.1,
+        pause=0.9,
     ),
     "sad": EmotionPreset(
         "lower, flatter pitch, slower, softer, longer pauses",
-        pitch=-0.1, f0_range=0.6, speed=0.86, energy=0.88, pause=1.35,
+        pitch=-0.1,
+        f0_range=0.6,
+        speed=0.86,
+        energy=0.88,
+        pause=1.35,
     ),
     "angry": EmotionPreset(
         "forceful: more energy and pitch range, faster, short pauses",
-        pitch=0.05, f0_range=1.35, speed=1.1, energy=1.2, pause=0.8,
+        pitch=0.05,
+        f0_range=1.35,
+        speed=1.1,
+        energy=1.2,
+        pause=0.8,
     ),
     "surprised": EmotionPreset(
         "high pitch with wide excursions",
-        pitch=0.2, f0_range=1.6, speed=1.03, energy=1.08,
+        pitch=0.2,
+        f0_range=1.6,
+        speed=1.03,
+        energy=1.08,
     ),
     "calm": EmotionPreset(
         "lower, steady pitch, slower, softer",
-        pitch=-0.05, f0_range=0.75, speed=0.92, energy=0.92, pause=1.2,
+        pitch=-0.05,
+        f0_range=0.75,
+        speed=0.92,
+        energy=0.92,
+        pause=1.2,
     ),
     "serious": EmotionPreset(
         "lower, narrower pitch, measured pace",
-        pitch=-0.08, f0_range=0.7, speed=0.95, energy=1.02, pause=1.1,
+        pitch=-0.08,
+        f0_range=0.7,
+        speed=0.95,
+        energy=1.02,
+        pause=1.1,
     ),
     "whisper": EmotionPreset(
         "unvoiced breathy speech, softer and slower",
-        speed=0.92, energy=0.85, pause=1.1, whisper=True,
+        speed=0.92,
+        energy=0.85,
+        pause=1.1,
+        whisper=True,
     ),
 }
 
@@ -106,7 +132,9 @@ class SpeechControls:
     def __post_init__(self) -> None:
         emotion = self.emotion.strip().lower() if isinstance(self.emotion, str) else ""
         if emotion not in EMOTIONS:
-            shown = self.emotion[:32] if isinstance(self.emotion, str) else type(self.emotion).__name__
+            shown = (
+                self.emotion[:32] if isinstance(self.emotion, str) else type(self.emotion).__name__
+            )
             raise InvalidInput(
                 f"unknown emotion '{shown}'; allowed: {', '.join(EMOTIONS)}",
                 field="emotion",
@@ -115,7 +143,11 @@ class SpeechControls:
         # Frozen dataclass: store the normalised values (also keeps cache keys canonical).
         object.__setattr__(self, "emotion", emotion)
         object.__setattr__(self, "intensity", _check("intensity", self.intensity, INTENSITY_RANGE))
-        for name, bounds in (("speed", SPEED_RANGE), ("pitch", PITCH_RANGE), ("energy", ENERGY_RANGE)):
+        for name, bounds in (
+            ("speed", SPEED_RANGE),
+            ("pitch", PITCH_RANGE),
+            ("energy", ENERGY_RANGE),
+        ):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _check(name, value, bounds))
@@ -132,9 +164,15 @@ class SpeechControls:
             return min(max(value, bounds[0]), bounds[1])
 
         return ResolvedControls(
-            speed=self.speed if self.speed is not None else clamp(lerp(preset.speed, 1.0), SPEED_RANGE),
-            pitch=self.pitch if self.pitch is not None else clamp(lerp(preset.pitch, 0.0), PITCH_RANGE),
-            energy=self.energy if self.energy is not None else clamp(lerp(preset.energy, 1.0), ENERGY_RANGE),
+            speed=self.speed
+            if self.speed is not None
+            else clamp(lerp(preset.speed, 1.0), SPEED_RANGE),
+            pitch=self.pitch
+            if self.pitch is not None
+            else clamp(lerp(preset.pitch, 0.0), PITCH_RANGE),
+            energy=self.energy
+            if self.energy is not None
+            else clamp(lerp(preset.energy, 1.0), ENERGY_RANGE),
             f0_range=lerp(preset.f0_range, 1.0),
             pause=lerp(preset.pause, 1.0),
             whisper=preset.whisper and k >= 0.5,

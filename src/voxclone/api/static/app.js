@@ -267,7 +267,8 @@ function updateCreateEnabled() {
   if (!$("consent").checked) missing.push("consent");
   const busy = $("clone-form").dataset.busy === "true";
   $("create-voice").disabled = busy || missing.length > 0;
-  $("create-hint").textContent = missing.length && !busy ? `Needs ${missing.join(", ")}.` : "";
+  const needs = missing.length > 1 ? `${missing.slice(0, -1).join(", ")} and ${missing.at(-1)}` : missing[0];
+  $("create-hint").textContent = missing.length && !busy ? `Needs ${needs}.` : "";
 }
 
 const recorder = { media: null, stream: null, chunks: [], startedAt: 0, timer: 0 };
@@ -494,16 +495,16 @@ async function trackJob(voiceId, job) {
 
 async function refreshVoices() {
   const alert = $("library-alert");
-  try {
-    const [builtin, cloned] = await Promise.all([
-      apiJson("v1/audio/voices").catch(() => ({ voices: [] })),
-      apiJson("v1/voices"),
-    ]);
-    state.builtinVoices = (builtin.voices || []).filter((v) => v.builtin !== false);
-    state.clonedVoices = cloned.voices || [];
+  // Independent requests: built-in voices stay usable when the library is unavailable.
+  const [builtin, cloned] = await Promise.allSettled([apiJson("v1/audio/voices"), apiJson("v1/voices")]);
+  if (builtin.status === "fulfilled") {
+    state.builtinVoices = (builtin.value.voices || []).filter((v) => v.builtin !== false);
+  }
+  if (cloned.status === "fulfilled") {
+    state.clonedVoices = cloned.value.voices || [];
     clearError(alert);
-  } catch (error) {
-    showError(alert, error);
+  } else {
+    showError(alert, cloned.reason);
   }
   renderLibrary();
   renderVoiceSelect();

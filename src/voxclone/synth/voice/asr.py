@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import soxr
 
-_ONES = "zero one two three four five six seven eight nine".split()
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 
 def normalize_for_wer(text: str) -> list[str]:

@@ -43,8 +43,13 @@ class VoiceAtlas:
         n = embeddings.shape[0]
         if n == 0:
             raise ModelAssetError("the voice atlas is empty")
-        for name, arr in (("timbre_weights", timbre_weights), ("timbre_coeffs", timbre_coeffs),
-                          ("prosody_weights", prosody_weights), ("f0_median", f0_median), ("wer", wer)):
+        for name, arr in (
+            ("timbre_weights", timbre_weights),
+            ("timbre_coeffs", timbre_coeffs),
+            ("prosody_weights", prosody_weights),
+            ("f0_median", f0_median),
+            ("wer", wer),
+        ):
             if arr.shape[0] != n:
                 raise ModelAssetError(f"voice atlas column {name} has the wrong length")
         self.basis = basis
@@ -92,7 +97,9 @@ class VoiceAtlas:
     def recipe(self, index: int) -> VoiceRecipe:
         return VoiceRecipe(self._timbre_w[index], self._coeffs[index], self._prosody_w[index])
 
-    def nearest(self, embedding: np.ndarray, k: int = 1, *, max_wer: float | None = None) -> list[AtlasMatch]:
+    def nearest(
+        self, embedding: np.ndarray, k: int = 1, *, max_wer: float | None = None
+    ) -> list[AtlasMatch]:
         """The ``k`` most similar atlas voices, optionally only intelligible ones."""
         query = np.asarray(embedding, np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-9)
@@ -114,7 +121,9 @@ class VoiceAtlas:
         idx = [m.index for m in matches]
         timbre_w = (weights[:, None] * self._timbre_w[idx]).sum(axis=0)
         coeffs = (weights[:, None] * self._coeffs[idx]).sum(axis=0)
-        return VoiceRecipe(timbre_w.astype(np.float32), coeffs.astype(np.float32), self._prosody_w[idx[0]])
+        return VoiceRecipe(
+            timbre_w.astype(np.float32), coeffs.astype(np.float32), self._prosody_w[idx[0]]
+        )
 
     def prosody_for_pitch(self, target_hz: float, *, wer_weight: float = 1.0) -> np.ndarray:
         """Prosody blend weights of the atlas voice whose pitch best fits ``target_hz``."""

@@ -40,7 +40,13 @@ BLENDS: tuple[BuiltinVoice, ...] = (
     ),
 )
 
-PACK_SEX = {"jf_alpha": "F", "jf_gongitsune": "F", "jf_nezumi": "F", "jf_tebukuro": "F", "jm_kumo": "M"}
+PACK_SEX = {
+    "jf_alpha": "F",
+    "jf_gongitsune": "F",
+    "jf_nezumi": "F",
+    "jf_tebukuro": "F",
+    "jm_kumo": "M",
+}
 
 
 def blend_packs(packs: dict[str, np.ndarray], recipe: dict[str, float]) -> np.ndarray:
@@ -57,6 +63,8 @@ def builtin_voices(packs: dict[str, np.ndarray]) -> dict[str, tuple[BuiltinVoice
     for blend in BLENDS:
         voices[blend.name] = (blend, blend_packs(packs, blend.recipe))
     for name, pack in packs.items():
-        info = BuiltinVoice(name, f"shipped Kokoro pack {name}", PACK_SEX.get(name, "?"), {name: 1.0})
+        info = BuiltinVoice(
+            name, f"shipped Kokoro pack {name}", PACK_SEX.get(name, "?"), {name: 1.0}
+        )
         voices[name] = (info, pack.astype(np.float32))
     return voices

@@ -76,7 +76,9 @@ class InstantCloner:
         pitch = pitch_stats(x16k, ENCODER_RATE)
         return self.clone_from(embedding, pitch, started=started)
 
-    def clone_from(self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None) -> InstantClone:
+    def clone_from(
+        self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None
+    ) -> InstantClone:
         started = time.perf_counter() if started is None else started
         matches = self._atlas.nearest(embedding, self._top_k, max_wer=self._max_wer)
         timbre = self._atlas.blended_timbre(matches, self._temperature)
@@ -167,7 +169,10 @@ class StyleRefiner:
     def _wer_of(self, clips: list[np.ndarray]) -> float | None:
         if self._transcribe is None or self._wer is None:
             return None
-        scores = [self._wer(text, self._transcribe(c, ENGINE_RATE)) for text, c in zip(self._texts, clips, strict=True)]
+        scores = [
+            self._wer(text, self._transcribe(c, ENGINE_RATE))
+            for text, c in zip(self._texts, clips, strict=True)
+        ]
         return float(np.mean(scores))
 
     # -- the search -------------------------------------------------------------
@@ -238,15 +243,37 @@ class StyleRefiner:
             clips = self._render(recipe)
             wer = self._wer_of(clips)
             if wer is not None and start_wer is not None and wer > start_wer + cfg.wer_margin:
-                notes.append(f"candidate rejected by the ASR guard: WER {wer:.1%} vs start {start_wer:.1%}")
+                notes.append(
+                    f"candidate rejected by the ASR guard: WER {wer:.1%} vs start {start_wer:.1%}"
+                )
                 continue
             chosen = (sim, coeffs, wer)
             break
         report(1.0, ranked[0][0], evaluations)
         seconds = self._clock() - began
         if chosen is None:
-            return RefineResult(start, self._atlas.basis.pack(start), start_sim, start_sim, start_wer,
-                                start_wer, False, evaluations, seconds, notes or ["no candidate beat the start voice"])
+            return RefineResult(
+                start,
+                self._atlas.basis.pack(start),
+                start_sim,
+                start_sim,
+                start_wer,
+                start_wer,
+                False,
+                evaluations,
+                seconds,
+                notes or ["no candidate beat the start voice"],
+            )
         recipe = start.with_timbre_coeffs(chosen[1].astype(np.float32))
-        return RefineResult(recipe, self._atlas.basis.pack(recipe), chosen[0], start_sim, chosen[2],
-                            start_wer, True, evaluations, seconds, notes)
+        return RefineResult(
+            recipe,
+            self._atlas.basis.pack(recipe),
+            chosen[0],
+            start_sim,
+            chosen[2],
+            start_wer,
+            True,
+            evaluations,
+            seconds,
+            notes,
+        )

@@ -40,7 +40,9 @@ def pitch_stats(audio: np.ndarray, sample_rate: int) -> PitchStats:
     x = np.asarray(audio, dtype=np.float64).ravel()
     if x.size < sample_rate // 10:
         return PitchStats(0.0, 0.0, 0.0, 0.0)
-    f0, times = pyworld.dio(x, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ, frame_period=10.0)
+    f0, times = pyworld.dio(
+        x, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ, frame_period=10.0
+    )
     f0 = pyworld.stonemask(x, f0, times, sample_rate)
     voiced = f0[f0 > 0]
     if voiced.size < 5:

@@ -40,7 +40,9 @@ class VoiceRecipe:
     prosody_weights: np.ndarray  # [P], sums to 1
 
     def with_timbre_coeffs(self, coeffs: np.ndarray) -> VoiceRecipe:
-        return VoiceRecipe(self.timbre_weights, np.asarray(coeffs, np.float32), self.prosody_weights)
+        return VoiceRecipe(
+            self.timbre_weights, np.asarray(coeffs, np.float32), self.prosody_weights
+        )
 
     def with_prosody(self, weights: np.ndarray) -> VoiceRecipe:
         return VoiceRecipe(self.timbre_weights, self.timbre_coeffs, np.asarray(weights, np.float32))
@@ -121,7 +123,9 @@ def build_basis(
     return StyleBasis(names, stacked.astype(np.float32), directions)
 
 
-def basis_from_arrays(names: tuple[str, ...], packs: Mapping[str, np.ndarray], directions: np.ndarray) -> StyleBasis:
+def basis_from_arrays(
+    names: tuple[str, ...], packs: Mapping[str, np.ndarray], directions: np.ndarray
+) -> StyleBasis:
     stacked = np.stack([np.asarray(packs[n], np.float32).reshape(-1, 256) for n in names])
     return StyleBasis(names, stacked, np.asarray(directions, np.float32))
 

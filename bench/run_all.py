@@ -1,0 +1,137 @@
+"""Run every benchmark script, then regenerate docs/benchmarks.md and its plots.
+
+    python bench/run_all.py [--quick] [--only rtf peers ...] [--skip load ...]
+
+Each script runs as its own subprocess with the quick or full arguments below.
+A missing, failing or timed-out script does not stop the others: its status
+and last error line are recorded in bench/results/run_all.json, and the page
+says so in place of its section. ``--quick`` aims at under 10 minutes on two
+cores; scripts without a quick mode are skipped there and their previous
+result, if any, is reused (the page's "Scripts in this run" table says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import render_page  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str  # the result's file stem in bench/results
+    path: str  # relative to the repository root
+    full_args: tuple[str, ...]
+    quick_args: tuple[str, ...] | None  # None: too slow for the quick run, skipped there
+    full_timeout_s: float
+    quick_timeout_s: float = 180.0
+
+
+SCRIPTS: tuple[Script, ...] = (
+    Script("rtf", "bench/rtf.py", (), ("--quick",), 1800, 120),
+    Script("peers", "bench/peers.py", (), ("--quick",), 2700, 240),
+    Script("ttfa", "bench/ttfa.py", (), ("--quick",), 1200, 150),
+    Script("load", "bench/load.py", (), ("--quick",), 1800, 150),
+    Script("clone_eval", "bench/clone_eval.py", (), ("--speakers", "2", "--refine-budget", "15"), 7200, 240),
+    Script("builtin_voices", "bench/choose_builtins.py", (), None, 1800),
+    Script("controls", "bench/controls_eval.py", (), None, 1800),
+)
+
+
+def run_script(script: Script, quick: bool, timeout_scale: float = 1.0) -> dict[str, Any]:
+    args = script.quick_args if quick else script.full_args
+    command = " ".join(["python", script.path, *(args or ())])
+    if args is None:
+        return {
+            "command": command,
+            "status": "skipped in --quick (previous result reused if present)",
+            "seconds": None,
+            "error": None,
+        }
+    if not (ROOT / script.path).exists():
+        return {
+            "command": command,
+            "status": "missing",
+            "seconds": None,
+            "error": "script not in this tree",
+        }
+    timeout = (script.quick_timeout_s if quick else script.full_timeout_s) * timeout_scale
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, script.path, *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {
+            "command": command,
+            "status": f"timed out after {timeout:.0f} s",
+            "seconds": round(time.perf_counter() - started, 1),
+            "error": None,
+        }
+    seconds = round(time.perf_counter() - started, 1)
+    log = RESULTS / "logs" / f"{script.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no error output"])[-1][:300]
+        return {
+            "command": command,
+            "status": f"failed (exit {proc.returncode})",
+            "seconds": seconds,
+            "error": last,
+        }
+    return {"command": command, "status": "ok", "seconds": seconds, "error": None}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="the short variant (< 10 min on 2 cores)"
+    )
+    parser.add_argument("--only", nargs="+", default=None, help="run only these result names")
+    parser.add_argument("--skip", nargs="+", default=[], help="do not run these result names")
+    parser.add_argument(
+        "--timeout-scale", type=float, default=1.0, help="multiply every script's timeout"
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--img", type=Path, default=ROOT / "docs" / "img")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    statuses: dict[str, Any] = {}
+    for script in SCRIPTS:
+        if (args.only and script.name not in args.only) or script.name in args.skip:
+            continue
+        print(f"== {script.name}", flush=True)
+        statuses[script.name] = run_script(script, args.quick, args.timeout_scale)
+        print(
+            f"   {statuses[script.name]['status']} ({statuses[script.name]['seconds']} s)",
+            flush=True,
+        )
+    (RESULTS / "run_all.json").write_text(
+        json.dumps({"quick": args.quick, "scripts": statuses}, indent=1)
+    )
+    render_page.render(RESULTS, args.out, args.img)
+    print("wrote", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

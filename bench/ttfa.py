@@ -1,0 +1,243 @@
+"""Time to first audio (TTFA) when streaming, as a distribution.
+
+Requests are three-sentence paragraphs (each one different, caches off) sent
+one after another, measured two ways:
+  * ``service``: ``SpeechService.stream(SpeechRequest(..., format="pcm"))``
+    in this process — time until the first non-empty bytes;
+  * ``http``: ``POST /v1/audio/speech`` with ``response_format=pcm`` against
+    the real app started with uvicorn on a free 127.0.0.1 port — time until
+    the first body bytes arrive (headers excluded).
+Target: p50 at or below 0.8 s.
+
+    python bench/ttfa.py [--quick] [--requests 20] [--no-http]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+TARGET_S = 0.8
+
+SUBJECTS = (
+    "The old bridge",
+    "A quiet library",
+    "The night train",
+    "Our new garden",
+    "The harbour",
+    "A mountain road",
+    "The school choir",
+    "An empty stadium",
+    "The bakery",
+    "A summer storm",
+)
+MIDDLES = (
+    "was busier than anyone expected",
+    "changed a little every single year",
+    "looked different after the rain",
+    "had a story nobody remembered",
+)
+ENDINGS = (
+    "People still talk about it today.",
+    "Nobody knows who started it.",
+    "It will be there again tomorrow.",
+    "That is how the town remembers it.",
+)
+
+
+def paragraphs(count: int) -> list[str]:
+    """``count`` distinct three-sentence paragraphs (distinct so nothing is cached)."""
+    out = []
+    for i in range(count):
+        subject = SUBJECTS[i % len(SUBJECTS)]
+        middle = MIDDLES[(i // len(SUBJECTS)) % len(MIDDLES)]
+        out.append(
+            f"{subject} {middle}. Request number {i + 1} arrived on a Tuesday morning. "
+            f"{ENDINGS[i % len(ENDINGS)]}"
+        )
+    return out
+
+
+def summarize(samples: list[float]) -> dict[str, Any]:
+    ordered = sorted(samples)
+
+    def pct(q: float) -> float:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return {
+        "n": len(ordered),
+        "p50": round(statistics.median(ordered), 4),
+        "p90": round(pct(0.9), 4),
+        "p99": round(pct(0.99), 4),
+        "min": round(ordered[0], 4),
+        "max": round(ordered[-1], 4),
+        "mean": round(statistics.fmean(ordered), 4),
+        "samples": [round(s, 4) for s in samples],
+        "target_s": TARGET_S,
+        "meets_target": statistics.median(ordered) <= TARGET_S,
+    }
+
+
+def bench_home() -> Path:
+    """A throw-away home that reuses the assembled model instead of rebuilding it."""
+    from voxclone.config import Settings
+
+    home = Path(tempfile.mkdtemp(prefix="voxclone-ttfa-"))
+    shared_models = Settings().models_dir
+    if shared_models.is_dir():
+        (home / "models").symlink_to(shared_models, target_is_directory=True)
+    return home
+
+
+def service_ttfa(texts: list[str]) -> dict[str, Any]:
+    from voxclone.bootstrap import build_runtime
+    from voxclone.config import Settings
+    from voxclone.service.speech import SpeechRequest
+
+    settings = Settings(home=bench_home(), memory_cache_mb=0, disk_cache_mb=0)
+    runtime = build_runtime(settings, warmup=True)
+    samples = []
+    try:
+        for text in texts:
+            started = time.perf_counter()
+            _, parts = runtime.speech.stream(SpeechRequest(text=text, format="pcm"))
+            first: float | None = None
+            for part in parts:  # drain so the next request starts on an idle engine
+                if part and first is None:
+                    first = time.perf_counter() - started
+            if first is not None:
+                samples.append(first)
+    finally:
+        runtime.close()
+    return summarize(samples)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+SERVER_CODE = (
+    "import sys, uvicorn\n"
+    "from voxclone.api.app import create_app\n"
+    "from voxclone.config import Settings\n"
+    "uvicorn.run(create_app(Settings()), host='127.0.0.1', port=int(sys.argv[1]),"
+    " log_level='warning')\n"
+)
+
+
+def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any]:
+    import httpx
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "VOXCLONE_HOME": str(bench_home()),
+        "VOXCLONE_MEMORY_CACHE_MB": "0",
+        "VOXCLONE_DISK_CACHE_MB": "0",
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER_CODE, str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base, timeout=120.0) as client:
+            deadline = time.monotonic() + ready_timeout_s
+            while True:
+                if server.poll() is not None:
+                    raise RuntimeError("the server exited before it was ready")
+                try:
+                    if client.get("/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the server was not ready within {ready_timeout_s:.0f} s")
+                time.sleep(0.5)
+            samples = []
+            for text in texts:
+                body = {
+                    "model": "tts-1",
+                    "input": text,
+                    "voice": "clear_female",
+                    "response_format": "pcm",
+                }
+                started = time.perf_counter()
+                first: float | None = None
+                with client.stream("POST", "/v1/audio/speech", json=body) as response:
+                    response.raise_for_status()
+                    for piece in response.iter_raw():
+                        if piece and first is None:
+                            first = time.perf_counter() - started
+                if first is not None:
+                    samples.append(first)
+        return {**summarize(samples), "port": port}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="8 requests per path instead of 20")
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--no-http", action="store_true", help="skip the HTTP path")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "ttfa.json")
+    args = parser.parse_args()
+    count = 8 if args.quick else args.requests
+    texts = paragraphs(count)
+    result: dict[str, Any] = {
+        "command": "python " + " ".join(sys.argv),
+        "requests": count,
+        "target_s": TARGET_S,
+        "service": service_ttfa(texts),
+    }
+    print(
+        "service",
+        json.dumps({k: v for k, v in result["service"].items() if k != "samples"}),
+        flush=True,
+    )
+    if args.no_http:
+        result["http"] = {"skipped": "--no-http"}
+    elif not (ROOT / "src" / "voxclone" / "api" / "app.py").exists():
+        result["http"] = {"skipped": "no HTTP app in this tree"}
+    else:
+        try:
+            result["http"] = http_ttfa(texts)
+        except Exception as exc:  # recorded in the page rather than losing the service numbers
+            result["http"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        print(
+            "http",
+            json.dumps({k: v for k, v in result["http"].items() if k != "samples"}),
+            flush=True,
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    print("wrote", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

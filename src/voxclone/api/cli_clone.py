@@ -1,0 +1,131 @@
+"""``voxclone clone ref.wav --name alice [--refine] [--keep-reference]``.
+
+Consent: the person running the command attests that the speaker agreed;
+the statement (or the default attestation) is recorded as a hash with the
+voice, like the HTTP API does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from voxclone.config import Settings
+
+DEFAULT_STATEMENT = (
+    "The operator of this command attests that the speaker consented to voice cloning."
+)
+
+
+def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "clone", help="clone a voice from a reference recording (3–30 s of one speaker)"
+    )
+    p.add_argument("reference", help="audio file: wav, mp3, flac, ogg, m4a, …")
+    p.add_argument("--name", required=True, help="name of the new voice")
+    p.add_argument("--language", default="en-us", help="language the voice will mostly speak")
+    p.add_argument("--owner", default="local", help="library owner (default: local)")
+    p.add_argument(
+        "--refine", action="store_true", help="also run the background refinement and wait"
+    )
+    p.add_argument(
+        "--budget", type=float, help="refine time budget in seconds (default from settings)"
+    )
+    p.add_argument(
+        "--keep-reference", action="store_true", help="store the raw reference audio too"
+    )
+    p.add_argument("--consent-statement", default=DEFAULT_STATEMENT, help="consent text to record")
+    p.add_argument("--given-by", default=None, help="who gave consent (default: current user)")
+    return p
+
+
+def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.bootstrap import build_runtime
+    from voxclone.service.voices import ConsentInput, EnrollRequest, build_voice_service
+    from voxclone.synth.text.g2p import EspeakG2P
+
+    audio = Path(args.reference).read_bytes()
+    runtime = build_runtime(settings, warmup=False)
+    service = build_voice_service(
+        settings,
+        runtime.engine,
+        EspeakG2P(runtime.engine.assets.vocab),
+        runtime.scheduler,
+        runtime.voice_store,
+        runtime.speech.invalidate_voice,
+    )
+    try:
+        consent = ConsentInput(
+            given=True,
+            statement=args.consent_statement,
+            given_by=args.given_by or _current_user(),
+        )
+        started = time.perf_counter()
+        record, _ = service.enroll(
+            EnrollRequest(
+                audio=audio,
+                name=args.name,
+                owner=args.owner,
+                consent=consent,
+                language=args.language,
+                keep_reference=args.keep_reference,
+            )
+        )
+        print(
+            f"cloned '{record.name}' as {record.id} in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+        if args.refine:
+            job = service.start_refine(record.id, args.owner, args.budget)
+            try:
+                job = _wait(service, job.id, args.owner)
+            except KeyboardInterrupt:
+                service.cancel_job(job.id, args.owner)
+                job = _wait(service, job.id, args.owner)
+            print(f"refine {job.state}: {job.message}", file=sys.stderr)
+            record = service.get(record.id, args.owner)
+        print(
+            json.dumps(
+                {
+                    "id": record.id,
+                    "name": record.name,
+                    "version": record.version,
+                    "source": record.source,
+                    "quality": _public_quality(record.quality),
+                },
+                indent=1,
+            )
+        )
+    finally:
+        service.close()
+        runtime.close()
+    return 0
+
+
+def _wait(service: Any, job_id: str, owner: str) -> Any:
+    last = -1.0
+    while True:
+        job = service.get_job(job_id, owner)
+        if job.progress != last:
+            last = job.progress
+            print(f"\rrefining {job.progress:5.1f} %", end="", file=sys.stderr, flush=True)
+        if job.done:
+            print(file=sys.stderr)
+            return job
+        time.sleep(0.5)
+
+
+def _public_quality(quality: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in quality.items() if k != "style_recipe"}
+
+
+def _current_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

@@ -1,0 +1,145 @@
+"""The speaking controls do what they say, measured on the audio of the real engine.
+
+Default English voice, short sentences, through ``SpeechService.render_audio``
+so the measured path is the served one (speed → Kokoro, the rest → DSP, pauses
+→ joiner). Roughly 20 renders and 5 transcriptions: well under 3 minutes on 2
+cores.
+
+Corner design: a half fraction of the 2³ box speed {0.5, 2.0} × pitch {−0.5, +0.5}
+× energy {0.8, 1.2} with the defining relation energy = speed × pitch (signs).
+Its four runs still contain every speed × pitch pair (the interaction that can
+hurt intelligibility: a fast, low, resynthesized voice), and each energy level
+appears at both speeds and both pitches; energy is a gain + tilt that Whisper
+barely hears, so aliasing it with speed × pitch costs nothing we test for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from voxclone.service.speech import SpeechRequest
+from voxclone.synth.audio.effects import loudness_lufs, measure_f0, true_peak_dbfs
+from voxclone.synth.audio.post import PEAK_CEILING_DBFS
+from voxclone.synth.controls import EMOTIONS, SpeechControls
+from voxclone.synth.voice.asr import word_error_rate
+
+pytestmark = pytest.mark.models
+
+SR = 24_000
+VOICE = "clear_female"
+TEXT = "Turn left at the next corner and walk two blocks."
+HALF_FRACTION = [(0.5, -0.5, 1.2), (0.5, 0.5, 0.8), (2.0, -0.5, 0.8), (2.0, 0.5, 1.2)]
+
+
+@pytest.fixture(scope="module")
+def render(runtime: object):  # type: ignore[no-untyped-def]
+    """Render TEXT with the given controls, memoised (several tests share renders)."""
+    done: dict[SpeechControls, np.ndarray] = {}
+
+    def _render(controls: SpeechControls) -> np.ndarray:
+        if controls not in done:
+            request = SpeechRequest(text=TEXT, voice=VOICE, controls=controls)
+            audio = runtime.speech.render_audio(request)  # type: ignore[attr-defined]
+            assert audio.dtype == np.float32 and audio.size > SR // 2
+            # The ceiling holds for every render, whatever the controls.
+            assert true_peak_dbfs(audio) <= PEAK_CEILING_DBFS + 1e-3, controls
+            done[controls] = audio
+        return done[controls]
+
+    return _render
+
+
+def _active_seconds(audio: np.ndarray, frame: int = 480, floor_db: float = -35.0) -> float:
+    """Time in 20 ms frames within ``floor_db`` of the loudest one: speech without pauses."""
+    n = len(audio) // frame
+    rms = np.sqrt(np.mean(audio[: n * frame].reshape(n, frame).astype(np.float64) ** 2, axis=1))
+    return float(np.count_nonzero(rms > rms.max() * 10 ** (floor_db / 20)) * frame / SR)
+
+
+def _f0(audio: np.ndarray) -> tuple[float, float, float]:
+    """(median Hz, p10–p90 range in octaves, voiced fraction)."""
+    voiced = measure_f0(audio, SR)
+    if voiced.size < 20:
+        return 0.0, 0.0, 0.0
+    low, median, high = np.percentile(voiced, [10, 50, 90])
+    return float(median), float(np.log2(high / low)), voiced.size / (len(audio) / (SR / 200))
+
+
+@pytest.mark.parametrize("octaves", [-0.5, 0.5])
+def test_pitch_moves_median_f0_by_the_interval(render, octaves: float) -> None:  # type: ignore[no-untyped-def]
+    neutral, shifted = render(SpeechControls()), render(SpeechControls(pitch=octaves))
+    moved = np.log2(_f0(shifted)[0] / _f0(neutral)[0])
+    assert abs(moved - octaves) <= 0.15 * abs(octaves), (
+        f"asked {octaves:+} octave, got {moved:+.3f}"
+    )
+    # Pitch must not change duration.
+    assert len(shifted) == len(neutral)
+
+
+@pytest.mark.parametrize("speed", [0.5, 2.0])
+def test_duration_scales_with_inverse_speed(render, speed: float) -> None:  # type: ignore[no-untyped-def]
+    ratio = _active_seconds(render(SpeechControls(speed=speed))) / _active_seconds(
+        render(SpeechControls())
+    )
+    assert ratio == pytest.approx(1.0 / speed, rel=0.10)
+
+
+def test_loudness_rises_monotonically_with_energy(render) -> None:  # type: ignore[no-untyped-def]
+    levels = [
+        loudness_lufs(render(SpeechControls(energy=e)), SR) for e in (0.8, 0.9, 1.0, 1.1, 1.2)
+    ]
+    assert all(b > a + 0.5 for a, b in zip(levels, levels[1:], strict=False)), levels
+
+
+@pytest.mark.parametrize(("speed", "pitch", "energy"), HALF_FRACTION)
+def test_corners_stay_intelligible(
+    render, transcriber, speed: float, pitch: float, energy: float
+) -> None:  # type: ignore[no-untyped-def]
+    audio = render(SpeechControls(speed=speed, pitch=pitch, energy=energy))
+    hypothesis = transcriber.transcribe(audio, SR)
+    assert word_error_rate(TEXT, hypothesis) <= 0.15, hypothesis
+
+
+def _claims(emotion: str) -> dict[str, int]:
+    """Direction (+1 / −1) vs neutral that each documented preset number implies."""
+    preset = EMOTIONS[emotion]
+    claims = {}
+    if preset.whisper:
+        return {"voiced": -1, "loudness": -1, "rate": int(np.sign(preset.speed - 1.0))}
+    if abs(preset.pitch) >= 0.05:
+        claims["f0"] = int(np.sign(preset.pitch))
+    if abs(preset.f0_range - 1.0) >= 0.1:
+        claims["range"] = int(np.sign(preset.f0_range - 1.0))
+    if abs(preset.speed - 1.0) >= 0.05:
+        claims["rate"] = int(np.sign(preset.speed - 1.0))
+    if abs(preset.energy - 1.0) >= 0.05:
+        claims["loudness"] = int(np.sign(preset.energy - 1.0))
+    return claims
+
+
+def _measures(audio: np.ndarray) -> dict[str, float]:
+    median, spread, voiced = _f0(audio)
+    return {
+        "f0": np.log2(max(median, 1.0)),
+        "range": spread,
+        "rate": 1.0 / _active_seconds(audio),
+        "loudness": loudness_lufs(audio, SR),
+        "voiced": voiced,
+    }
+
+
+@pytest.mark.parametrize("emotion", [name for name in EMOTIONS if name != "neutral"])
+def test_preset_moves_the_way_it_is_documented(render, emotion: str) -> None:  # type: ignore[no-untyped-def]
+    claims = _claims(emotion)
+    assert claims, f"{emotion} claims nothing measurable"
+    base, styled = (
+        _measures(render(SpeechControls())),
+        _measures(render(SpeechControls(emotion=emotion))),
+    )
+    wrong = {
+        name: (round(base[name], 3), round(styled[name], 3))
+        for name, sign in claims.items()
+        if np.sign(styled[name] - base[name]) != sign
+    }
+    assert not wrong, f"{emotion}: measured (neutral, preset) against claims {claims}: {wrong}"

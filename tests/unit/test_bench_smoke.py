@@ -1,0 +1,250 @@
+"""Smoke path of the benchmark suite: the scripts import, compare and render work.
+
+Timings are never asserted; this only keeps the scripts from rotting.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(BENCH))
+
+OWN_MODULES = ("compare", "render_page", "run_all", "peers", "ttfa")
+
+
+@pytest.mark.parametrize("name", OWN_MODULES)
+def test_bench_module_imports(name: str) -> None:
+    module = importlib.import_module(name)
+    assert callable(module.main)
+
+
+def test_compare_prints_deltas_of_numeric_leaves(tmp_path: Path) -> None:
+    old = {
+        "rtf": {"5s": 0.5, "30s": 0.4},
+        "runs": [{"p50": 2.0}],
+        "ok": True,
+        "name": "a",
+        "gone": 1,
+    }
+    new = {
+        "rtf": {"5s": 0.25, "30s": 0.4},
+        "runs": [{"p50": 3.0}],
+        "ok": False,
+        "name": "b",
+        "new": 7,
+    }
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "compare.py"),
+            str(tmp_path / "old.json"),
+            str(tmp_path / "new.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    lines = proc.stdout.splitlines()
+    assert "rtf.5s: 0.5 -> 0.25 (-0.25, -50.0%)" in lines
+    assert "runs[0].p50: 2 -> 3 (+1, +50.0%)" in lines
+    assert "gone: 1 -> (removed)" in lines
+    assert "new: (added) -> 7" in lines
+    assert not any(
+        line.startswith(("rtf.30s", "ok", "name")) for line in lines
+    )  # unchanged / not numbers
+
+
+def test_compare_reports_no_differences() -> None:
+    compare = importlib.import_module("compare")
+    assert compare.deltas({"a": [1, 2]}, {"a": [1, 2]}) == []
+
+
+def _fake_results(results: Path) -> None:
+    results.mkdir()
+    (results / "rtf.json").write_text(
+        json.dumps(
+            {
+                "command": "python bench/rtf.py --quick",
+                "runs": [
+                    {
+                        "threads": 1,
+                        "model_load_s": 1.2,
+                        "runtime_build_s": 1.5,
+                        "warmup_s": 0.3,
+                        "texts": {
+                            "5s": {
+                                "chars": 78,
+                                "chunks": 1,
+                                "audio_s_model": 4.8,
+                                "audio_s_service": 5.0,
+                                "seconds": {"raw": 1.0, "engine": 1.1, "service": 1.2},
+                                "rtf": {"raw": 0.21, "engine": 0.23, "service": 0.25},
+                                "overhead_engine_vs_raw": 1.1,
+                                "overhead_service_vs_raw": 1.2,
+                            }
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    system = {
+        "load_and_warmup_s": 2.0,
+        "peak_rss_mb": 400.0,
+        "texts": {"5s": {"chars": 78, "audio_s": 5.0, "seconds": 1.0, "rtf": 0.2, "ttfa_s": 0.5}},
+    }
+    (results / "peers.json").write_text(
+        json.dumps(
+            {
+                "command": "python bench/peers.py --quick",
+                "systems": {
+                    "voxclone": system,
+                    "kokoro_onnx": system,
+                    "piper": {"system": "piper", "error": "boom"},
+                },
+                "ratios": {
+                    "voxclone_vs_kokoro_onnx": {
+                        "texts": {"5s": {"rtf": 1.0, "ttfa_s": 1.0}},
+                        "peak_rss": 1.0,
+                    }
+                },
+            }
+        )
+    )
+    (results / "ttfa.json").write_text(
+        json.dumps(
+            {
+                "command": "python bench/ttfa.py --quick",
+                "target_s": 0.8,
+                "service": {
+                    "n": 3,
+                    "p50": 0.5,
+                    "p90": 0.7,
+                    "p99": 0.7,
+                    "min": 0.4,
+                    "max": 0.7,
+                    "mean": 0.53,
+                    "samples": [0.4, 0.5, 0.7],
+                    "meets_target": True,
+                },
+                "http": {"skipped": "--no-http"},
+            }
+        )
+    )
+    (results / "clone_eval.json").write_text(
+        json.dumps(
+            {
+                "speakers": [
+                    {
+                        "speaker": "s1",
+                        "builtin": {"judge_norm": 0.2},
+                        "instant": {"judge_norm": 0.5, "clone_s": 1.5},
+                    },
+                    {
+                        "speaker": "s2",
+                        "builtin": {"judge_norm": 0.1},
+                        "instant": {"judge_norm": 0.4, "clone_s": 2.5},
+                    },
+                ]
+            }
+        )
+    )
+    (results / "clone_eval.md").write_text(
+        "| method | judge cosine |\n|---|---|\n| instant | 0.700 |\n"
+    )
+    (results / "run_all.json").write_text(
+        json.dumps(
+            {
+                "quick": True,
+                "scripts": {
+                    "load": {
+                        "command": "python bench/load.py --quick",
+                        "status": "failed (exit 1)",
+                        "seconds": 0.5,
+                        "error": "ValueError: no load",
+                    }
+                },
+            }
+        )
+    )
+
+
+def test_render_page_writes_all_sections_into_tmp_paths(tmp_path: Path) -> None:
+    render_page = importlib.import_module("render_page")
+    results, page, img = (
+        tmp_path / "results",
+        tmp_path / "docs" / "benchmarks.md",
+        tmp_path / "docs" / "img",
+    )
+    _fake_results(results)
+    text = render_page.render(results, page, img)
+    assert page.read_text() == text
+    for section in (
+        "## Machine",
+        "## Speed",
+        "## Built-in voices",
+        "## Cloning",
+        "## Controls",
+        "## Load",
+        "## Cache",
+    ):
+        assert section in text
+    assert "Produced by `python bench/rtf.py --quick`" in text
+    assert "Produced by `python bench/peers.py --quick`" in text
+    assert "| instant clone | 2 | 2.00 | 2.50 |" in text
+    assert "| instant | 0.700 |" in text  # clone_eval.md merged verbatim
+    assert (
+        "failed (exit 1)" in text and "ValueError: no load" in text
+    )  # a failing script is reported
+    assert "_No result yet: run `python bench/controls_eval.py`._" in text
+    assert {p.name for p in img.glob("*.png")} >= {
+        "rtf_vs_length.png",
+        "ttfa_hist.png",
+        "peers.png",
+        "clone_similarity.png",
+    }
+    merged = json.loads((results / "all.json").read_text())
+    assert set(merged["results"]) == {"rtf", "peers", "ttfa", "clone_eval"}
+    assert merged["machine"]["cores_total"] >= 1
+
+
+def test_peer_ratios_divide_voxclone_by_peer() -> None:
+    peers = importlib.import_module("peers")
+    ours = {"peak_rss_mb": 600.0, "texts": {"5s": {"rtf": 0.3, "ttfa_s": 0.6}}}
+    theirs = {"peak_rss_mb": 300.0, "texts": {"5s": {"rtf": 0.2, "ttfa_s": 0.3}}}
+    out = peers.ratios({"voxclone": ours, "kokoro_onnx": theirs, "piper": {"error": "x"}})
+    assert out == {
+        "voxclone_vs_kokoro_onnx": {"texts": {"5s": {"rtf": 1.5, "ttfa_s": 2.0}}, "peak_rss": 2.0}
+    }
+
+
+def test_ttfa_paragraphs_are_distinct_three_sentence_texts() -> None:
+    ttfa = importlib.import_module("ttfa")
+    texts = ttfa.paragraphs(20)
+    assert len(set(texts)) == 20
+    assert all(t.count(".") == 3 for t in texts)
+    summary = ttfa.summarize([0.9, 0.5, 0.7])
+    assert summary["p50"] == 0.7 and summary["max"] == 0.9 and summary["meets_target"] is True
+
+
+def test_run_all_records_a_missing_script_without_running_it() -> None:
+    run_all = importlib.import_module("run_all")
+    ghost = run_all.Script("ghost", "bench/does_not_exist.py", (), ("--quick",), 10, 10)
+    status = run_all.run_script(ghost, quick=True)
+    assert (
+        status["status"] == "missing"
+        and status["command"] == "python bench/does_not_exist.py --quick"
+    )
+    slow = run_all.Script("slow", "bench/rtf.py", (), None, 10)
+    assert run_all.run_script(slow, quick=True)["status"].startswith("skipped")

@@ -1,0 +1,350 @@
+"""Scheduler logic against a fake engine: backpressure, priorities, deadlines,
+cancellation, circuit breaker and dynamic batching.
+
+The fake engine is a legitimate test double here: these tests are about the
+scheduler's own decisions, not about audio.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import CancelledError, Future
+
+import numpy as np
+import pytest
+
+from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded
+from voxclone.runtime.scheduler import PRIORITY_FIRST_CHUNK, PRIORITY_NORMAL, Scheduler
+from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+
+WAIT_S = 5.0  # upper bound for anything that should happen "soon"
+
+
+class FakeEngine:
+    """Implements the Engine protocol; records every batch it is asked for.
+
+    ``gate`` lets a test hold the engine inside a call (workers busy);
+    ``fail`` makes calls raise. Output audio encodes the item's first token id
+    so results can be matched to requests.
+    """
+
+    def __init__(self, *, native_batching: bool = False) -> None:
+        self._caps = EngineCapabilities(
+            model_id="fake",
+            model_version="0",
+            sample_rate=24_000,
+            max_tokens=510,
+            style_shape=(256,),
+            native_batching=native_batching,
+        )
+        self.batches: list[list[int]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.fail = False
+        self._lock = threading.Lock()
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return self._caps
+
+    @property
+    def ready(self) -> bool:
+        return True
+
+    def load(self) -> None:
+        pass
+
+    def warmup(self) -> None:
+        pass
+
+    def synthesize(self, batch: list[SynthItem]) -> list[np.ndarray]:
+        with self._lock:
+            self.batches.append([item.token_ids[0] for item in batch])
+        self.entered.set()
+        if not self.gate.wait(WAIT_S):
+            raise TimeoutError("test never released the engine")
+        if self.fail:
+            raise RuntimeError("engine exploded")
+        return [np.full(4, item.token_ids[0], dtype=np.float32) for item in batch]
+
+    @property
+    def seen(self) -> list[int]:
+        with self._lock:
+            return [tid for batch in self.batches for tid in batch]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def item(token: int) -> SynthItem:
+    return SynthItem((token,), np.zeros(256, np.float32), 1.0)
+
+
+def hold_worker(engine: FakeEngine, scheduler: Scheduler, token: int = 999) -> Future[np.ndarray]:
+    """Occupy the (single) worker inside an engine call until ``engine.gate`` is set."""
+    engine.gate.clear()
+    engine.entered.clear()
+    future = scheduler.submit(item(token))
+    assert engine.entered.wait(WAIT_S), "worker never reached the engine"
+    return future
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    return FakeEngine()
+
+
+@pytest.fixture
+def make_scheduler() -> Iterator[object]:
+    made: list[Scheduler] = []
+
+    def factory(engine: FakeEngine, **kwargs: object) -> Scheduler:
+        sched = Scheduler(engine, **kwargs)  # type: ignore[arg-type]
+        made.append(sched)
+        return sched
+
+    yield factory
+    for sched in made:
+        sched.close()
+
+
+# --------------------------------------------------------------- backpressure
+
+
+def test_full_queue_refuses_fast_with_retry_after(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1, queue_size=3)
+    held = hold_worker(engine, sched)
+    queued = [sched.submit(item(i)) for i in range(3)]
+    assert sched.depth == 3
+
+    started = time.perf_counter()
+    with pytest.raises(Overloaded) as info:
+        sched.submit(item(42))
+    elapsed = time.perf_counter() - started
+
+    assert elapsed < 0.1, f"refusal took {elapsed * 1000:.1f} ms"
+    assert info.value.retry_after is not None and info.value.retry_after >= 1
+    assert info.value.limit == 3
+    assert sched.stats().rejected == 1
+
+    engine.gate.set()
+    held.result(WAIT_S)
+    for fut in queued:
+        fut.result(WAIT_S)
+    assert 42 not in engine.seen  # the refused item never ran
+
+
+# ------------------------------------------------------------------ priorities
+
+
+def test_first_chunks_jump_the_queue(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1)
+    held = hold_worker(engine, sched)
+    normal = [sched.submit(item(t), priority=PRIORITY_NORMAL) for t in (1, 2, 3)]
+    first = [sched.submit(item(t), priority=PRIORITY_FIRST_CHUNK) for t in (10, 11)]
+    engine.gate.set()
+    for fut in [held, *normal, *first]:
+        fut.result(WAIT_S)
+    # FIFO within a priority, first chunks before everything queued earlier.
+    assert engine.seen == [999, 10, 11, 1, 2, 3]
+
+
+# ------------------------------------------------------- deadlines, cancellation
+
+
+def test_expired_item_fails_without_reaching_engine(engine: FakeEngine, make_scheduler) -> None:
+    clock = FakeClock()
+    sched = make_scheduler(engine, workers=1, clock=clock)
+    held = hold_worker(engine, sched)
+    late = sched.submit(item(7), timeout_s=1.0)
+    on_time = sched.submit(item(8), timeout_s=100.0)
+    clock.now += 5.0  # item 7's deadline passes while it waits in the queue
+    engine.gate.set()
+
+    with pytest.raises(DeadlineExceeded):
+        late.result(WAIT_S)
+    assert on_time.result(WAIT_S)[0] == 8
+    held.result(WAIT_S)
+    assert 7 not in engine.seen
+    assert engine.seen == [999, 8]
+
+
+def test_cancelled_callable_drops_item(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1)
+    held = hold_worker(engine, sched)
+    gone = threading.Event()
+    dropped = sched.submit(item(5), cancelled=gone.is_set)
+    kept = sched.submit(item(6), cancelled=lambda: False)
+    gone.set()  # client disconnects while the item is still queued
+    engine.gate.set()
+
+    # Either way the caller learns the work will not happen.
+    with pytest.raises((Cancelled, CancelledError)):
+        dropped.result(WAIT_S)
+    assert kept.result(WAIT_S)[0] == 6
+    held.result(WAIT_S)
+    assert 5 not in engine.seen
+
+
+def test_cancelled_future_drops_item(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1)
+    held = hold_worker(engine, sched)
+    dropped = sched.submit(item(5))
+    assert dropped.cancel()
+    after = sched.submit(item(6))
+    engine.gate.set()
+    assert after.result(WAIT_S)[0] == 6
+    held.result(WAIT_S)
+    assert 5 not in engine.seen
+
+
+# -------------------------------------------------------------- circuit breaker
+
+
+def test_breaker_opens_then_recovers_after_cooldown(engine: FakeEngine, make_scheduler) -> None:
+    clock = FakeClock()
+    failures: list[int] = []
+    sched = make_scheduler(
+        engine,
+        workers=1,
+        breaker_threshold=3,
+        breaker_cooldown_s=10.0,
+        clock=clock,
+        on_engine_failure=lambda: failures.append(1),
+    )
+    engine.fail = True
+    for token in range(3):
+        with pytest.raises(RuntimeError):
+            sched.submit(item(token)).result(WAIT_S)
+    assert len(failures) == 3
+    assert sched.stats().breaker_open
+
+    # Open: fail fast, the engine is not called again.
+    started = time.perf_counter()
+    with pytest.raises(Overloaded) as info:
+        sched.submit(item(50))
+    assert time.perf_counter() - started < 0.1
+    assert info.value.retry_after is not None
+    assert len(engine.batches) == 3
+
+    clock.now += 5.0  # still inside the cooldown
+    with pytest.raises(Overloaded):
+        sched.submit(item(51))
+
+    # After the cooldown one trial is let through; while it runs others fail fast.
+    clock.now += 6.0
+    engine.fail = False
+    trial = hold_worker(engine, sched, token=60)
+    with pytest.raises(Overloaded):
+        sched.submit(item(61))
+    engine.gate.set()
+    assert trial.result(WAIT_S)[0] == 60
+
+    # The successful trial closed the circuit.
+    assert not sched.stats().breaker_open
+    assert sched.submit(item(62)).result(WAIT_S)[0] == 62
+    assert 50 not in engine.seen and 51 not in engine.seen and 61 not in engine.seen
+
+
+def test_failed_trial_reopens_circuit(engine: FakeEngine, make_scheduler) -> None:
+    clock = FakeClock()
+    sched = make_scheduler(
+        engine, workers=1, breaker_threshold=2, breaker_cooldown_s=10.0, clock=clock
+    )
+    engine.fail = True
+    for token in range(2):
+        with pytest.raises(RuntimeError):
+            sched.submit(item(token)).result(WAIT_S)
+    clock.now += 11.0
+    with pytest.raises(RuntimeError):
+        sched.submit(item(3)).result(WAIT_S)  # the trial fails
+    with pytest.raises(Overloaded):
+        sched.submit(item(4))  # so the circuit is open for another cooldown
+
+
+def test_engine_failure_does_not_kill_worker(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1, breaker_threshold=100)
+    engine.fail = True
+    with pytest.raises(RuntimeError):
+        sched.submit(item(1)).result(WAIT_S)
+    engine.fail = False
+    assert sched.submit(item(2)).result(WAIT_S)[0] == 2
+    stats = sched.stats()
+    assert (stats.failed, stats.completed) == (1, 1)
+
+
+# ------------------------------------------------------------------- batching
+
+
+def test_native_batching_groups_up_to_max_batch(make_scheduler) -> None:
+    engine = FakeEngine(native_batching=True)
+    sizes: list[int] = []
+    sched = make_scheduler(
+        engine, workers=1, max_batch=4, max_wait_ms=100, on_batch=sizes.append
+    )
+    held = hold_worker(engine, sched)
+    futures = [sched.submit(item(t)) for t in range(1, 7)]
+    engine.gate.set()
+    results = [f.result(WAIT_S) for f in futures]
+    held.result(WAIT_S)
+
+    assert [r[0] for r in results] == [1, 2, 3, 4, 5, 6]  # each caller gets its own audio
+    assert engine.batches == [[999], [1, 2, 3, 4], [5, 6]]
+    assert sizes == [1, 4, 2]
+
+
+def test_batch_waits_at_most_max_wait(make_scheduler) -> None:
+    engine = FakeEngine(native_batching=True)
+    sched = make_scheduler(engine, workers=1, max_batch=8, max_wait_ms=150)
+    started = time.perf_counter()
+    sched.submit(item(1)).result(WAIT_S)
+    elapsed = time.perf_counter() - started
+    # A lone item waits for company for about max_wait, then runs by itself.
+    assert 0.12 <= elapsed < 1.5, elapsed
+    assert engine.batches == [[1]]
+
+
+def test_items_arriving_within_max_wait_share_a_batch(make_scheduler) -> None:
+    engine = FakeEngine(native_batching=True)
+    sched = make_scheduler(engine, workers=1, max_batch=8, max_wait_ms=300)
+    first = sched.submit(item(1))
+    time.sleep(0.05)  # well within the batching window
+    second = sched.submit(item(2))
+    first.result(WAIT_S)
+    second.result(WAIT_S)
+    assert engine.batches == [[1, 2]]
+
+
+def test_engine_without_native_batching_gets_single_items(
+    engine: FakeEngine, make_scheduler
+) -> None:
+    sched = make_scheduler(engine, workers=1, max_batch=8, max_wait_ms=100)
+    held = hold_worker(engine, sched)
+    futures = [sched.submit(item(t)) for t in range(1, 4)]
+    engine.gate.set()
+    for fut in futures:
+        fut.result(WAIT_S)
+    held.result(WAIT_S)
+    assert all(len(batch) == 1 for batch in engine.batches)
+
+
+def test_close_fails_queued_work(engine: FakeEngine) -> None:
+    sched = Scheduler(engine, workers=1)  # type: ignore[arg-type]
+    held = hold_worker(engine, sched)
+    queued = sched.submit(item(1))
+    closer = threading.Thread(target=sched.close)
+    closer.start()
+    with pytest.raises(Cancelled):
+        queued.result(WAIT_S)
+    engine.gate.set()
+    held.result(WAIT_S)
+    closer.join(WAIT_S)
+    assert 1 not in engine.seen

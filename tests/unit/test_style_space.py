@@ -1,0 +1,129 @@
+"""Style-space basis, atlas lookup and pitch matching, on synthetic packs (no models)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from voxclone.synth.voice.atlas import VoiceAtlas
+from voxclone.synth.voice.prosody import choose_prosody, pitch_stats
+from voxclone.synth.voice.style_space import (
+    PROSODY,
+    TIMBRE,
+    VoiceRecipe,
+    build_basis,
+    sample_recipe,
+)
+
+ROWS = 510
+
+
+def fake_packs(seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((ROWS, 1, 256)).astype(np.float32) * 0.1
+    return {
+        f"p{i}": base + rng.standard_normal((1, 1, 256)).astype(np.float32) * 0.3 for i in range(5)
+    }
+
+
+def test_recipe_for_a_shipped_pack_reproduces_it_exactly() -> None:
+    packs = fake_packs()
+    basis = build_basis(packs, seed=0)
+    for name in packs:
+        np.testing.assert_allclose(basis.pack(basis.recipe_for_pack(name)), packs[name], atol=1e-6)
+
+
+def test_direction_delta_is_the_same_on_every_row_and_leaves_prosody_alone() -> None:
+    basis = build_basis(fake_packs(), seed=0)
+    start = basis.recipe_for_pack("p2")
+    coeffs = np.zeros(basis.n_directions, np.float32)
+    coeffs[0], coeffs[7] = 1.5, -0.7
+    delta = (basis.pack(start.with_timbre_coeffs(coeffs)) - basis.pack(start))[:, 0, :]
+    assert np.abs(delta[:, PROSODY]).max() == 0.0
+    assert np.abs(delta[:, TIMBRE]).max() > 0.01
+    np.testing.assert_allclose(delta[:, TIMBRE], np.broadcast_to(delta[0, TIMBRE], (ROWS, 128)), atol=1e-6)
+
+
+def test_timbre_and_prosody_halves_come_from_their_own_blends() -> None:
+    packs = fake_packs()
+    basis = build_basis(packs, seed=0)
+    zero = np.zeros(basis.n_directions, np.float32)
+    recipe = VoiceRecipe(np.eye(5, dtype=np.float32)[0], zero, np.eye(5, dtype=np.float32)[4])
+    pack = basis.pack(recipe)
+    np.testing.assert_allclose(pack[:, :, TIMBRE], packs["p0"][:, :, TIMBRE], atol=1e-6)
+    np.testing.assert_allclose(pack[:, :, PROSODY], packs["p4"][:, :, PROSODY], atol=1e-6)
+
+
+def test_basis_is_deterministic_per_seed_and_random_directions_add_new_room() -> None:
+    packs = fake_packs()
+    a, b, c = build_basis(packs, seed=3), build_basis(packs, seed=3), build_basis(packs, seed=4)
+    np.testing.assert_array_equal(a.directions, b.directions)
+    assert not np.allclose(a.directions, c.directions)
+    principal, random_dirs = a.directions[:4], a.directions[4:]
+    q, _ = np.linalg.qr(principal.T)
+    # Random directions are orthogonal to the span of the pack differences.
+    assert np.abs(random_dirs @ q).max() < 1e-4
+
+
+def test_sampled_recipes_are_normalized_blends() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        r = sample_recipe(rng, 5, 16)
+        assert r.timbre_weights.sum() == pytest.approx(1.0, abs=1e-5)
+        assert r.prosody_weights.sum() == pytest.approx(1.0, abs=1e-5)
+        assert r.timbre_coeffs.shape == (16,)
+
+
+def _atlas(packs: dict[str, np.ndarray]) -> VoiceAtlas:
+    basis = build_basis(packs, seed=0)
+    rng = np.random.default_rng(5)
+    embeddings = rng.standard_normal((6, 256)).astype(np.float32)
+    eye = np.eye(5, dtype=np.float32)
+    return VoiceAtlas(
+        basis,
+        timbre_weights=np.concatenate([eye, eye[:1]]),
+        timbre_coeffs=np.zeros((6, basis.n_directions), np.float32),
+        prosody_weights=np.concatenate([eye, eye[:1]]),
+        embeddings=embeddings,
+        f0_median=np.array([250, 220, 180, 140, 100, 120], np.float32),
+        wer=np.array([0.0, 0.0, 0.0, 0.0, 0.5, 0.0], np.float32),
+    )
+
+
+def test_atlas_nearest_finds_the_voice_whose_embedding_matches() -> None:
+    atlas = _atlas(fake_packs())
+    query = atlas.embeddings[3] + 0.05 * atlas.embeddings[1]
+    matches = atlas.nearest(query, k=2)
+    assert matches[0].index == 3
+    assert matches[0].similarity > matches[1].similarity
+    # An unintelligible voice is skipped when a WER ceiling is given.
+    assert atlas.nearest(atlas.embeddings[4], k=1, max_wer=0.2)[0].index != 4
+
+
+def test_blend_of_matches_leans_to_the_closer_voice() -> None:
+    atlas = _atlas(fake_packs())
+    matches = atlas.nearest(atlas.embeddings[1], k=2)
+    blended = atlas.blended_timbre(matches, temperature=0.5)
+    top = matches[0].index
+    assert blended.timbre_weights[top] > 0.5
+    assert blended.timbre_weights.sum() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_prosody_choice_matches_pitch_but_avoids_mumbling() -> None:
+    f0 = np.array([250.0, 180.0, 100.0, 110.0])
+    wer = np.array([0.0, 0.0, 0.6, 0.0])
+    assert choose_prosody(175.0, f0) == 1
+    assert choose_prosody(100.0, f0) == 2
+    assert choose_prosody(100.0, f0, wer) == 3  # 110 Hz and clear beats 100 Hz and unclear
+
+
+def test_pitch_stats_measures_a_synthetic_voice() -> None:
+    sr = 16_000
+    t = np.arange(int(1.5 * sr)) / sr
+    f0 = 150.0 * (1 + 0.05 * np.sin(2 * np.pi * 2 * t))
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    x = sum(np.sin(k * phase) / k for k in range(1, 6)).astype(np.float32) * 0.3
+    stats = pitch_stats(x, sr)
+    assert stats.median_hz == pytest.approx(150.0, rel=0.05)
+    assert stats.voiced_fraction > 0.8
+    assert pitch_stats(np.zeros(sr, np.float32), sr).median_hz == 0.0
