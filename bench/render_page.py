@@ -237,10 +237,12 @@ def plot_peers(data: dict[str, Any], path: Path) -> Path | None:
 
 def plot_clone(data: dict[str, Any], path: Path) -> Path | None:
     speakers = data.get("clone_eval", {}).get("speakers", [])
+    # Methods are whatever per-speaker entries carry a judge score (builtin,
+    # instant, instant_top<k>, refined), in the order clone_eval wrote them.
     methods = [
         m
-        for m in ("builtin", "instant", "instant_top3", "refined")
-        if speakers and m in speakers[0]
+        for m, v in (speakers[0].items() if speakers else [])
+        if isinstance(v, dict) and "judge_norm" in v
     ]
     if not methods:
         return None
@@ -482,29 +484,56 @@ def section_markdown(
     if name not in markdown:
         return head + missing(name, runs) + extra
     return (
-        head + heading(command_for(name, data, runs)) + "\n" + markdown[name].strip() + "\n" + extra
+        head
+        + heading(command_for(name, data, runs))
+        + "\n"
+        + demote_headings(markdown[name].strip())
+        + "\n"
+        + extra
     )
 
 
 def section_cache(data: dict[str, Any], runs: dict[str, Any]) -> str:
-    """Cache numbers live wherever a script reported them under a ``cache`` key."""
-    found = [
-        (name, res["cache"])
-        for name, res in data.items()
-        if isinstance(res, dict) and "cache" in res
-    ]
-    if not found:
-        return "## Cache\n\n_No script in this run reported cache figures._\n"
-    parts = ["## Cache\n"]
-    for name, cache in found:
-        rows = [
-            [k, fmt(v) if isinstance(v, int | float) else json.dumps(v)]
-            for k, v in (cache.items() if isinstance(cache, dict) else [("value", cache)])
-        ]
-        parts.append(
-            heading(command_for(name, data, runs)) + "\n" + table(["measure", "value"], rows)
+    """Cache hits against misses, from load.py's two traffic kinds at each client count."""
+    title = "## Cache\n\n"
+    levels = data.get("load", {}).get("levels", [])
+    by_key = {(lv.get("traffic"), lv.get("concurrency")): lv for lv in levels}
+    rows = []
+    for (traffic, clients), miss in sorted(by_key.items(), key=lambda kv: str(kv[0])):
+        hit = by_key.get(("hit", clients))
+        if traffic != "miss" or hit is None:
+            continue
+        speedup = (
+            hit["throughput_rps"] / miss["throughput_rps"] if miss.get("throughput_rps") else None
         )
-    return "\n".join(parts)
+        headers = ", ".join(f"{k} {v}" for k, v in hit.get("cache_headers", {}).items())
+        rows.append(
+            [
+                clients,
+                fmt(miss.get("throughput_rps"), 2),
+                fmt(hit.get("throughput_rps"), 2),
+                fmt(speedup, 1),
+                fmt(miss.get("p50_s")),
+                fmt(hit.get("p50_s")),
+                headers,
+            ]
+        )
+    if not rows:
+        return title + missing("load", runs)
+    header = ["clients", "miss req/s", "hit req/s", "hit ÷ miss", "miss p50 s", "hit p50 s"]
+    return (
+        title
+        + heading(command_for("load", data, runs))
+        + "\n"
+        + table([*header, "X-Cache of hit traffic"], rows)
+    )
+
+
+def demote_headings(markdown: str, levels: int = 2) -> str:
+    """Nest a script's own Markdown under this page's section headings."""
+    return "\n".join(
+        "#" * levels + line if line.startswith("#") else line for line in markdown.splitlines()
+    )
 
 
 # -- the page ----------------------------------------------------------------------------

@@ -39,11 +39,18 @@ class Script:
 
 
 SCRIPTS: tuple[Script, ...] = (
-    Script("rtf", "bench/rtf.py", (), ("--quick",), 1800, 120),
-    Script("peers", "bench/peers.py", (), ("--quick",), 2700, 240),
-    Script("ttfa", "bench/ttfa.py", (), ("--quick",), 1200, 150),
-    Script("load", "bench/load.py", (), ("--quick",), 1800, 150),
-    Script("clone_eval", "bench/clone_eval.py", (), ("--speakers", "2", "--refine-budget", "15"), 7200, 240),
+    Script("rtf", "bench/rtf.py", (), ("--quick",), 1800, 240),
+    Script("peers", "bench/peers.py", (), ("--quick",), 2700, 360),
+    Script("ttfa", "bench/ttfa.py", (), ("--quick",), 1200, 180),
+    Script("load", "bench/load.py", (), ("--quick",), 1800, 180),
+    Script(
+        "clone_eval",
+        "bench/clone_eval.py",
+        (),
+        ("--speakers", "2", "--refine-budget", "15"),
+        7200,
+        240,
+    ),
     Script("builtin_voices", "bench/choose_builtins.py", (), None, 1800),
     Script("controls", "bench/controls_eval.py", (), None, 1800),
 )

@@ -163,18 +163,28 @@ def build(
             "wer": wer[done],
         }
 
-    ctx = mp.get_context("spawn")
+    def record(count: int, result: tuple[int, np.ndarray, float, float]) -> None:
+        i, emb, pitch, err = result
+        embeddings[i], f0[i], wer[i], done[i] = emb, pitch, err, True
+        if count % log_every == 0 or count == n:
+            rate = (time.perf_counter() - started) / count
+            print(f"{count}/{n} voices, {rate:.2f} s/voice", flush=True)
+            if checkpoint is not None:
+                write(checkpoint, arrays())
+
     init_args = (str(models_dir), use_asr, sentences)
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args
-    ) as pool:
-        for count, (i, emb, pitch, err) in enumerate(pool.map(_measure, jobs), start=1):
-            embeddings[i], f0[i], wer[i], done[i] = emb, pitch, err, True
-            if count % log_every == 0 or count == n:
-                rate = (time.perf_counter() - started) / count
-                print(f"{count}/{n} voices, {rate:.2f} s/voice", flush=True)
-                if checkpoint is not None:
-                    write(checkpoint, arrays())
+    if workers <= 1:
+        # In-process: no spawn start-up cost (tests, tiny builds).
+        _init_worker(*init_args)
+        for count, job in enumerate(jobs, start=1):
+            record(count, _measure(job))
+    else:
+        ctx = mp.get_context("spawn")
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args
+        ) as pool:
+            for count, result in enumerate(pool.map(_measure, jobs), start=1):
+                record(count, result)
     return arrays()
 
 

@@ -34,9 +34,12 @@ class Runtime:
     catalog: VoiceCatalog
     voice_store: SqliteVoiceStore
     cache: TieredCache | None
+    voices: Any = None  # VoiceService (cloning); None when built without it
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
+        if self.voices is not None:
+            self.voices.close()
         self.scheduler.close()
         self.voice_store.close()
 
@@ -60,7 +63,11 @@ def build_cache(settings: Settings) -> TieredCache | None:
 
 
 def build_runtime(
-    settings: Settings, *, warmup: bool = True, hooks: ServiceHooks | None = None
+    settings: Settings,
+    *,
+    warmup: bool = True,
+    hooks: ServiceHooks | None = None,
+    with_voices: bool = True,
 ) -> Runtime:
     settings.home.mkdir(parents=True, exist_ok=True)
     engine = KokoroEngine(
@@ -97,4 +104,14 @@ def build_runtime(
         detect_language=detect_language,
         hooks=hooks,
     )
-    return Runtime(settings, engine, scheduler, speech, catalog, store, cache)
+    runtime = Runtime(settings, engine, scheduler, speech, catalog, store, cache)
+    if with_voices:
+        from voxclone.runtime.job_store import JobEvents
+        from voxclone.service.voices import build_voice_service
+
+        events = JobEvents()
+        runtime.voices = build_voice_service(
+            settings, engine, g2p, scheduler, store, speech.invalidate_voice, job_events=events
+        )
+        runtime.extras["job_events"] = events
+    return runtime

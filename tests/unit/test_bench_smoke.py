@@ -163,16 +163,22 @@ def _fake_results(results: Path) -> None:
     (results / "clone_eval.md").write_text(
         "| method | judge cosine |\n|---|---|\n| instant | 0.700 |\n"
     )
+    level = {"traffic": "miss", "concurrency": 4, "throughput_rps": 1.0, "p50_s": 2.0}
+    hit = {**level, "traffic": "hit", "throughput_rps": 10.0, "p50_s": 0.1}
+    (results / "load.json").write_text(
+        json.dumps({"levels": [level, {**hit, "cache_headers": {"hit": 30}}]})
+    )
+    (results / "load.md").write_text("# Load test\n\n| clients | req/s |\n|---|---|\n| 4 | 1.0 |\n")
     (results / "run_all.json").write_text(
         json.dumps(
             {
                 "quick": True,
                 "scripts": {
-                    "load": {
-                        "command": "python bench/load.py --quick",
+                    "controls": {
+                        "command": "python bench/controls_eval.py",
                         "status": "failed (exit 1)",
                         "seconds": 0.5,
-                        "error": "ValueError: no load",
+                        "error": "ValueError: no controls",
                     }
                 },
             }
@@ -205,9 +211,11 @@ def test_render_page_writes_all_sections_into_tmp_paths(tmp_path: Path) -> None:
     assert "| instant clone | 2 | 2.00 | 2.50 |" in text
     assert "| instant | 0.700 |" in text  # clone_eval.md merged verbatim
     assert (
-        "failed (exit 1)" in text and "ValueError: no load" in text
+        "failed (exit 1)" in text and "ValueError: no controls" in text
     )  # a failing script is reported
-    assert "_No result yet: run `python bench/controls_eval.py`._" in text
+    assert "_Not available: `python bench/controls_eval.py` failed (exit 1)" in text
+    assert "### Load test" in text  # the script's own H1 nested under "## Load"
+    assert "| 4 | 1.00 | 10.00 | 10.0 | 2.000 | 0.100 | hit 30 |" in text  # cache hit vs miss
     assert {p.name for p in img.glob("*.png")} >= {
         "rtf_vs_length.png",
         "ttfa_hist.png",
@@ -215,7 +223,7 @@ def test_render_page_writes_all_sections_into_tmp_paths(tmp_path: Path) -> None:
         "clone_similarity.png",
     }
     merged = json.loads((results / "all.json").read_text())
-    assert set(merged["results"]) == {"rtf", "peers", "ttfa", "clone_eval"}
+    assert set(merged["results"]) == {"rtf", "peers", "ttfa", "clone_eval", "load"}
     assert merged["machine"]["cores_total"] >= 1
 
 

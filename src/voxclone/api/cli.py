@@ -16,6 +16,7 @@ from typing import Any
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
 
+LOCAL_OWNER = "local"  # the owner of voices created without API keys (CLI, loopback API)
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 
@@ -58,15 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
 
+    from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_keys import add_keys_parser
 
     add_keys_parser(sub)
-    try:
-        from voxclone.api.cli_clone import add_clone_parser
-    except ImportError:  # cloning extras not installed
-        pass
-    else:
-        add_clone_parser(sub)
+    add_clone_parser(sub)
     return parser
 
 
@@ -112,6 +109,7 @@ def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
         controls=_controls(args),
         format=_format_from(args.output, args.format),
         sample_rate=args.rate,
+        owner=LOCAL_OWNER,
     )
     runtime = _runtime(settings)
     try:

@@ -39,6 +39,11 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--keep-reference", action="store_true", help="store the raw reference audio too"
     )
+    p.add_argument(
+        "--consent",
+        action="store_true",
+        help="confirm that the speaker consented to being cloned (required)",
+    )
     p.add_argument("--consent-statement", default=DEFAULT_STATEMENT, help="consent text to record")
     p.add_argument("--given-by", default=None, help="who gave consent (default: current user)")
     return p
@@ -46,22 +51,14 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.bootstrap import build_runtime
-    from voxclone.service.voices import ConsentInput, EnrollRequest, build_voice_service
-    from voxclone.synth.text.g2p import EspeakG2P
+    from voxclone.service.voices import ConsentInput, EnrollRequest
 
     audio = Path(args.reference).read_bytes()
     runtime = build_runtime(settings, warmup=False)
-    service = build_voice_service(
-        settings,
-        runtime.engine,
-        EspeakG2P(runtime.engine.assets.vocab),
-        runtime.scheduler,
-        runtime.voice_store,
-        runtime.speech.invalidate_voice,
-    )
+    service = runtime.voices
     try:
         consent = ConsentInput(
-            given=True,
+            given=args.consent,
             statement=args.consent_statement,
             given_by=args.given_by or _current_user(),
         )
@@ -102,7 +99,6 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
             )
         )
     finally:
-        service.close()
         runtime.close()
     return 0
 

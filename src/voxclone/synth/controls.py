@@ -45,13 +45,17 @@ class EmotionPreset:
     whisper: bool = False
 
 
+# Speed deltas are about twice what the rate change should be: Kokoro rounds each
+# phoneme's duration to whole frames, so small speed changes move the measured
+# duration by only about half as much (speed 0.9 → +4 %, 1.1 → −5 % on the default
+# voice), while 0.5 and 2.0 land on 2× and 0.5× exactly.
 EMOTIONS: dict[str, EmotionPreset] = {
     "neutral": EmotionPreset("the voice as enrolled"),
     "happy": EmotionPreset(
-        "brighter: higher and livelier pitch, a little faster, more energy",
+        "brighter: higher and livelier pitch, faster, more energy, shorter pauses",
         pitch=0.12,
         f0_range=1.4,
-        speed=1.08,
+        speed=1.12,
         energy=1.1,
         pause=0.9,
     ),
@@ -59,44 +63,44 @@ EMOTIONS: dict[str, EmotionPreset] = {
         "lower, flatter pitch, slower, softer, longer pauses",
         pitch=-0.1,
         f0_range=0.6,
-        speed=0.86,
+        speed=0.8,
         energy=0.88,
         pause=1.35,
     ),
     "angry": EmotionPreset(
-        "forceful: more energy and pitch range, faster, short pauses",
+        "forceful: much more energy, wider pitch range, faster, short pauses",
         pitch=0.05,
         f0_range=1.35,
-        speed=1.1,
+        speed=1.12,
         energy=1.2,
         pause=0.8,
     ),
     "surprised": EmotionPreset(
-        "high pitch with wide excursions",
+        "high pitch with wide excursions, a little more energy",
         pitch=0.2,
         f0_range=1.6,
         speed=1.03,
         energy=1.08,
     ),
     "calm": EmotionPreset(
-        "lower, steady pitch, slower, softer",
-        pitch=-0.05,
+        "lower, steady pitch, slower, softer, longer pauses",
+        pitch=-0.06,
         f0_range=0.75,
-        speed=0.92,
+        speed=0.86,
         energy=0.92,
         pause=1.2,
     ),
     "serious": EmotionPreset(
-        "lower, narrower pitch, measured pace",
+        "lower, narrower pitch, measured (slower) pace",
         pitch=-0.08,
         f0_range=0.7,
-        speed=0.95,
+        speed=0.9,
         energy=1.02,
         pause=1.1,
     ),
     "whisper": EmotionPreset(
         "unvoiced breathy speech, softer and slower",
-        speed=0.92,
+        speed=0.88,
         energy=0.85,
         pause=1.1,
         whisper=True,

@@ -21,6 +21,10 @@ from collections.abc import Mapping
 from voxclone.errors import UnsupportedLanguage
 
 log = logging.getLogger(__name__)
+# phonemizer warns on every call whose word count changed (punctuation runs);
+# that is expected for our input and would flood logs, so it gets a quiet logger.
+_QUIET = logging.getLogger("voxclone.phonemizer")
+_QUIET.setLevel(logging.ERROR)
 
 # Our language codes -> espeak-ng voice names.
 ESPEAK_VOICES: dict[str, str] = {
@@ -136,6 +140,7 @@ class EspeakG2P:
                 tie=True,
                 language_switch="remove-flags",
                 words_mismatch="ignore",
+                logger=_QUIET,
             )
             self._backends[language] = backend
         return backend
