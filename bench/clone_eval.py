@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
+from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402
@@ -141,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     asr = Transcriber()
     detector = SpeechDetector()
-    atlas = VoiceAtlas.load(engine.assets.packs)
 
     def synth(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
         return engine.synthesize([SynthItem(tok, pack, 1.0)])[0]
@@ -195,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         builtins[name] = {"judge": judge.embed_clips(clips), "wer": wer_of(clips)}
         print(f"builtin {name}: WER {builtins[name]['wer']:.3f}", flush=True)
 
+    # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
+    atlas = VoiceAtlas.load(engine.assets.packs)
+    print(f"atlas loaded: {len(atlas)} voices", flush=True)
     instant_cloners = {
         "instant": InstantCloner(atlas, encoder, top_k=1),
         f"instant_top{args.top_k}": InstantCloner(atlas, encoder, top_k=args.top_k),
@@ -203,8 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         atlas,
         encoder,
         synth,
-        tokens[:2],
-        list(SENTENCES[:2]),
+        [g2p.token_ids(g2p.phonemize(s, "en-us")) for s in REFINE_SENTENCES],
+        list(REFINE_SENTENCES),
         transcribe=asr.transcribe,
         word_error_rate=word_error_rate,
         config=RefineConfig(budget_s=args.refine_budget),
@@ -259,17 +262,17 @@ def main(argv: list[str] | None = None) -> int:
         }
         instant = None
         for label, cloner in instant_cloners.items():
-            result = cloner.clone(reference.samples16k)
-            clips = render(result.style)
+            cloned = cloner.clone(reference.samples16k)
+            clips = render(cloned.style)
             row[label] = {
                 **score(clips),
                 "wer": wer_of(clips),
-                "clone_s": result.seconds,
-                "neighbour_sim": [round(m.similarity, 4) for m in result.neighbours],
-                "ref_f0": result.pitch.median_hz,
+                "clone_s": cloned.seconds,
+                "neighbour_sim": [round(m.similarity, 4) for m in cloned.neighbours],
+                "ref_f0": cloned.pitch.median_hz,
             }
             if label == "instant":
-                instant = result
+                instant = cloned
         assert instant is not None
         if not args.no_refine:
             refined = refiner.refine(instant.embedding, instant.recipe)
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     methods = ["builtin", "instant", f"instant_top{args.top_k}"] + (
         [] if args.no_refine else ["refined"]
     )
-    summary = {
+    summary: dict[str, Any] = {
         m: {
             "judge_raw": float(np.mean([r[m]["judge_raw"] for r in rows])),
             "judge_norm": float(np.mean([r[m]["judge_norm"] for r in rows])),

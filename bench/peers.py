@@ -18,6 +18,7 @@ comparison is per core. Ratios are voxclone / peer (below 1 = voxclone faster).
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import json
@@ -58,16 +59,18 @@ TEXTS: dict[str, str] = {
 
 
 # -- one system, inside its own process -------------------------------------------------
-class Candidate:
-    """What the harness needs from a system: load it, render whole, stream."""
+class Candidate(abc.ABC):
+    """What the harness needs from a system: load it (in __init__), render whole, stream."""
 
     sample_rate: int = 24_000
 
-    def render(self, text: str) -> int:  # returns samples produced
-        raise NotImplementedError
+    @abc.abstractmethod
+    def render(self, text: str) -> int:
+        """Synthesize ``text`` whole; return the number of samples."""
 
-    def first_audio(self, text: str) -> float:  # seconds until the first audio arrives
-        raise NotImplementedError
+    @abc.abstractmethod
+    def first_audio(self, text: str) -> float:
+        """Stream ``text``; return seconds until the first audio (drain the rest)."""
 
 
 def _bench_home() -> Path:
@@ -113,11 +116,11 @@ class VoxcloneCandidate(Candidate):
 
 def _first_nonempty(parts: Iterator[bytes], started: float) -> float:
     """Time to the first non-empty piece; drains the rest so workers go idle."""
-    elapsed = float("nan")
+    elapsed: float | None = None
     for part in parts:
-        if part and elapsed != elapsed:  # NaN check: first piece with bytes
+        if part and elapsed is None:
             elapsed = time.perf_counter() - started
-    return elapsed
+    return float("nan") if elapsed is None else elapsed
 
 
 def _default_style() -> np.ndarray:
@@ -159,13 +162,13 @@ class KokoroOnnxCandidate(Candidate):
     def first_audio(self, text: str) -> float:
         async def first() -> float:
             started = time.perf_counter()
-            elapsed = float("nan")
+            elapsed: float | None = None
             async for audio, _ in self._kokoro.create_stream(
                 text, voice="voxclone_default", lang="en-us"
             ):
-                if elapsed != elapsed and audio.size:
+                if elapsed is None and audio.size:
                     elapsed = time.perf_counter() - started
-            return elapsed
+            return float("nan") if elapsed is None else elapsed
 
         return asyncio.run(first())
 
@@ -197,11 +200,11 @@ class PiperCandidate(Candidate):
 
     def first_audio(self, text: str) -> float:
         started = time.perf_counter()
-        elapsed = float("nan")
+        elapsed: float | None = None
         for chunk in self._voice.synthesize(text):
-            if elapsed != elapsed and chunk.audio_int16_array.size:
+            if elapsed is None and chunk.audio_int16_array.size:
                 elapsed = time.perf_counter() - started
-        return elapsed
+        return float("nan") if elapsed is None else elapsed
 
 
 def _peak_rss_mb() -> float:

@@ -15,7 +15,8 @@ from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.service.speech import ServiceHooks, SpeechService
+from voxclone.runtime.metrics import Metrics
+from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
 from voxclone.synth.engine.kokoro import KokoroEngine
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.g2p_router import MultiG2P
@@ -44,7 +45,7 @@ class Runtime:
         self.voice_store.close()
 
 
-def build_cache(settings: Settings) -> TieredCache | None:
+def build_cache(settings: Settings, metrics: Metrics | None = None) -> TieredCache | None:
     tiers: list[Any] = []
     if settings.memory_cache_mb > 0:
         tiers.append(MemoryTier(int(settings.memory_cache_mb * (1 << 20))))
@@ -59,16 +60,29 @@ def build_cache(settings: Settings) -> TieredCache | None:
         tiers.append(
             RedisTier(client, settings.redis_ttl_s, int(settings.redis_max_value_mb * (1 << 20)))
         )
-    return TieredCache(tiers) if tiers else None
+    listener = metrics.cache_event if metrics is not None else None
+    return TieredCache(tiers, listener=listener) if tiers else None
+
+
+def metric_hooks(metrics: Metrics) -> ServiceHooks:
+    def on_rendered(stats: RenderStats) -> None:
+        metrics.audio_seconds.inc(stats.audio_seconds)
+        if stats.audio_seconds > 0:
+            metrics.real_time_factor.observe(stats.compute_seconds / stats.audio_seconds)
+
+    return ServiceHooks(
+        on_first_audio=metrics.time_to_first_audio.observe, on_rendered=on_rendered
+    )
 
 
 def build_runtime(
     settings: Settings,
     *,
     warmup: bool = True,
-    hooks: ServiceHooks | None = None,
+    metrics: Metrics | None = None,
     with_voices: bool = True,
 ) -> Runtime:
+    """Build everything. ``metrics`` (optional) receives engine, cache and render events."""
     settings.home.mkdir(parents=True, exist_ok=True)
     engine = KokoroEngine(
         settings.models_dir,
@@ -90,8 +104,10 @@ def build_runtime(
         max_batch=settings.max_batch,
         max_wait_ms=settings.max_wait_ms,
         default_timeout_s=settings.request_timeout_s,
+        on_batch=metrics.batch_size.observe if metrics is not None else None,
+        on_engine_failure=metrics.engine_failures.inc if metrics is not None else None,
     )
-    cache = build_cache(settings)
+    cache = build_cache(settings, metrics)
     speech = SpeechService(
         frontend=frontend,
         catalog=catalog,
@@ -102,7 +118,7 @@ def build_runtime(
         default_language=settings.default_language,
         max_text_chars=settings.max_text_chars,
         detect_language=detect_language,
-        hooks=hooks,
+        hooks=metric_hooks(metrics) if metrics is not None else None,
     )
     runtime = Runtime(settings, engine, scheduler, speech, catalog, store, cache)
     if with_voices:

@@ -41,7 +41,9 @@ def test_direction_delta_is_the_same_on_every_row_and_leaves_prosody_alone() -> 
     delta = (basis.pack(start.with_timbre_coeffs(coeffs)) - basis.pack(start))[:, 0, :]
     assert np.abs(delta[:, PROSODY]).max() == 0.0
     assert np.abs(delta[:, TIMBRE]).max() > 0.01
-    np.testing.assert_allclose(delta[:, TIMBRE], np.broadcast_to(delta[0, TIMBRE], (ROWS, 128)), atol=1e-6)
+    np.testing.assert_allclose(
+        delta[:, TIMBRE], np.broadcast_to(delta[0, TIMBRE], (ROWS, 128)), atol=1e-6
+    )
 
 
 def test_timbre_and_prosody_halves_come_from_their_own_blends() -> None:

@@ -31,7 +31,6 @@ from voxclone.bootstrap import Runtime
 from voxclone.config import Settings
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.metrics import Metrics
-from voxclone.service.speech import RenderStats, ServiceHooks
 
 log = logging.getLogger("voxclone.api")
 
@@ -51,15 +50,6 @@ class UIMount(Mount):
         return super().matches(scope)
 
 
-def _service_hooks(metrics: Metrics) -> ServiceHooks:
-    def on_rendered(stats: RenderStats) -> None:
-        metrics.audio_seconds.inc(stats.audio_seconds)
-        if stats.audio_seconds > 0:
-            metrics.real_time_factor.observe(stats.compute_seconds / stats.audio_seconds)
-
-    return ServiceHooks(on_rendered=on_rendered)
-
-
 def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     import time
 
@@ -67,7 +57,7 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
 
     started = time.perf_counter()
     try:
-        runtime = build_runtime(settings, warmup=True, hooks=_service_hooks(metrics))
+        runtime = build_runtime(settings, warmup=True, metrics=metrics)
     except Exception as exc:
         log.exception("model loading failed")
         # Shown on /readyz: the class name only, never paths from the message.

@@ -53,7 +53,11 @@ async def metrics(request: Request) -> Response:
     runtime: Runtime | None = getattr(request.app.state, "runtime", None)
     if runtime is not None:
         # Gauges are sampled at scrape time rather than updated on every change.
-        m.queue_depth.set(runtime.scheduler.stats().queued)
+        stats = runtime.scheduler.stats()
+        m.queue_depth.set(stats.queued)
+        m.circuit_open.set(1 if stats.breaker_open else 0)
+        m.voices_stored.set(runtime.voice_store.count())
+    m.ready.set(1 if runtime is not None and runtime.engine.ready else 0)
     payload, content_type = m.render()
     return Response(payload, media_type=content_type)
 

@@ -102,6 +102,15 @@ class Metrics:
             namespace=ns,
             registry=reg,
         )
+        self.circuit_open = Gauge(
+            "circuit_open",
+            "1 while the engine circuit breaker fails requests fast, else 0.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.ready = Gauge(
+            "ready", "1 once models are loaded and warmed, else 0.", namespace=ns, registry=reg
+        )
         self.rate_limited = Counter(
             "rate_limited_total",
             "Requests refused by the rate limiter.",

@@ -182,6 +182,12 @@ class SpeechService:
                 return SpeechResult(hit[0].data, ctype, hit[1])
 
         def render() -> bytes:
+            # A request that missed the cache just before an identical render
+            # stored its result must not synthesize again.
+            if self._cache is not None:
+                late_hit = self._cache.get_entry(key)
+                if late_hit is not None:
+                    return late_hit[0].data
             data = self._render_file(req, voice, language, progress)
             if self._cache is not None:
                 self._cache.put(key, data, voice_id=voice.id, content_type=ctype)
