@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
+from voxclone.errors import AudioQualityError  # noqa: E402
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--speakers", type=int, default=0, help="limit (0 = all)")
     parser.add_argument("--no-refine", action="store_true")
+    parser.add_argument("--builtin-cache", type=Path, help="npz to reuse built-in voice scores")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "clone_eval.json")
     args = parser.parse_args(argv)
 
@@ -189,11 +191,27 @@ def main(argv: list[str] | None = None) -> int:
         return (sim - stranger) / (same_mean - stranger)
 
     # Built-in voices do not depend on the speaker: render and judge them once.
+    # --builtin-cache saves re-rendering them when the benchmark is re-run.
     builtins: dict[str, dict[str, Any]] = {}
+    cache = args.builtin_cache
+    if cache is not None and cache.exists():
+        stored = np.load(cache, allow_pickle=False)
+        for name in stored["names"]:
+            builtins[str(name)] = {
+                "judge": stored[f"judge_{name}"],
+                "wer": float(stored[f"wer_{name}"]),
+            }
     for name, (_, pack) in builtin_voices(engine.assets.packs).items():
+        if name in builtins:
+            continue
         clips = render(pack)
         builtins[name] = {"judge": judge.embed_clips(clips), "wer": wer_of(clips)}
         print(f"builtin {name}: WER {builtins[name]['wer']:.3f}", flush=True)
+    if cache is not None:
+        flat: dict[str, Any] = {"names": np.array(list(builtins))}
+        for name, info in builtins.items():
+            flat[f"judge_{name}"], flat[f"wer_{name}"] = info["judge"], np.array(info["wer"])
+        np.savez(cache, **flat)
 
     # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
     atlas = VoiceAtlas.load(engine.assets.packs)
@@ -216,7 +234,27 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for speaker in chosen:
         utts = sorted(by_speaker[speaker], key=lambda e: -e["duration_s"])
-        enroll, held_out = utts[0], utts[1:]
+        # Enroll from the longest utterance the product's ingestion accepts.
+        rejected: list[dict[str, str]] = []
+        reference, prep_s, enroll = None, 0.0, utts[0]
+        for candidate in utts:
+            t0 = time.perf_counter()
+            try:
+                reference = prepare_reference(
+                    (args.evaldata / candidate["file"]).read_bytes(),
+                    detector=detector,
+                    max_bytes=50 << 20,
+                    max_seconds=600.0,
+                )
+            except AudioQualityError as exc:
+                rejected.append({"file": candidate["file"], "reason": exc.message})
+                continue
+            prep_s, enroll = time.perf_counter() - t0, candidate
+            break
+        if reference is None:
+            print(f"skipping {speaker}: every utterance was rejected by ingestion", flush=True)
+            continue
+        held_out = [e for e in utts if e is not enroll]
         targets = [real[speaker][by_speaker[speaker].index(e)] for e in held_out]
         sex = sexes[speaker]
 
@@ -247,15 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             "wer": builtins[best_name]["wer"],
         }
 
-        t0 = time.perf_counter()
-        reference = prepare_reference(
-            (args.evaldata / enroll["file"]).read_bytes(),
-            detector=detector,
-            max_bytes=50 << 20,
-            max_seconds=600.0,
-        )
-        prep_s = time.perf_counter() - t0
         row["reference"] = {
+            "rejected": rejected,
             "speech_s": reference.speech_seconds,
             "prepare_s": prep_s,
             "warnings": reference.warnings,

@@ -35,6 +35,7 @@ DEFAULT_COMMANDS = {
     "clone_eval": "python bench/clone_eval.py",
     "controls": "python bench/controls_eval.py",
     "load": "python bench/load.py",
+    "soak": "python bench/soak.py",
 }
 # Files this script (or run_all) writes; never read back as results.
 OWN_FILES = {"all.json", "run_all.json"}
@@ -499,7 +500,9 @@ def section_cache(data: dict[str, Any], runs: dict[str, Any]) -> str:
     levels = data.get("load", {}).get("levels", [])
     by_key = {(lv.get("traffic"), lv.get("concurrency")): lv for lv in levels}
     rows = []
-    for (traffic, clients), miss in sorted(by_key.items(), key=lambda kv: str(kv[0])):
+    for (traffic, clients), miss in sorted(
+        by_key.items(), key=lambda kv: (str(kv[0][0]), int(kv[0][1] or 0))
+    ):
         hit = by_key.get(("hit", clients))
         if traffic != "miss" or hit is None:
             continue
@@ -534,6 +537,33 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
     return "\n".join(
         "#" * levels + line if line.startswith("#") else line for line in markdown.splitlines()
     )
+
+
+KNOWN_MARKDOWN = {"clone_eval", "controls", "load"}
+
+
+def section_other(
+    data: dict[str, Any],
+    markdown: dict[str, str],
+    runs: dict[str, Any],
+    out_page: Path,
+    img_dir: Path,
+) -> str:
+    """Markdown from scripts this page has no section for yet (e.g. a soak test)."""
+    extra = sorted(set(markdown) - KNOWN_MARKDOWN)
+    if not extra:
+        return ""
+    parts = ["## Other results\n"]
+    for name in extra:
+        parts.append(
+            f"### {name}\n\n"
+            + heading(command_for(name, data, runs))
+            + "\n"
+            + demote_headings(markdown[name].strip(), 3)
+            + "\n"
+            + "".join(image(out_page, png, name) for png in sorted(img_dir.glob(f"{name}*.png")))
+        )
+    return "\n".join(parts)
 
 
 # -- the page ----------------------------------------------------------------------------
@@ -588,6 +618,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
             image(out_page, load_png if load_png.exists() else None, "load"),
         ),
         section_cache(data, runs),
+        section_other(data, markdown, runs, out_page, img_dir),
     ]
     page = "\n".join(s for s in sections if s)
     out_page.parent.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,7 @@ SCRIPTS: tuple[Script, ...] = (
         7200,
         240,
     ),
+    Script("soak", "bench/soak.py", (), None, 900),
     Script("builtin_voices", "bench/choose_builtins.py", (), None, 1800),
     Script("controls", "bench/controls_eval.py", (), None, 1800),
 )

@@ -105,6 +105,10 @@ class VoiceService:
         self._inline: OrderedDict[str, ResolvedVoice] = OrderedDict()
         self._inline_lock = threading.Lock()
 
+    def warmup(self) -> None:
+        """Load the speaker encoder before the first request (call at start-up)."""
+        self._cloner.warmup()
+
     # -- enrollment ---------------------------------------------------------------
     def enroll(self, req: EnrollRequest) -> tuple[VoiceRecord, JobRecord | None]:
         consent = _checked_consent(req.consent)

@@ -84,7 +84,7 @@ EMOTIONS: dict[str, EmotionPreset] = {
     ),
     "calm": EmotionPreset(
         "lower, steady pitch, slower, softer, longer pauses",
-        pitch=-0.06,
+        pitch=-0.1,
         f0_range=0.75,
         speed=0.86,
         energy=0.92,
@@ -92,7 +92,7 @@ EMOTIONS: dict[str, EmotionPreset] = {
     ),
     "serious": EmotionPreset(
         "lower, narrower pitch, measured (slower) pace",
-        pitch=-0.08,
+        pitch=-0.12,
         f0_range=0.7,
         speed=0.9,
         energy=1.02,

@@ -70,6 +70,11 @@ class InstantCloner:
     def atlas(self) -> VoiceAtlas:
         return self._atlas
 
+    def warmup(self) -> None:
+        """Load the encoder now (torch + weights take seconds), not on the first clone."""
+        rng = np.random.default_rng(0)
+        self._encoder.embed((0.01 * rng.standard_normal(ENCODER_RATE)).astype(np.float32))
+
     def clone(self, x16k: np.ndarray) -> InstantClone:
         started = time.perf_counter()
         embedding = self._encoder.embed(x16k)
