@@ -21,7 +21,9 @@ snippet / environment of the subprocess only):
 * ``malloc-arena-2``: ``MALLOC_ARENA_MAX=2`` (glibc keeps per-thread arenas);
 * ``no-memory-cache``: the in-memory audio cache off (256 MB budget otherwise);
 * ``no-ort-arena-fixed-mmap``: no arena, and glibc's mmap threshold fixed
-  at 128 KiB (``MALLOC_MMAP_THRESHOLD_``) so freed tensors go back to the OS.
+  at 128 KiB (``MALLOC_MMAP_THRESHOLD_``) so freed tensors go back to the OS;
+* ``ort-arena-shrink``: arena kept, but each run asks ONNX Runtime to shrink
+  it afterwards (run option ``memory.enable_memory_arena_shrinkage``).
 
 ``--compare`` runs the baseline and every variant and tabulates them.
 
@@ -76,11 +78,13 @@ VARIANTS: dict[str, dict[str, str]] = {
         "SOAK_DISABLE_ORT_ARENA": "1",
         "MALLOC_MMAP_THRESHOLD_": "131072",
     },
+    "ort-arena-shrink": {"SOAK_ORT_ARENA_SHRINK": "1"},
 }
 
 # Builds the app exactly as ``voxclone serve`` would; with SOAK_DISABLE_ORT_ARENA
 # every onnxruntime.SessionOptions made afterwards has the arena and memory
-# patterns switched off (the engine creates its options through the module).
+# patterns switched off (the engine creates its options through the module);
+# with SOAK_ORT_ARENA_SHRINK every run hands unused arena memory back at its end.
 _SERVE = """
 import os, uvicorn
 if os.environ.get("SOAK_DISABLE_ORT_ARENA") == "1":
@@ -92,6 +96,16 @@ if os.environ.get("SOAK_DISABLE_ORT_ARENA") == "1":
             self.enable_cpu_mem_arena = False
             self.enable_mem_pattern = False
     ort.SessionOptions = _NoArenaOptions
+if os.environ.get("SOAK_ORT_ARENA_SHRINK") == "1":
+    import onnxruntime as ort
+    _Session = ort.InferenceSession
+    class _ShrinkingSession(_Session):
+        def run(self, output_names, input_feed, run_options=None):
+            if run_options is None:
+                run_options = ort.RunOptions()
+                run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+            return super().run(output_names, input_feed, run_options)
+    ort.InferenceSession = _ShrinkingSession
 from voxclone.api.app import create_app
 from voxclone.config import Settings
 uvicorn.run(create_app(Settings()), host="127.0.0.1",

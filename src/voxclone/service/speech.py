@@ -318,7 +318,7 @@ class SpeechService:
             if chunk is None:
                 return False
             priority = PRIORITY_FIRST_CHUNK if chunk.index == 0 else PRIORITY_NORMAL
-            item = SynthItem(chunk.token_ids, voice.style, controls.speed)
+            item = SynthItem(chunk.token_ids, voice.style, controls.engine_speed)
             pending.append((chunk, self._scheduler.submit(item, priority=priority, cancelled=gone)))
             return True
 

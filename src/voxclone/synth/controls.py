@@ -13,10 +13,10 @@ How each control is realised:
   chosen by measurement against WORLD resynthesis and a shift along the
   prosody half of the style vector (bench/results/controls.json): all three kept
   Whisper WER at 0 on the default voice; the style shift sounded most like the
-  voice but missed the requested interval by up to 20 % on the default voice
-  and by 60 % on the male voice (the same step moves a low voice much further),
-  so it cannot honour a number the user asked for; PSOLA kept more speaker
-  similarity than WORLD at a quarter of its cost;
+  voice (resemblyzer 0.878 vs PSOLA 0.849, WORLD 0.811) but missed the requested
+  interval by up to 21 % on the default voice and by 60 % on the male voice (the
+  same step moves a low voice much further), so it cannot honour a number the
+  user asked for; PSOLA was the most accurate (max 13 %) at a fifth of WORLD's cost;
 * ``energy``, F0 range and whisper are DSP (``voxclone.synth.audio.post``).
 """
 
@@ -30,6 +30,10 @@ SPEED_RANGE = (0.5, 2.0)
 PITCH_RANGE = (-0.5, 0.5)  # octaves
 ENERGY_RANGE = (0.8, 1.2)
 INTENSITY_RANGE = (0.0, 1.0)
+# Above this the model itself becomes unintelligible (speed 2.0: 67–100 % WER
+# with Whisper tiny.en); faster requests are rendered at this speed and
+# time-compressed with WSOLA (synth/audio/timescale.py): 0–11 % WER at 2.0.
+ENGINE_SPEED_MAX = 1.25
 
 
 @dataclass(frozen=True)
@@ -196,9 +200,20 @@ class ResolvedControls:
     whisper: bool = False
 
     @property
+    def engine_speed(self) -> float:
+        """The speed passed to the model; faster tempos are finished by WSOLA."""
+        return min(self.speed, ENGINE_SPEED_MAX)
+
+    @property
+    def tempo(self) -> float:
+        """Extra time compression applied after synthesis (1.0 = none)."""
+        return self.speed / self.engine_speed
+
+    @property
     def needs_dsp(self) -> bool:
         return (
-            abs(self.pitch) > 1e-3
+            abs(self.tempo - 1.0) > 1e-3
+            or abs(self.pitch) > 1e-3
             or abs(self.energy - 1.0) > 1e-3
             or abs(self.f0_range - 1.0) > 1e-3
             or self.whisper
