@@ -12,10 +12,10 @@ from typing import Any
 
 from voxclone.config import Settings
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
+from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.runtime.metrics import Metrics
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
 from voxclone.synth.engine.kokoro import KokoroEngine
 from voxclone.synth.text.frontend import TextFrontend

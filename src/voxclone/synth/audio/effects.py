@@ -19,6 +19,7 @@ import pyworld
 from scipy import ndimage, signal
 
 from voxclone.errors import InvalidInput
+from voxclone.synth.audio.quality import integrated_loudness
 
 PITCH_OCTAVES_RANGE = (-0.5, 0.5)
 ENERGY_RANGE = (0.8, 1.2)
@@ -275,38 +276,6 @@ def _high_shelf(
     return b / a[0], a / a[0]
 
 
-def _k_weighting(sr: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """BS.1770 K-weighting (shelf + RLB high pass) for any sample rate.
-
-    The standard gives coefficients for 48 kHz only; these are the analogue
-    parameters behind them, mapped with the bilinear transform, which reproduces
-    the 48 kHz table (0.691 dB gain at 997 Hz).
-    """
-    shelf_hz, shelf_q, shelf_db = 1681.974450955533, 0.7071752369554196, 3.999843853973347
-    k = np.tan(np.pi * shelf_hz / sr)
-    v_high = 10.0 ** (shelf_db / 20.0)
-    v_band = v_high**0.4996667741545416
-    norm = 1.0 + k / shelf_q + k * k
-    shelf_b = (
-        np.array(
-            [
-                v_high + v_band * k / shelf_q + k * k,
-                2.0 * (k * k - v_high),
-                v_high - v_band * k / shelf_q + k * k,
-            ]
-        )
-        / norm
-    )
-    shelf_a = np.array([1.0, 2.0 * (k * k - 1.0) / norm, (1.0 - k / shelf_q + k * k) / norm])
-
-    hp_hz, hp_q = 38.13547087602444, 0.5003270373238773
-    k = np.tan(np.pi * hp_hz / sr)
-    norm = 1.0 + k / hp_q + k * k
-    hp_b = np.array([1.0, -2.0, 1.0])
-    hp_a = np.array([1.0, 2.0 * (k * k - 1.0) / norm, (1.0 - k / hp_q + k * k) / norm])
-    return [(shelf_b, shelf_a), (hp_b, hp_a)]
-
-
 def apply_energy(x: np.ndarray, sr: int, energy: float) -> np.ndarray:
     """Vocal effort for ``energy`` in 0.8–1.2: gain (±3 dB) plus a high shelf above
     1.5 kHz (±3 dB). May exceed full scale; run ``true_peak_limit`` afterwards."""
@@ -324,33 +293,8 @@ def apply_energy(x: np.ndarray, sr: int, energy: float) -> np.ndarray:
 
 
 def loudness_lufs(x: np.ndarray, sr: int) -> float:
-    """Integrated loudness (BS.1770: K-weighting, 400 ms blocks, 75 % overlap,
-    absolute gate −70 LUFS, relative gate −10 LU) of mono audio; −inf for silence."""
-    samples = _as_float32(x).astype(np.float64)
-    if samples.size == 0:
-        return float("-inf")
-    weighted = samples
-    for b, a in _k_weighting(sr):
-        weighted = signal.lfilter(b, a, weighted)
-
-    block = int(round(0.4 * sr))
-    hop = max(1, block // 4)
-    if len(weighted) <= block:
-        powers = np.array([np.mean(weighted**2)])
-    else:
-        squares = np.concatenate([[0.0], np.cumsum(weighted**2)])
-        starts = np.arange(0, len(weighted) - block + 1, hop)
-        powers = (squares[starts + block] - squares[starts]) / block
-
-    def to_lufs(power: np.ndarray | float) -> np.ndarray:
-        return -0.691 + 10.0 * np.log10(np.maximum(power, 1e-20))
-
-    gated = powers[to_lufs(powers) > -70.0]
-    if gated.size == 0:
-        return float("-inf")
-    relative_gate = to_lufs(np.mean(gated)) - 10.0
-    gated = gated[to_lufs(gated) > relative_gate]
-    return float(to_lufs(np.mean(gated)))
+    """Integrated loudness (BS.1770) of mono audio in LUFS; −inf for silence."""
+    return integrated_loudness(_as_float32(x), sr)
 
 
 # --------------------------------------------------------------------------- limiter

@@ -2,7 +2,8 @@
 
 Speed is mostly not here: Kokoro's own duration control handles it at
 synthesis up to ``ENGINE_SPEED_MAX``; faster tempos are finished here by WSOLA
-time compression (``controls.tempo``). Everything else is DSP on the 24 kHz waveform, ending in a true-peak limiter
+time compression (``controls.tempo``). Everything else is DSP on the 24 kHz
+waveform, ending in a true-peak limiter
 that runs on every piece (even with neutral controls), so no control
 combination and no loud engine output can exceed ``PEAK_CEILING_DBFS``.
 
