@@ -48,6 +48,9 @@ SENTENCES = (
     "Four hours of steady work faced us.",
 )
 FORMAT_VERSION = 1
+# The only male Kokoro pack; random voices anchored on it balance the atlas by sex.
+MALE_PACK = "jm_kumo"
+MALE_SHARE = 0.45
 
 
 def packs_digest(packs: dict[str, np.ndarray]) -> str:
@@ -58,7 +61,9 @@ def packs_digest(packs: dict[str, np.ndarray]) -> str:
     return h.hexdigest()[:16]
 
 
-def make_recipes(basis: StyleBasis, n_voices: int, seed: int) -> list[VoiceRecipe]:
+def make_recipes(
+    basis: StyleBasis, n_voices: int, seed: int, male_share: float = MALE_SHARE
+) -> list[VoiceRecipe]:
     """Fixed voices first (shipped packs, built-in blends), then random ones."""
     from voxclone.synth.voice.builtin import BLENDS
 
@@ -68,10 +73,16 @@ def make_recipes(basis: StyleBasis, n_voices: int, seed: int) -> list[VoiceRecip
         w /= w.sum()
         fixed.append(VoiceRecipe(w, np.zeros(basis.n_directions, np.float32), w.copy()))
     rng = np.random.default_rng(seed)
-    randoms = [
-        sample_recipe(rng, basis.n_packs, basis.n_directions)
-        for _ in range(max(0, n_voices - len(fixed)))
-    ]
+    male = basis.pack_names.index(MALE_PACK) if MALE_PACK in basis.pack_names else None
+    randoms = []
+    for i in range(max(0, n_voices - len(fixed))):
+        # A fixed interleave (not a coin flip) keeps the male share exact at any size.
+        anchored = male is not None and (i % 20) < round(20 * male_share)
+        randoms.append(
+            sample_recipe(
+                rng, basis.n_packs, basis.n_directions, anchor=male if anchored else None
+            )
+        )
     return (fixed + randoms)[:n_voices]
 
 
@@ -158,7 +169,7 @@ def build(
             "timbre_weights": np.stack([r.timbre_weights for r in recipes])[done],
             "timbre_coeffs": np.stack([r.timbre_coeffs for r in recipes])[done],
             "prosody_weights": np.stack([r.prosody_weights for r in recipes])[done],
-            "embeddings": embeddings[done],
+            "embeddings": embeddings[done].astype(np.float16),  # plenty for cosine ranking
             "f0_median": f0[done],
             "wer": wer[done],
         }

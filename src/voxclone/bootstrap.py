@@ -130,4 +130,8 @@ def build_runtime(
             settings, engine, g2p, scheduler, store, speech.invalidate_voice, job_events=events
         )
         runtime.extras["job_events"] = events
+        if warmup and settings.warm_cloning:
+            # Loads the speaker encoder now so the first clone meets the
+            # instant-clone latency target (~27 s otherwise, on first use).
+            runtime.voices.warmup()
     return runtime

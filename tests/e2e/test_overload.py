@@ -129,14 +129,8 @@ def test_each_refusal_arrives_within_100_ms(server: ServerProcess) -> None:
     assert max(latencies) < MAX_REFUSAL_S, latencies
 
 
-@pytest.mark.xfail(
-    reason=(
-        "product bug: SpeechService submits up to LOOKAHEAD_CHUNKS=2 chunks per request; "
-        "with queue_size=1 the second chunk can find the first still queued (the worker has "
-        "not popped it yet), so a lone multi-sentence request on an idle server can get 503"
-    ),
-    strict=False,
-)
+# Later chunks of an admitted request skip the capacity check (Scheduler.submit
+# admitted=True), so a lone request is never refused halfway.
 def test_lone_multi_sentence_request_on_idle_server_is_not_refused(
     server: ServerProcess,
 ) -> None:

@@ -144,13 +144,18 @@ class Scheduler:
         priority: int = PRIORITY_NORMAL,
         timeout_s: float | None = None,
         cancelled: Callable[[], bool] | None = None,
+        admitted: bool = False,
     ) -> Future[np.ndarray]:
+        """Queue one item. ``admitted`` marks a later chunk of a request whose
+        first chunk was accepted: it skips the capacity check, so a request is
+        refused up front or not at all (never halfway, after compute was spent).
+        Its extra depth is bounded by the per-request lookahead."""
         if not self._breaker.allow():
             raise Overloaded("synthesis engine is failing; retry shortly", retry_after=5)
         future: Future[np.ndarray] = Future()
         deadline = self._clock() + (timeout_s or self._default_timeout)
         with self._cond:
-            if len(self._queue) >= self._queue_size:
+            if not admitted and len(self._queue) >= self._queue_size:
                 self._rejected += 1
                 raise Overloaded(
                     "server is at capacity; retry shortly",
@@ -162,6 +167,19 @@ class Scheduler:
             )
             self._cond.notify()
         return future
+
+    def ensure_capacity(self) -> None:
+        """Refuse at once when a new request could not be queued (cheap pre-check)."""
+        if self._breaker.is_open:
+            raise Overloaded("synthesis engine is failing; retry shortly", retry_after=5)
+        if len(self._queue) >= self._queue_size:
+            with self._cond:
+                self._rejected += 1
+            raise Overloaded(
+                "server is at capacity; retry shortly",
+                limit=self._queue_size,
+                retry_after=self.retry_after_s(),
+            )
 
     def retry_after_s(self) -> float:
         # Rough: queued work drains at about one item per worker per second.

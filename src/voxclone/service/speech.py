@@ -306,6 +306,9 @@ class SpeechService:
         fast_start: bool,
         cancelled: Callable[[], bool] | None,
     ) -> Iterator[tuple[Chunk, np.ndarray]]:
+        # Refuse before planning: text preparation costs ~15 ms a request, and
+        # a flood of refusals should not queue behind it.
+        self._scheduler.ensure_capacity()
         plan = self._frontend.plan(text, language, fast_start=fast_start)
         pending: deque[tuple[Chunk, Future[np.ndarray]]] = deque()
         abandoned = threading.Event()
@@ -317,9 +320,13 @@ class SpeechService:
             chunk = next(plan, None)
             if chunk is None:
                 return False
-            priority = PRIORITY_FIRST_CHUNK if chunk.index == 0 else PRIORITY_NORMAL
+            first = chunk.index == 0
+            priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
             item = SynthItem(chunk.token_ids, voice.style, controls.engine_speed)
-            pending.append((chunk, self._scheduler.submit(item, priority=priority, cancelled=gone)))
+            future = self._scheduler.submit(
+                item, priority=priority, cancelled=gone, admitted=not first
+            )
+            pending.append((chunk, future))
             return True
 
         try:
