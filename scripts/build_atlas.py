@@ -86,6 +86,14 @@ def make_recipes(
     return (fixed + randoms)[:n_voices]
 
 
+def fixed_labels(basis: StyleBasis, n_voices: int) -> np.ndarray:
+    """Names of the built-in voices at the head of the atlas, "" for random voices."""
+    from voxclone.synth.voice.builtin import BLENDS
+
+    names = list(basis.pack_names) + [b.name for b in BLENDS]
+    return np.array((names + [""] * n_voices)[:n_voices])
+
+
 # -- worker side -------------------------------------------------------------
 _W: dict[str, Any] = {}
 
@@ -169,6 +177,7 @@ def build(
             "timbre_weights": np.stack([r.timbre_weights for r in recipes])[done],
             "timbre_coeffs": np.stack([r.timbre_coeffs for r in recipes])[done],
             "prosody_weights": np.stack([r.prosody_weights for r in recipes])[done],
+            "labels": fixed_labels(basis, n)[done],
             "embeddings": embeddings[done].astype(np.float16),  # plenty for cosine ranking
             "f0_median": f0[done],
             "wer": wer[done],

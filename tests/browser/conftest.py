@@ -71,7 +71,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of the real voxclone app, ready (``/readyz`` == 200).
 
@@ -106,7 +106,10 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _stop(proc)
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running
+# in the main thread while it is open, which breaks later tests that call
+# asyncio.run(). Closing it after the browser tests keeps the session clean.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")

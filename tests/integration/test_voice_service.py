@@ -181,3 +181,18 @@ def test_atlas_build_is_reproducible_with_a_fixed_seed(engine: KokoroEngine) -> 
     c = script.make_recipes(basis, 10, 12)
     assert all(np.array_equal(x.timbre_coeffs, y.timbre_coeffs) for x, y in zip(a, b, strict=True))
     assert not np.array_equal(a[-1].timbre_coeffs, c[-1].timbre_coeffs)
+    assert first["embeddings"].dtype == np.float16  # keeps the shipped file small
+    assert first["labels"].tolist() == list(basis.pack_names[:2])  # built-ins head the atlas
+
+    # A checkpoint of a long build is exactly a shorter build: recipes are a prefix.
+    long_run, short_run = script.make_recipes(basis, 60, 11), script.make_recipes(basis, 30, 11)
+    for x, y in zip(short_run, long_run[:30], strict=True):
+        np.testing.assert_array_equal(x.timbre_weights, y.timbre_weights)
+        np.testing.assert_array_equal(x.prosody_weights, y.prosody_weights)
+    # Sex balance: at least 40 % of the random voices lean on the male pack.
+    male = basis.pack_names.index(script.MALE_PACK)
+    randoms = long_run[len(basis.pack_names) + 2 :]
+    male_leaning = [
+        r.timbre_weights[male] >= 0.4 and r.prosody_weights[male] >= 0.5 for r in randoms
+    ]
+    assert np.mean(male_leaning) >= 0.4

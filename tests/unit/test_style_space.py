@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -124,8 +126,87 @@ def test_pitch_stats_measures_a_synthetic_voice() -> None:
     t = np.arange(int(1.5 * sr)) / sr
     f0 = 150.0 * (1 + 0.05 * np.sin(2 * np.pi * 2 * t))
     phase = 2 * np.pi * np.cumsum(f0) / sr
-    x = sum(np.sin(k * phase) / k for k in range(1, 6)).astype(np.float32) * 0.3
+    x = (0.3 * np.sum([np.sin(k * phase) / k for k in range(1, 6)], axis=0)).astype(np.float32)
     stats = pitch_stats(x, sr)
     assert stats.median_hz == pytest.approx(150.0, rel=0.05)
     assert stats.voiced_fraction > 0.8
     assert pitch_stats(np.zeros(sr, np.float32), sr).median_hz == 0.0
+
+
+def test_pitch_gate_keeps_neighbours_near_the_reference_pitch() -> None:
+    atlas = _atlas(fake_packs())
+    # Closest by embedding is voice 0 (250 Hz), but a 110 Hz reference only admits 100–140 Hz.
+    query = atlas.embeddings[0]
+    assert atlas.nearest(query, k=1)[0].index == 0
+    gated = atlas.nearest(query, k=1, pitch_hz=110.0)[0].index
+    assert 110.0 * 0.75 <= atlas.f0_median[gated] <= 110.0 * 1.25
+    # Only voices 4 (100 Hz) and 5 (120 Hz) pass ±25 % of 110 Hz; asking for
+    # four neighbours widens the window instead of returning fewer.
+    assert len(atlas.nearest(query, k=4, pitch_hz=110.0)) == 4
+    # An unknown pitch (0 Hz) disables the gate.
+    assert atlas.nearest(query, k=1, pitch_hz=0.0)[0].index == 0
+
+
+def test_builtin_voices_are_never_hidden_by_the_wer_gate() -> None:
+    packs = fake_packs()
+    plain = _atlas(packs)
+    labels = np.array(["", "", "", "", "builtin_male", ""])
+    labelled = VoiceAtlas(
+        plain.basis,
+        timbre_weights=np.eye(6, 5, dtype=np.float32),
+        timbre_coeffs=np.zeros((6, plain.basis.n_directions), np.float32),
+        prosody_weights=np.eye(6, 5, dtype=np.float32) + np.eye(6, 5, k=-1, dtype=np.float32),
+        embeddings=plain.embeddings,
+        f0_median=plain.f0_median,
+        wer=np.array([0.0, 0.0, 0.0, 0.0, 0.5, 0.0], np.float32),
+        labels=labels,
+    )
+    assert plain.nearest(plain.embeddings[4], k=1, max_wer=0.2)[0].index != 4
+    assert labelled.nearest(labelled.embeddings[4], k=1, max_wer=0.2)[0].index == 4
+    assert labelled.is_builtin.tolist() == [False, False, False, False, True, False]
+
+
+def test_anchored_recipes_lean_on_the_anchor_pack() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        r = sample_recipe(rng, 5, 16, anchor=4, anchor_min=0.4)
+        assert r.timbre_weights[4] >= 0.4 - 1e-6
+        assert r.prosody_weights[4] >= 0.5 - 1e-6
+        assert r.timbre_weights.sum() == pytest.approx(1.0, abs=1e-5)
+        assert r.prosody_weights.sum() == pytest.approx(1.0, abs=1e-5)
+        assert (r.timbre_weights >= 0).all()
+    unanchored = [sample_recipe(rng, 5, 16).timbre_weights[4] for _ in range(200)]
+    assert float(np.mean(np.array(unanchored) >= 0.4)) < 0.5
+
+
+class _FixedEncoder:
+    def __init__(self, vector: np.ndarray) -> None:
+        self.vector = vector
+
+    def embed(self, x16k: np.ndarray) -> np.ndarray:
+        return self.vector
+
+
+def test_instant_clone_prosody_modes() -> None:
+    from voxclone.synth.voice.clone import InstantCloner
+    from voxclone.synth.voice.prosody import PitchStats
+
+    atlas = _atlas(fake_packs())
+    encoder: Any = _FixedEncoder(atlas.embeddings[2])
+    pitch = PitchStats(250.0, 200.0, 300.0, 0.5)
+    # No pitch gate: timbre from voice 2; "match" takes the 250 Hz voice's prosody
+    # (voice 0), "neighbour" keeps voice 2's own.
+    matched = InstantCloner(atlas, encoder, pitch_tolerance=None).clone_from(
+        atlas.embeddings[2], pitch
+    )
+    own = InstantCloner(atlas, encoder, pitch_tolerance=None, prosody="neighbour").clone_from(
+        atlas.embeddings[2], pitch
+    )
+    assert matched.neighbours[0].index == own.neighbours[0].index == 2
+    np.testing.assert_array_equal(matched.recipe.prosody_weights, atlas.prosody_of(0))
+    np.testing.assert_array_equal(own.recipe.prosody_weights, atlas.prosody_of(2))
+    # With the gate, a 250 Hz reference cannot land on the 180 Hz voice 2.
+    gated = InstantCloner(atlas, encoder).clone_from(atlas.embeddings[2], pitch)
+    assert gated.neighbours[0].index != 2
+    with pytest.raises(ValueError):
+        InstantCloner(atlas, encoder, prosody="loud")

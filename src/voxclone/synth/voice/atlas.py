@@ -22,6 +22,16 @@ from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from
 SUPPORTED_FORMAT = 1
 
 
+# Pitch gate: a neighbour is only eligible when its median F0 lies within this
+# fraction of the reference's. The timbre half barely moves pitch, but an
+# encoder hit across a large pitch gap is usually a voice of the other sex
+# that happens to share some spectral traits; the judge punished those.
+PITCH_TOLERANCE = 0.25
+# How much the tolerance grows each time too few voices pass the gate.
+PITCH_WIDEN_FACTOR = 1.5
+MAX_PITCH_TOLERANCE = 4.0
+
+
 @dataclass(frozen=True)
 class AtlasMatch:
     index: int
@@ -39,6 +49,7 @@ class VoiceAtlas:
         embeddings: np.ndarray,
         f0_median: np.ndarray,
         wer: np.ndarray,
+        labels: np.ndarray | None = None,
     ) -> None:
         n = embeddings.shape[0]
         if n == 0:
@@ -56,11 +67,21 @@ class VoiceAtlas:
         self._timbre_w = timbre_weights.astype(np.float32)
         self._coeffs = timbre_coeffs.astype(np.float32)
         self._prosody_w = prosody_weights.astype(np.float32)
-        norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
-        self.embeddings = (embeddings / np.maximum(norms, 1e-9)).astype(np.float32)
+        vectors = embeddings.astype(np.float32)  # stored as float16 in the shipped file
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        self.embeddings = vectors / np.maximum(norms, 1e-9)
         self.f0_median = f0_median.astype(np.float32)
         # Unknown WER (atlas built without ASR) counts as neutral.
         self.wer = np.nan_to_num(wer.astype(np.float32), nan=0.0)
+        # Non-empty label = a built-in voice (shipped pack or blend). Those are
+        # voices the product already offers, so the WER gate never hides them:
+        # a clone must never be worse off than picking the closest built-in.
+        if labels is None:
+            labels = np.full(n, "", dtype="<U1")
+        if labels.shape[0] != n:
+            raise ModelAssetError("voice atlas column labels has the wrong length")
+        self.labels = np.asarray(labels).astype(str)
+        self.is_builtin = np.char.str_len(self.labels) > 0
 
     def __len__(self) -> int:
         return int(self.embeddings.shape[0])
@@ -92,22 +113,55 @@ class VoiceAtlas:
             embeddings=data["embeddings"],
             f0_median=data["f0_median"],
             wer=data["wer"],
+            labels=data.get("labels"),
         )
 
     def recipe(self, index: int) -> VoiceRecipe:
         return VoiceRecipe(self._timbre_w[index], self._coeffs[index], self._prosody_w[index])
 
     def nearest(
-        self, embedding: np.ndarray, k: int = 1, *, max_wer: float | None = None
+        self,
+        embedding: np.ndarray,
+        k: int = 1,
+        *,
+        max_wer: float | None = None,
+        pitch_hz: float | None = None,
+        pitch_tolerance: float = PITCH_TOLERANCE,
     ) -> list[AtlasMatch]:
-        """The ``k`` most similar atlas voices, optionally only intelligible ones."""
+        """The ``k`` most similar atlas voices among the eligible ones.
+
+        Eligible: intelligible (WER at most ``max_wer``; built-in voices always
+        pass) and, when ``pitch_hz`` is known, with a median F0 within
+        ``pitch_tolerance`` of it. The pitch window widens until at least
+        ``k`` voices pass, so a lookup always returns something.
+        """
         query = np.asarray(embedding, np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-9)
         sims = self.embeddings @ query
-        if max_wer is not None and (self.wer <= max_wer).any():
-            sims = np.where(self.wer <= max_wer, sims, -np.inf)
+        eligible = np.ones(len(self), bool)
+        if max_wer is not None:
+            eligible = (self.wer <= max_wer) | self.is_builtin
+        eligible &= self._pitch_window(pitch_hz, pitch_tolerance, eligible, k)
+        sims = np.where(eligible, sims, -np.inf)
         order = np.argsort(-sims, kind="stable")[:k]
         return [AtlasMatch(int(i), float(sims[i])) for i in order if np.isfinite(sims[i])]
+
+    def _pitch_window(
+        self, pitch_hz: float | None, tolerance: float, eligible: np.ndarray, k: int
+    ) -> np.ndarray:
+        everyone = np.ones(len(self), bool)
+        if pitch_hz is None or pitch_hz <= 0:
+            return everyone
+        measured = self.f0_median > 0
+        want = min(k, int((eligible & measured).sum()))
+        if want == 0:
+            return everyone
+        while True:
+            low, high = pitch_hz * max(0.0, 1.0 - tolerance), pitch_hz * (1.0 + tolerance)
+            window = measured & (self.f0_median >= low) & (self.f0_median <= high)
+            if int((window & eligible).sum()) >= want or tolerance >= MAX_PITCH_TOLERANCE:
+                return window if (window & eligible).any() else everyone
+            tolerance *= PITCH_WIDEN_FACTOR
 
     def blended_timbre(self, matches: list[AtlasMatch], temperature: float) -> VoiceRecipe:
         """Similarity-weighted (softmax) blend of the matches' timbre recipes.
@@ -124,6 +178,9 @@ class VoiceAtlas:
         return VoiceRecipe(
             timbre_w.astype(np.float32), coeffs.astype(np.float32), self._prosody_w[idx[0]]
         )
+
+    def prosody_of(self, index: int) -> np.ndarray:
+        return self._prosody_w[index].copy()
 
     def prosody_for_pitch(self, target_hz: float, *, wer_weight: float = 1.0) -> np.ndarray:
         """Prosody blend weights of the atlas voice whose pitch best fits ``target_hz``."""

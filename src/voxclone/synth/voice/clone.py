@@ -24,7 +24,7 @@ import numpy as np
 import soxr
 
 from voxclone.errors import Cancelled
-from voxclone.synth.voice.atlas import AtlasMatch, VoiceAtlas
+from voxclone.synth.voice.atlas import PITCH_TOLERANCE, AtlasMatch, VoiceAtlas
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats
 from voxclone.synth.voice.style_space import VoiceRecipe
@@ -38,6 +38,7 @@ ENCODER_RATE = 16_000
 SynthesizeFn = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
 TranscribeFn = Callable[[np.ndarray, int], str]
 WerFn = Callable[[str, str], float]
+PROSODY_MODES = ("match", "neighbour")
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,21 @@ class InstantCloner:
         top_k: int = 1,
         temperature: float = 0.02,
         max_wer: float | None = 0.25,
+        pitch_tolerance: float | None = PITCH_TOLERANCE,
+        prosody: str = "match",
     ) -> None:
+        """``pitch_tolerance`` None disables the pitch gate; ``prosody`` is
+        ``"match"`` (the atlas prosody closest to the reference's median F0)
+        or ``"neighbour"`` (the best match's own prosody half)."""
+        if prosody not in PROSODY_MODES:
+            raise ValueError(f"prosody must be one of {PROSODY_MODES}")
         self._atlas = atlas
         self._encoder = encoder
         self._top_k = top_k
         self._temperature = temperature
         self._max_wer = max_wer
+        self._pitch_tolerance = pitch_tolerance
+        self._prosody = prosody
 
     @property
     def atlas(self) -> VoiceAtlas:
@@ -85,9 +95,19 @@ class InstantCloner:
         self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None
     ) -> InstantClone:
         started = time.perf_counter() if started is None else started
-        matches = self._atlas.nearest(embedding, self._top_k, max_wer=self._max_wer)
+        gate = self._pitch_tolerance is not None and pitch.median_hz > 0
+        matches = self._atlas.nearest(
+            embedding,
+            self._top_k,
+            max_wer=self._max_wer,
+            pitch_hz=pitch.median_hz if gate else None,
+            pitch_tolerance=self._pitch_tolerance or PITCH_TOLERANCE,
+        )
         timbre = self._atlas.blended_timbre(matches, self._temperature)
-        prosody = self._atlas.prosody_for_pitch(pitch.median_hz)
+        if self._prosody == "neighbour":
+            prosody = self._atlas.prosody_of(matches[0].index)
+        else:
+            prosody = self._atlas.prosody_for_pitch(pitch.median_hz)
         recipe = timbre.with_prosody(prosody)
         style = self._atlas.basis.pack(recipe)
         return InstantClone(recipe, style, embedding, pitch, matches, time.perf_counter() - started)
