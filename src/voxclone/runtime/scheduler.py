@@ -239,7 +239,8 @@ class Scheduler:
         live = []
         for work in batch:
             if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
-                work.future.cancel() or work.future.set_exception(Cancelled("request cancelled"))
+                if not work.future.cancel():
+                    work.future.set_exception(Cancelled("request cancelled"))
             elif now > work.deadline:
                 work.future.set_exception(DeadlineExceeded("request took too long"))
             elif work.future.set_running_or_notify_cancel():

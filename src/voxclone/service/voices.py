@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from voxclone.config import Settings
     from voxclone.runtime.scheduler import Scheduler
     from voxclone.synth.engine.kokoro import KokoroEngine
-    from voxclone.synth.text.g2p import EspeakG2P
+    from voxclone.synth.text.protocol import G2P
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ REFINE_SENTENCES = (
 def build_voice_service(
     settings: Settings,
     engine: KokoroEngine,
-    g2p: EspeakG2P,
+    g2p: G2P,
     scheduler: Scheduler,
     store: VoiceStore,
     on_voice_changed: Callable[[str], None],

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
 from voxclone.errors import InvalidInput, UnsupportedLanguage
 from voxclone.synth.text.langdetect import detect_language, split_language_runs
 from voxclone.synth.text.normalize_en import normalize_english
 from voxclone.synth.text.normalize_intl import international_normalizers
+from voxclone.synth.text.protocol import G2P
 from voxclone.synth.text.segment import (
     clean_text,
     first_chunk_for_streaming,
@@ -33,17 +33,6 @@ Normalizer = Callable[[str], str]
 RunSplitter = Callable[[str, str], list[tuple[str, str]]]
 
 AUTO = "auto"
-
-
-class G2P(Protocol):
-    """What the frontend needs from a phonemizer (EspeakG2P, MultiG2P)."""
-
-    @property
-    def languages(self) -> tuple[str, ...]: ...
-
-    def phonemize(self, text: str, language: str) -> str: ...
-
-    def token_ids(self, phonemes: str) -> tuple[int, ...]: ...
 
 
 @dataclass(frozen=True)
