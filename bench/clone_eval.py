@@ -12,18 +12,27 @@ tiny.en WER, and times.
 ``same`` / ``stranger`` are measured on the real recordings of the dev set:
 same = mean judge cosine over pairs of utterances of one speaker (speakers
 with 2+ utterances); stranger = mean over pairs of recordings of different
-speakers of the same sex (all dev speakers). Speakers
-whose sex the manifest does not give are assigned one from their median F0
-(below 165 Hz: male), which the JSON marks as inferred.
+speakers of the same sex (all dev speakers). Where a statistic has no pairs
+(no speaker with two clips, or fewer than two speakers of a sex) it falls
+back to DESIGN.md's constants (same 0.821, stranger 0.450) and the JSON's
+``normalization_notes`` say so. Speakers whose sex the manifest does not give
+are assigned one from their median F0 (below 165 Hz: male), marked inferred.
 
-The "best built-in voice" is chosen per speaker by the judge score on the
-held-out utterances themselves — an oracle, so that baseline is as strong as
-it can be; ``builtin_default`` is the non-oracle baseline (the built-in
-clear voice of the target's sex). Enrollment uses the longest utterance that
-the product's ingestion (``prepare_reference``) accepts; rejections are
-recorded in the JSON.
+Three built-in baselines, from weakest to strongest:
+``builtin_default`` — the clear built-in voice of the target's sex (what a
+user gets without cloning); ``builtin_best_per_sex`` — one built-in per sex,
+the one with the best mean judge score over that sex's speakers;
+``builtin_oracle`` — the best built-in per speaker, chosen on the very
+held-out utterances it is scored on (an oracle, not a product option).
+
+Enrollment uses the longest utterance that the product's ingestion
+(``prepare_reference``) accepts; rejections are recorded in the JSON. With
+``--admit-rejected`` a speaker whose every clip is rejected is enrolled from
+the raw longest clip instead and flagged ``ingestion_bypassed``.
 
     python bench/clone_eval.py [--evaldata PATH] [--refine-budget 60] [--speakers N]
+        [--no-refine] [--variants instant,instant_own_prosody] [--atlas PATH]
+        [--builtin-cache PATH] [--admit-rejected]
 """
 
 from __future__ import annotations

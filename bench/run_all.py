@@ -43,15 +43,18 @@ SCRIPTS: tuple[Script, ...] = (
     Script("peers", "bench/peers.py", (), ("--quick",), 2700, 360),
     Script("ttfa", "bench/ttfa.py", (), ("--quick",), 1200, 180),
     Script("load", "bench/load.py", (), ("--quick",), 1800, 180),
+    # Quick runs reuse the full clone evaluation: a 2-speaker, 15 s-refine run
+    # would overwrite it with numbers too noisy to compare.
     Script(
         "clone_eval",
         "bench/clone_eval.py",
         (),
-        ("--speakers", "2", "--refine-budget", "15"),
+        None,
         7200,
         240,
     ),
     Script("soak", "bench/soak.py", (), None, 900),
+    Script("long_text", "bench/long_text.py", (), None, 3600),
     Script("builtin_voices", "bench/choose_builtins.py", (), None, 1800),
     Script("controls", "bench/controls_eval.py", (), None, 1800),
 )

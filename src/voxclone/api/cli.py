@@ -70,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
 def _runtime(settings: Settings, *, warmup: bool = False) -> Any:
     from voxclone.bootstrap import build_runtime
 
-    return build_runtime(settings, warmup=warmup)
+    # Speaking needs no cloning models (~0.5 GB); `clone` builds its own runtime.
+    return build_runtime(settings, warmup=warmup, with_voices=False)
 
 
 def _read_text(arg: str) -> str:

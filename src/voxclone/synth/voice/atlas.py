@@ -4,7 +4,10 @@ Built offline by ``scripts/build_atlas.py`` and shipped as a small ``.npz``
 (recipes, basis directions, embeddings, F0, WER; no packs). Regression from
 embedding to style failed in the prototype (too little data), while the
 nearest neighbour in a library of synthesized voices worked, so instant
-cloning is a lookup here.
+cloning is a lookup here. The lookup only considers eligible voices: close
+enough in pitch to the reference, and intelligible (the built-in voices at
+the head of the atlas always pass the WER gate, so a clone is never limited
+to something worse, by the product encoder, than the closest built-in).
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 * :class:`InstantCloner` — reference → speaker embedding → nearest atlas
   voice(s) for the timbre half, prosody half picked to match the reference's
-  median F0. Milliseconds after the embedding.
+  median F0. Milliseconds after the embedding. Only atlas voices whose own
+  median F0 is within ±25 % of the reference's are candidates: without that
+  gate the encoder's nearest voice was often of the other sex, which the
+  judge scored far below a same-sex built-in (bench/results/clone_eval.md).
 * :class:`StyleRefiner` — a cross-entropy-method search over the timbre
   directions (the same delta on all 510 rows, prosody fixed) that maximises
   speaker-encoder similarity of synthesized test sentences to the reference.
