@@ -90,6 +90,8 @@ INSTANT_VARIANTS: dict[str, dict[str, Any]] = {
     "instant_own_prosody": {"prosody": "neighbour"},
     "instant_no_pitch_gate": {"pitch_tolerance": None},
     "instant_no_gates": {"pitch_tolerance": None, "max_wer": None},
+    "instant_builtin_margin02": {"builtin_margin": 0.02},
+    "instant_builtin_margin05": {"builtin_margin": 0.05},
 }
 
 

@@ -24,10 +24,6 @@ import asyncio
 import itertools
 import json
 import os
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -40,86 +36,24 @@ import httpx
 import numpy as np
 import psutil
 
+from _common import RATE_LIMIT_OFF, miss_text, rss_mb, throwaway_server
+from voxclone.devserver import ServerProcess
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 PLOT = ROOT / "docs" / "img" / "load.png"
-HOST = "127.0.0.1"  # loopback only, never another interface
-READY_TIMEOUT_S = 300.0
 REQUEST_TIMEOUT_S = 300.0
 BACKPRESSURE = {429, 503}
-
-_WORDS = (
-    "river", "garden", "window", "silver", "morning", "letter", "forest", "candle",
-    "harbor", "winter", "pepper", "lantern", "meadow", "thunder", "pillow", "marble",
-)
 
 
 # ----------------------------------------------------------------- the server
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-
-    def rss_mb(self) -> float:
-        try:
-            proc = psutil.Process(self.process.pid)
-            total = proc.memory_info().rss
-            for child in proc.children(recursive=True):
-                total += child.memory_info().rss
-        except psutil.Error:
-            return float("nan")
-        return total / (1 << 20)
-
-
 @contextmanager
-def running_server(env_overrides: dict[str, str], keep_rate_limit: bool) -> Iterator[Server]:
-    port = free_port()
-    code = (
-        "import uvicorn; from voxclone.api.app import create_app; "
-        "from voxclone.config import Settings; "
-        f"uvicorn.run(create_app(Settings()), host='{HOST}', port={port}, log_level='warning')"
-    )
-    with tempfile.TemporaryDirectory(prefix="voxclone-load-") as home:
-        env = {**os.environ, "VOXCLONE_HOME": home, "VOXCLONE_HOST": HOST, **env_overrides}
-        if not keep_rate_limit:
-            # Measure the engine and service, not the per-client limiter.
-            env["VOXCLONE_RATE_LIMIT_PER_MINUTE"] = "1000000"
-            env["VOXCLONE_RATE_LIMIT_BURST"] = "1000000"
-        process = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT)
-        server = Server(f"http://{HOST}:{port}", process)
-        try:
-            wait_ready(server)
-            yield server
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-
-
-def wait_ready(server: Server) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    with httpx.Client(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if server.process.poll() is not None:
-                raise RuntimeError(f"server exited with code {server.process.returncode}")
-            try:
-                if client.get(server.url + "/readyz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.25)
-    raise RuntimeError(f"server not ready after {READY_TIMEOUT_S:.0f} s")
+def running_server(env_overrides: dict[str, str], keep_rate_limit: bool) -> Iterator[ServerProcess]:
+    env = {**env_overrides, **({} if keep_rate_limit else RATE_LIMIT_OFF)}
+    with throwaway_server("voxclone-load-", env) as server:
+        yield server
 
 
 # ------------------------------------------------------------------ traffic
@@ -128,13 +62,7 @@ def wait_ready(server: Server) -> None:
 def miss_texts() -> Callable[[], str]:
     """A new short sentence per call, so every request misses every cache."""
     counter = itertools.count(1)
-
-    def next_text() -> str:
-        n = next(counter)
-        a, b = _WORDS[n % len(_WORDS)], _WORDS[(n * 7 + 3) % len(_WORDS)]
-        return f"The {a} and the {b}, number {n}."
-
-    return next_text
+    return lambda: miss_text(next(counter))
 
 
 HIT_TEXT = "The same sentence, served from the cache."
@@ -210,7 +138,7 @@ def warm(url: str) -> None:
 
 
 def measure(
-    server: Server, levels: list[int], seconds: float, traffics: tuple[str, ...]
+    server: ServerProcess, levels: list[int], seconds: float, traffics: tuple[str, ...]
 ) -> list[LevelResult]:
     results: list[LevelResult] = []
     for traffic in traffics:
@@ -334,9 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         k: v for k, v in os.environ.items() if k in {"VOXCLONE_WORKERS", "VOXCLONE_ONNX_THREADS"}
     }
     with running_server(env, args.keep_rate_limit) as server:
-        rss_before = server.rss_mb()
+        rss_before = rss_mb(server.process)
         levels_out = measure(server, levels, seconds, ("miss", "hit"))
-        rss_after = server.rss_mb()
+        rss_after = rss_mb(server.process)
 
     report: dict[str, Any] = {
         "seconds_per_level": seconds,

@@ -77,7 +77,9 @@ def main() -> None:
     command = "python bench/long_text.py" + (" --quick" if args.quick else "")
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
-    (results / "long_text.json").write_text(json.dumps({"command": command, "runs": runs}, indent=1))
+    (results / "long_text.json").write_text(
+        json.dumps({"command": command, "runs": runs}, indent=1)
+    )
     lines = [
         "Long text through `voxclone say` (MP3 out); peak RSS of the whole CLI process.",
         "",

@@ -38,12 +38,8 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import random
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -53,14 +49,14 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import psutil
+
+from _common import RATE_LIMIT_OFF, miss_text, rss_mb, throwaway_server
+from voxclone.devserver import APP_LAUNCHER, ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 PLOT = ROOT / "docs" / "img" / "soak_rss.png"
 REFERENCE_WAV = ROOT / "tests" / "data" / "librispeech_1088-129236-0000.wav"
-HOST = "127.0.0.1"  # loopback only
-READY_TIMEOUT_S = 300.0
 SAMPLE_EVERY_S = 5.0
 CLIENTS = 2  # the machine has 2 cores; more clients only queue
 MAX_TEXT_CHARS = 2_000  # small limit so the "huge text" request is cheap to send
@@ -81,12 +77,12 @@ VARIANTS: dict[str, dict[str, str]] = {
     "ort-arena-shrink": {"SOAK_ORT_ARENA_SHRINK": "1"},
 }
 
-# Builds the app exactly as ``voxclone serve`` would; with SOAK_DISABLE_ORT_ARENA
+# Run in the server before the app is built: with SOAK_DISABLE_ORT_ARENA
 # every onnxruntime.SessionOptions made afterwards has the arena and memory
 # patterns switched off (the engine creates its options through the module);
 # with SOAK_ORT_ARENA_SHRINK every run hands unused arena memory back at its end.
-_SERVE = """
-import os, uvicorn
+_ORT_PATCHES = """
+import os
 if os.environ.get("SOAK_DISABLE_ORT_ARENA") == "1":
     import onnxruntime as ort
     _Base = ort.SessionOptions
@@ -106,16 +102,9 @@ if os.environ.get("SOAK_ORT_ARENA_SHRINK") == "1":
                 run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
             return super().run(output_names, input_feed, run_options)
     ort.InferenceSession = _ShrinkingSession
-from voxclone.api.app import create_app
-from voxclone.config import Settings
-uvicorn.run(create_app(Settings()), host="127.0.0.1",
-            port=int(os.environ["VOXCLONE_PORT"]), log_level="warning")
 """
+_SERVE = _ORT_PATCHES + APP_LAUNCHER
 
-_WORDS = (
-    "river", "garden", "window", "silver", "morning", "letter", "forest", "candle",
-    "harbor", "winter", "pepper", "lantern", "meadow", "thunder", "pillow", "marble",
-)
 HIT_TEXTS = (
     "The same sentence, served from the cache.",
     "A second familiar line for the cache.",
@@ -126,76 +115,11 @@ HIT_TEXTS = (
 # ----------------------------------------------------------------- the server
 
 
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-
-    def rss_mb(self) -> float:
-        try:
-            proc = psutil.Process(self.process.pid)
-            total = proc.memory_info().rss
-            for child in proc.children(recursive=True):
-                total += child.memory_info().rss
-        except psutil.Error:
-            return float("nan")
-        return total / (1 << 20)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(server: Server) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    with httpx.Client(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if server.process.poll() is not None:
-                raise RuntimeError(f"server exited with code {server.process.returncode}")
-            try:
-                if client.get(server.url + "/readyz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.25)
-    raise RuntimeError(f"server not ready after {READY_TIMEOUT_S:.0f} s")
-
-
 @contextmanager
-def running_server(extra_env: dict[str, str]) -> Iterator[Server]:
-    port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="voxclone-soak-") as home:
-        env = {
-            **os.environ,
-            "VOXCLONE_HOME": home,
-            "VOXCLONE_HOST": HOST,
-            "VOXCLONE_PORT": str(port),
-            # Measure memory, not the per-client limiter.
-            "VOXCLONE_RATE_LIMIT_PER_MINUTE": "1000000",
-            "VOXCLONE_RATE_LIMIT_BURST": "1000000",
-            "VOXCLONE_MAX_TEXT_CHARS": str(MAX_TEXT_CHARS),
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-            **extra_env,
-        }
-        log_path = Path(home) / "server.log"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _SERVE], env=env, cwd=ROOT, stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        server = Server(f"http://{HOST}:{port}", process)
-        try:
-            _wait_ready(server)
-            yield server
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+def running_server(extra_env: dict[str, str]) -> Iterator[ServerProcess]:
+    env = {**RATE_LIMIT_OFF, "VOXCLONE_MAX_TEXT_CHARS": str(MAX_TEXT_CHARS), **extra_env}
+    with throwaway_server("voxclone-soak-", env, launcher=_SERVE) as server:
+        yield server
 
 
 # ------------------------------------------------------------------ traffic
@@ -210,11 +134,6 @@ class Tally:
     def record(self, kind: str, status: int) -> None:
         self.by_kind_status[f"{kind}:{status}"] += 1
         self.completed += 1
-
-
-def _miss_text(n: int) -> str:
-    a, b = _WORDS[n % len(_WORDS)], _WORDS[(n * 7 + 3) % len(_WORDS)]
-    return f"The {a} and the {b}, number {n}."
 
 
 async def _clone_voice(client: httpx.AsyncClient, tally: Tally) -> str | None:
@@ -233,14 +152,14 @@ async def _one_request(
     client: httpx.AsyncClient, kind: str, n: int, voice_id: str | None
 ) -> int:
     if kind == "miss":
-        r = await client.post("/v1/tts", json={"text": _miss_text(n)})
+        r = await client.post("/v1/tts", json={"text": miss_text(n)})
     elif kind == "hit":
         r = await client.post("/v1/tts", json={"text": HIT_TEXTS[n % len(HIT_TEXTS)]})
     elif kind == "cloned":
-        body = {"text": _miss_text(n), "voice": voice_id} if voice_id else {"text": "x."}
+        body = {"text": miss_text(n), "voice": voice_id} if voice_id else {"text": "x."}
         r = await client.post("/v1/tts", json=body)
     elif kind == "stream":
-        stream_body = {"text": _miss_text(n) + " And more.", "stream": True}
+        stream_body = {"text": miss_text(n) + " And more.", "stream": True}
         async with client.stream("POST", "/v1/tts", json=stream_body) as streamed:
             async for _ in streamed.aiter_bytes():
                 pass
@@ -275,7 +194,7 @@ class Sample:
     completed: int
 
 
-async def _drive(server: Server, seconds: float) -> tuple[Tally, list[Sample]]:
+async def _drive(server: ServerProcess, seconds: float) -> tuple[Tally, list[Sample]]:
     tally = Tally()
     samples: list[Sample] = []
     counter = itertools.count(1)
@@ -283,7 +202,7 @@ async def _drive(server: Server, seconds: float) -> tuple[Tally, list[Sample]]:
     deadline = started + seconds
     async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
         # First sample before anything ran: the ready server's own footprint.
-        samples.append(Sample(0.0, server.rss_mb(), 0))
+        samples.append(Sample(0.0, rss_mb(server.process), 0))
         voice_id = await _clone_voice(client, tally)
 
         async def worker(seed: int) -> None:
@@ -300,14 +219,14 @@ async def _drive(server: Server, seconds: float) -> tuple[Tally, list[Sample]]:
         async def sampler() -> None:
             while True:
                 samples.append(
-                    Sample(time.monotonic() - started, server.rss_mb(), tally.completed)
+                    Sample(time.monotonic() - started, rss_mb(server.process), tally.completed)
                 )
                 if time.monotonic() >= deadline:
                     return
                 await asyncio.sleep(SAMPLE_EVERY_S)
 
         await asyncio.gather(sampler(), *(worker(i) for i in range(CLIENTS)))
-    samples.append(Sample(time.monotonic() - started, server.rss_mb(), tally.completed))
+    samples.append(Sample(time.monotonic() - started, rss_mb(server.process), tally.completed))
     return tally, samples
 
 

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -124,77 +121,33 @@ def service_ttfa(texts: list[str]) -> dict[str, Any]:
     return summarize(samples)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-SERVER_CODE = (
-    "import sys, uvicorn\n"
-    "from voxclone.api.app import create_app\n"
-    "from voxclone.config import Settings\n"
-    "uvicorn.run(create_app(Settings()), host='127.0.0.1', port=int(sys.argv[1]),"
-    " log_level='warning')\n"
-)
-
-
 def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any]:
     import httpx
 
-    port = _free_port()
-    env = {
-        **os.environ,
-        "VOXCLONE_HOME": str(bench_home()),
-        "VOXCLONE_MEMORY_CACHE_MB": "0",
-        "VOXCLONE_DISK_CACHE_MB": "0",
-        "PYTHONPATH": str(ROOT / "src"),
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVER_CODE, str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(base_url=base, timeout=120.0) as client:
-            deadline = time.monotonic() + ready_timeout_s
-            while True:
-                if server.poll() is not None:
-                    raise RuntimeError("the server exited before it was ready")
-                try:
-                    if client.get("/readyz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the server was not ready within {ready_timeout_s:.0f} s")
-                time.sleep(0.5)
-            samples = []
-            for text in texts:
-                body = {
-                    "model": "tts-1",
-                    "input": text,
-                    "voice": "clear_female",
-                    "response_format": "pcm",
-                }
-                started = time.perf_counter()
-                first: float | None = None
-                with client.stream("POST", "/v1/audio/speech", json=body) as response:
-                    response.raise_for_status()
-                    for piece in response.iter_raw():
-                        if piece and first is None:
-                            first = time.perf_counter() - started
-                if first is not None:
-                    samples.append(first)
-        return {**summarize(samples), "port": port}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    from voxclone.devserver import running_server
+
+    env = {"VOXCLONE_MEMORY_CACHE_MB": "0", "VOXCLONE_DISK_CACHE_MB": "0"}
+    with running_server(bench_home(), env, timeout_s=ready_timeout_s) as server, httpx.Client(
+        base_url=server.url, timeout=120.0
+    ) as client:
+        samples = []
+        for text in texts:
+            body = {
+                "model": "tts-1",
+                "input": text,
+                "voice": "clear_female",
+                "response_format": "pcm",
+            }
+            started = time.perf_counter()
+            first: float | None = None
+            with client.stream("POST", "/v1/audio/speech", json=body) as response:
+                response.raise_for_status()
+                for piece in response.iter_raw():
+                    if piece and first is None:
+                        first = time.perf_counter() - started
+            if first is not None:
+                samples.append(first)
+    return {**summarize(samples), "port": server.port}
 
 
 def main() -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -12,17 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from voxclone.devserver import free_loopback_port
+
 # =============================================================================
 # Redis: a real server on a free loopback port, one per test session
 # =============================================================================
 
 _REDIS_START_TIMEOUT_S = 10.0
-
-
-def _free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _redis_binary() -> str:
@@ -82,7 +77,7 @@ def redis_server() -> Iterator[str]:
     proc: subprocess.Popen[bytes] | None = None
     try:
         for _attempt in range(3):  # another process may grab the port between probe and bind
-            port = _free_loopback_port()
+            port = free_loopback_port()
             proc = subprocess.Popen(
                 [
                     binary,

@@ -7,7 +7,6 @@ varied per test without reloading models.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from fastapi.testclient import TestClient
 from voxclone.api.app import create_app
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
+from voxclone.devserver import free_loopback_port
 
 
 @pytest.fixture(scope="session")
@@ -53,12 +53,6 @@ def make_app(runtime: Runtime, tmp_path: Path) -> AppFactory:
 def client(make_app: AppFactory) -> Iterator[TestClient]:
     with TestClient(make_app()) as c:
         yield c
-
-
-def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LiveServer:

@@ -3,64 +3,34 @@
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 import soundfile as sf
 
-from conftest import free_loopback_port
+from voxclone.devserver import ServerNotReady, running_server
 
 pytestmark = pytest.mark.e2e
 
 openai = pytest.importorskip("openai")
 
 
+# ``voxclone serve`` itself (not the bare app factory), as an operator starts it.
+_CLI_SERVE = (
+    "import os, sys; from voxclone.api.cli import main; "
+    "sys.exit(main(['serve', '--host', '127.0.0.1', '--port', os.environ['VOXCLONE_PORT']]))"
+)
+
+
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("e2e-home")
-    port = free_loopback_port()
-    env = {
-        **os.environ,
-        "VOXCLONE_HOME": str(home),
-        "PYTHONPATH": os.pathsep.join(
-            [str(Path("src").resolve()), os.environ.get("PYTHONPATH", "")]
-        ),
-    }
-    log_path = home / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from voxclone.api.cli import main; "
-             f"sys.exit(main(['serve', '--host', '127.0.0.1', '--port', '{port}']))"],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"server exited: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"server not ready: {log_path.read_text()[-2000:]}")
-            time.sleep(0.25)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        with running_server(home, timeout_s=90, launcher=_CLI_SERVE) as server:
+            yield server.url
+    except ServerNotReady as exc:
+        pytest.fail(str(exc))
 
 
 def test_openai_client_whole_file(server_url: str) -> None:

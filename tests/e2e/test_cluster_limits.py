@@ -18,7 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from server_process import running_servers
+
+from voxclone.devserver import running_servers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.models]
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_process import ServerProcess, running_servers
+
+from voxclone.devserver import ServerProcess, running_servers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.models]
 

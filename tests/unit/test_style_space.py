@@ -210,3 +210,29 @@ def test_instant_clone_prosody_modes() -> None:
     assert gated.neighbours[0].index != 2
     with pytest.raises(ValueError):
         InstantCloner(atlas, encoder, prosody="loud")
+
+
+def test_builtin_margin_prefers_a_builtin_unless_a_random_voice_is_clearly_closer() -> None:
+    plain = _atlas(fake_packs())
+    labels = np.array(["builtin_a", "", "", "", "", ""])
+    atlas = VoiceAtlas(
+        plain.basis,
+        timbre_weights=np.concatenate([np.eye(5, dtype=np.float32)] * 2)[:6],
+        timbre_coeffs=np.zeros((6, plain.basis.n_directions), np.float32),
+        prosody_weights=np.concatenate([np.eye(5, dtype=np.float32)] * 2)[:6],
+        embeddings=plain.embeddings,
+        f0_median=plain.f0_median,
+        wer=np.zeros(6, np.float32),
+        labels=labels,
+    )
+    # A query slightly closer to random voice 1 than to built-in voice 0.
+    query = atlas.embeddings[1] + 0.9 * atlas.embeddings[0]
+    sims = atlas.embeddings @ (query / np.linalg.norm(query))
+    gap = float(sims[1] - sims[0])
+    assert gap > 0
+    assert atlas.nearest(query, k=1)[0].index == 1
+    assert atlas.nearest(query, k=1, builtin_margin=gap + 0.01)[0].index == 0
+    # The reported similarity is the true cosine, not the boosted ranking score.
+    assert atlas.nearest(query, k=1, builtin_margin=gap + 0.01)[0].similarity == pytest.approx(
+        float(sims[0]), abs=1e-5
+    )

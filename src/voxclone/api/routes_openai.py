@@ -41,7 +41,7 @@ from voxclone.api.schemas import (
     ModelOut,
     OpenAISpeechRequest,
 )
-from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse, threaded_chunks
+from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput, NotFound, VoxcloneError
 from voxclone.service.speech import SpeechRequest
@@ -155,28 +155,16 @@ async def audio_speech(
     runtime: RuntimeDep,
 ) -> Response:
     req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
-    release = request.app.state.stream_slots.acquire()
-    try:
-        flag = CancelFlag()
-        content_type, chunks = await run_in_threadpool(
-            lambda: runtime.speech.stream(req, cancelled=flag)
-        )
-    except BaseException:
-        release()
-        raise
-    metrics = request.app.state.metrics
-    audio = threaded_chunks(chunks, flag, on_first_audio=metrics.time_to_first_audio.observe)
+    stream = await open_audio_stream(
+        request, lambda flag: runtime.speech.stream(req, cancelled=flag)
+    )
     if body.stream_format == "sse":
-        return CancellableStreamingResponse(
-            _sse_events(audio),
-            flag=flag,
-            on_close=release,
+        return stream.response(
+            _sse_events(stream.audio),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )
-    return CancellableStreamingResponse(
-        audio, flag=flag, on_close=release, media_type=content_type
-    )
+    return stream.response(stream.audio, media_type=stream.content_type)
 
 
 @router.get("/v1/audio/voices", response_model=AudioVoicesOut, summary="Voices and OpenAI aliases")

@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 from voxclone.api.auth import TTSCaller
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.schemas import TTSRequest
-from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse, threaded_chunks
+from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput
 from voxclone.service.speech import SpeechRequest
@@ -82,27 +82,14 @@ async def whole_file_response(runtime: Runtime, req: SpeechRequest) -> Response:
 async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
-    release = request.app.state.stream_slots.acquire()
-    try:
-        flag = CancelFlag()
-        content_type, chunks = await run_in_threadpool(
-            lambda: runtime.speech.stream(req, cancelled=flag)
-        )
-    except BaseException:
-        release()
-        raise
-    metrics = request.app.state.metrics
+    stream = await open_audio_stream(
+        request, lambda flag: runtime.speech.stream(req, cancelled=flag), started=started
+    )
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
-    cache = "miss" if inspect.isgenerator(chunks) else "hit"
-    return CancellableStreamingResponse(
-        threaded_chunks(
-            chunks, flag, on_first_audio=metrics.time_to_first_audio.observe, started=started
-        ),
-        flag=flag,
-        on_close=release,
-        media_type=content_type,
-        headers={"X-Cache": cache},
+    cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"
+    return stream.response(
+        stream.audio, media_type=stream.content_type, headers={"X-Cache": cache}
     )
 
 

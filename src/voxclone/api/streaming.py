@@ -12,9 +12,11 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from starlette.concurrency import iterate_in_threadpool
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -138,3 +140,47 @@ async def threaded_chunks(
                 close()
             except ValueError:
                 log.debug("stream iterator still running; it stops at its next chunk")
+
+
+@dataclass(frozen=True)
+class AudioStream:
+    """A started synthesis stream holding a stream slot until its response closes."""
+
+    content_type: str
+    chunks: Iterator[bytes]  # the service's own iterator, as it returned it
+    audio: AsyncIterator[bytes]  # ``chunks`` advanced in a worker thread
+    flag: CancelFlag
+    release: Callable[[], None]
+
+    def response(self, content: AsyncIterator[bytes], **kwargs: Any) -> StreamingResponse:
+        """Send ``content`` (``audio`` or a wrapper around it); frees the slot when done."""
+        return CancellableStreamingResponse(
+            content, flag=self.flag, on_close=self.release, **kwargs
+        )
+
+
+async def open_audio_stream(
+    request: Request,
+    start: Callable[[CancelFlag], tuple[str, Iterator[bytes]]],
+    *,
+    started: float | None = None,
+) -> AudioStream:
+    """Take a stream slot and call ``start(flag)`` (the service's ``stream``) off the loop.
+
+    Starting runs in a thread because it validates and may load a voice; an
+    error there (a 4xx) frees the slot again, since no response will. The
+    time to first audio is observed from ``started`` (default: when the
+    first chunk is asked for).
+    """
+    release = request.app.state.stream_slots.acquire()
+    try:
+        flag = CancelFlag()
+        content_type, chunks = await run_in_threadpool(start, flag)
+    except BaseException:
+        release()
+        raise
+    metrics = request.app.state.metrics
+    audio = threaded_chunks(
+        chunks, flag, on_first_audio=metrics.time_to_first_audio.observe, started=started
+    )
+    return AudioStream(content_type, chunks, audio, flag, release)

@@ -159,17 +159,26 @@ class EspeakG2P:
         pattern, mapping = self._rewrites.get(language, self._rewrites["en-us"])
         rewritten = pattern.sub(lambda m: mapping[m.group(0)], ipa)
         rewritten = re.sub(r"\s+", " ", rewritten).strip()
-        kept = []
-        for ch in rewritten:
-            if ch in self._vocab:
-                kept.append(ch)
-            elif ch not in self._warned:
-                self._warned.add(ch)
-                log.warning("dropping phoneme without a Kokoro id", extra={"symbol": repr(ch)})
-        return "".join(kept)
+        return keep_known_phonemes(rewritten, self._vocab, self._warned)
 
     def token_ids(self, phonemes: str) -> tuple[int, ...]:
         return tuple(self._vocab[ch] for ch in phonemes if ch in self._vocab)
+
+
+def keep_known_phonemes(phonemes: str, vocab: Mapping[str, int], warned: set[str]) -> str:
+    """``phonemes`` without the symbols Kokoro has no id for.
+
+    A dropped symbol is logged once per ``warned`` set (the caller's, so each
+    G2P warns on its own): saying the rest beats failing on an odd character.
+    """
+    kept = []
+    for ch in phonemes:
+        if ch in vocab:
+            kept.append(ch)
+        elif ch not in warned:
+            warned.add(ch)
+            log.warning("dropping phoneme without a Kokoro id", extra={"symbol": repr(ch)})
+    return "".join(kept)
 
 
 def _point_phonemizer_at_bundled_espeak() -> None:

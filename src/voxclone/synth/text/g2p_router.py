@@ -10,16 +10,13 @@ request for it gets a clear UnsupportedLanguage instead of mumbling.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Protocol
 
 from voxclone.errors import UnsupportedLanguage
-from voxclone.synth.text.g2p import EspeakG2P
+from voxclone.synth.text.g2p import EspeakG2P, keep_known_phonemes
 from voxclone.synth.text.g2p_ja import JapaneseG2P
 from voxclone.synth.text.g2p_zh import ChineseG2P
-
-log = logging.getLogger(__name__)
 
 
 class SingleLanguageG2P(Protocol):
@@ -52,7 +49,7 @@ class MultiG2P:
         """Kokoro phonemes for ``text`` (already normalized) in ``language``."""
         other = self._others.get(language)
         if other is not None:
-            return self._keep_known(other.phonemize(text))
+            return keep_known_phonemes(other.phonemize(text), self._vocab, self._warned)
         if language in self._espeak.languages:
             return self._espeak.phonemize(text, language)
         supported = sorted(self.languages)
@@ -64,14 +61,3 @@ class MultiG2P:
 
     def token_ids(self, phonemes: str) -> tuple[int, ...]:
         return tuple(self._vocab[ch] for ch in phonemes if ch in self._vocab)
-
-    def _keep_known(self, phonemes: str) -> str:
-        kept = []
-        for ch in phonemes:
-            if ch in self._vocab:
-                kept.append(ch)
-            elif ch not in self._warned:
-                # A symbol the model has no id for: say the rest rather than fail.
-                self._warned.add(ch)
-                log.warning("dropping phoneme without a Kokoro id", extra={"symbol": repr(ch)})
-        return "".join(kept)

@@ -130,6 +130,7 @@ class VoiceAtlas:
         max_wer: float | None = None,
         pitch_hz: float | None = None,
         pitch_tolerance: float = PITCH_TOLERANCE,
+        builtin_margin: float = 0.0,
     ) -> list[AtlasMatch]:
         """The ``k`` most similar atlas voices among the eligible ones.
 
@@ -137,6 +138,12 @@ class VoiceAtlas:
         pass) and, when ``pitch_hz`` is known, with a median F0 within
         ``pitch_tolerance`` of it. The pitch window widens until at least
         ``k`` voices pass, so a lookup always returns something.
+
+        ``builtin_margin`` favours the built-in voices in the ranking: a random
+        voice must beat them by that much cosine. The best of hundreds of
+        noisy similarities is inflated (winner's curse), and the built-ins are
+        natural voices while random ones can carry artefacts the encoder does
+        not hear. Reported similarities stay the true cosines.
         """
         query = np.asarray(embedding, np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-9)
@@ -146,7 +153,8 @@ class VoiceAtlas:
             eligible = (self.wer <= max_wer) | self.is_builtin
         eligible &= self._pitch_window(pitch_hz, pitch_tolerance, eligible, k)
         sims = np.where(eligible, sims, -np.inf)
-        order = np.argsort(-sims, kind="stable")[:k]
+        ranking = sims + builtin_margin * self.is_builtin
+        order = np.argsort(-ranking, kind="stable")[:k]
         return [AtlasMatch(int(i), float(sims[i])) for i in order if np.isfinite(sims[i])]
 
     def _pitch_window(

@@ -65,6 +65,7 @@ class InstantCloner:
         max_wer: float | None = 0.25,
         pitch_tolerance: float | None = PITCH_TOLERANCE,
         prosody: str = "match",
+        builtin_margin: float = 0.0,
     ) -> None:
         """``pitch_tolerance`` None disables the pitch gate; ``prosody`` is
         ``"match"`` (the atlas prosody closest to the reference's median F0)
@@ -78,6 +79,7 @@ class InstantCloner:
         self._max_wer = max_wer
         self._pitch_tolerance = pitch_tolerance
         self._prosody = prosody
+        self._builtin_margin = builtin_margin
 
     @property
     def atlas(self) -> VoiceAtlas:
@@ -105,6 +107,7 @@ class InstantCloner:
             max_wer=self._max_wer,
             pitch_hz=pitch.median_hz if gate else None,
             pitch_tolerance=self._pitch_tolerance or PITCH_TOLERANCE,
+            builtin_margin=self._builtin_margin,
         )
         timbre = self._atlas.blended_timbre(matches, self._temperature)
         if self._prosody == "neighbour":

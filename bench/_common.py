@@ -1,0 +1,59 @@
+"""What the load and soak benchmarks share: a throw-away server and its traffic.
+
+Both drive a real server (``voxclone.devserver``) on 127.0.0.1 with a
+temporary ``VOXCLONE_HOME``, sample its memory and send short sentences that
+no cache has seen.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+
+from voxclone.devserver import APP_LAUNCHER, ServerProcess, running_server
+
+READY_TIMEOUT_S = 300.0  # cold model load on a busy machine
+# Measure the engine and service, not the per-client limiter.
+RATE_LIMIT_OFF = {
+    "VOXCLONE_RATE_LIMIT_PER_MINUTE": "1000000",
+    "VOXCLONE_RATE_LIMIT_BURST": "1000000",
+}
+
+_WORDS = (
+    "river", "garden", "window", "silver", "morning", "letter", "forest", "candle",
+    "harbor", "winter", "pepper", "lantern", "meadow", "thunder", "pillow", "marble",
+)
+
+
+@contextmanager
+def throwaway_server(
+    prefix: str, env: Mapping[str, str], *, launcher: str = APP_LAUNCHER
+) -> Iterator[ServerProcess]:
+    """A ready server on a temporary home (named ``prefix``…), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as home, running_server(
+        Path(home), env, timeout_s=READY_TIMEOUT_S, launcher=launcher
+    ) as server:
+        yield server
+
+
+def rss_mb(process: subprocess.Popen[bytes]) -> float:
+    """Resident memory of ``process`` and all its children, in MiB (NaN once it is gone)."""
+    try:
+        proc = psutil.Process(process.pid)
+        total = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            total += child.memory_info().rss
+    except psutil.Error:
+        return float("nan")
+    return total / (1 << 20)
+
+
+def miss_text(n: int) -> str:
+    """A short sentence that differs for every ``n``, so it misses every cache."""
+    a, b = _WORDS[n % len(_WORDS)], _WORDS[(n * 7 + 3) % len(_WORDS)]
+    return f"The {a} and the {b}, number {n}."
