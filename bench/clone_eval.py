@@ -90,8 +90,7 @@ INSTANT_VARIANTS: dict[str, dict[str, Any]] = {
     "instant_own_prosody": {"prosody": "neighbour"},
     "instant_no_pitch_gate": {"pitch_tolerance": None},
     "instant_no_gates": {"pitch_tolerance": None, "max_wer": None},
-    "instant_builtin_margin02": {"builtin_margin": 0.02},
-    "instant_builtin_margin05": {"builtin_margin": 0.05},
+    "instant_no_builtin_margin": {"builtin_margin": 0.0},
 }
 
 
@@ -186,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speakers", type=int, default=0, help="limit (0 = all)")
     parser.add_argument("--no-refine", action="store_true")
     parser.add_argument("--atlas", type=Path, help="atlas file (default: the shipped one)")
+    parser.add_argument(
+        "--previous", type=Path, help="an earlier clone_eval.json to show as 'before' in the .md"
+    )
     parser.add_argument("--builtin-cache", type=Path, help="npz to reuse built-in voice scores")
     parser.add_argument(
         "--variants",
@@ -444,6 +446,14 @@ def main(argv: list[str] | None = None) -> int:
         "speakers": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.previous is not None:
+        previous = json.loads(args.previous.read_text())
+        result["previous"] = {
+            "atlas_voices": previous.get("atlas_voices"),
+            "speakers": [r["speaker"] for r in previous["speakers"]],
+            "refine_budget_s": previous.get("refine_budget_s"),
+            "summary": previous["summary"],
+        }
     args.out.write_text(json.dumps(result, indent=1, default=float))
     args.out.with_suffix(".md").write_text(markdown(result, methods))
     print(markdown(result, methods))
@@ -508,6 +518,30 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         f"Instant clone time (embedding + pitch + lookup, after model load): max "
         f"{result['summary']['instant_clone_s_max']:.2f} s. * = sex inferred from F0."
     )
+    for note in result["normalization_notes"]:
+        lines.append(f"Normalization: {note}.")
+    bypassed = [r["speaker"] for r in result["speakers"] if r["reference"]["ingestion_bypassed"]]
+    if bypassed:
+        lines.append(
+            "Enrolled from the raw clip although ingestion rejected every clip "
+            f"(--admit-rejected): {', '.join(bypassed)}."
+        )
+    previous = result.get("previous")
+    if previous:
+        lines += [
+            "",
+            f"Before (previous run: atlas {previous['atlas_voices']} voices, "
+            f"{len(previous['speakers'])} speakers: {', '.join(previous['speakers'])}; "
+            f"refine budget {previous['refine_budget_s']} s):",
+            "",
+            "| method | judge cosine | normalized | WER |",
+            "|---|---|---|---|",
+        ]
+        for m, s in previous["summary"].items():
+            if isinstance(s, dict):
+                lines.append(
+                    f"| {m} | {s['judge_raw']:.3f} | {s['judge_norm']:.3f} | {s['wer']:.1%} |"
+                )
     return "\n".join(lines) + "\n"
 
 

@@ -87,9 +87,7 @@ def make_recipes(
         # A fixed interleave (not a coin flip) keeps the male share exact at any size.
         anchored = male is not None and (i % 20) < round(20 * male_share)
         randoms.append(
-            sample_recipe(
-                rng, basis.n_packs, basis.n_directions, anchor=male if anchored else None
-            )
+            sample_recipe(rng, basis.n_packs, basis.n_directions, anchor=male if anchored else None)
         )
     return (fixed + randoms)[:n_voices]
 

@@ -27,7 +27,7 @@ import numpy as np
 import soxr
 
 from voxclone.errors import Cancelled
-from voxclone.synth.voice.atlas import PITCH_TOLERANCE, AtlasMatch, VoiceAtlas
+from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, AtlasMatch, VoiceAtlas
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats
 from voxclone.synth.voice.style_space import VoiceRecipe
@@ -65,11 +65,12 @@ class InstantCloner:
         max_wer: float | None = 0.25,
         pitch_tolerance: float | None = PITCH_TOLERANCE,
         prosody: str = "match",
-        builtin_margin: float = 0.0,
+        builtin_margin: float = BUILTIN_MARGIN,
     ) -> None:
         """``pitch_tolerance`` None disables the pitch gate; ``prosody`` is
         ``"match"`` (the atlas prosody closest to the reference's median F0)
-        or ``"neighbour"`` (the best match's own prosody half)."""
+        or ``"neighbour"`` (the best match's own prosody half); ``builtin_margin``
+        is the cosine a random atlas voice must gain over the built-ins."""
         if prosody not in PROSODY_MODES:
             raise ValueError(f"prosody must be one of {PROSODY_MODES}")
         self._atlas = atlas
