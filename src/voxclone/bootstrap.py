@@ -88,6 +88,7 @@ def build_runtime(
         settings.models_dir,
         intra_op_threads=settings.onnx_threads,
         providers=settings.onnx_providers,
+        fast_lane_threads=settings.fast_lane_threads,
     )
     engine.load()
     if warmup:

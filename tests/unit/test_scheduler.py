@@ -30,7 +30,7 @@ class FakeEngine:
     so results can be matched to requests.
     """
 
-    def __init__(self, *, native_batching: bool = False) -> None:
+    def __init__(self, *, native_batching: bool = False, fast_lane: bool = False) -> None:
         self._caps = EngineCapabilities(
             model_id="fake",
             model_version="0",
@@ -38,7 +38,11 @@ class FakeEngine:
             max_tokens=510,
             style_shape=(256,),
             native_batching=native_batching,
+            fast_lane=fast_lane,
         )
+        self.exclusive_calls: list[int] = []
+        self.active = 0
+        self.max_active_during_exclusive = 0
         self.batches: list[list[int]] = []
         self.gate = threading.Event()
         self.gate.set()
@@ -60,12 +64,24 @@ class FakeEngine:
     def warmup(self) -> None:
         pass
 
-    def synthesize(self, batch: list[SynthItem]) -> list[np.ndarray]:
+    def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
         with self._lock:
             self.batches.append([item.token_ids[0] for item in batch])
+            self.active += 1
+            if exclusive:
+                self.exclusive_calls.append(batch[0].token_ids[0])
         self.entered.set()
-        if not self.gate.wait(WAIT_S):
-            raise TimeoutError("test never released the engine")
+        try:
+            if not self.gate.wait(WAIT_S):
+                raise TimeoutError("test never released the engine")
+            with self._lock:
+                if self.exclusive_calls:
+                    self.max_active_during_exclusive = max(
+                        self.max_active_during_exclusive, self.active
+                    )
+        finally:
+            with self._lock:
+                self.active -= 1
         if self.fail:
             raise RuntimeError("engine exploded")
         return [np.full(4, item.token_ids[0], dtype=np.float32) for item in batch]
@@ -348,3 +364,33 @@ def test_close_fails_queued_work(engine: FakeEngine) -> None:
     held.result(WAIT_S)
     closer.join(WAIT_S)
     assert 1 not in engine.seen
+
+
+def test_first_chunk_on_idle_server_runs_alone_in_the_fast_lane(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    engine = FakeEngine(fast_lane=True)
+    sched = make_scheduler(engine, workers=2)
+    engine.gate.clear()
+    engine.entered.clear()
+    first = sched.submit(item(1), priority=PRIORITY_FIRST_CHUNK)
+    assert engine.entered.wait(WAIT_S)
+    second = sched.submit(item(2))
+    time.sleep(0.2)  # the free worker must not start item 2 meanwhile
+    assert engine.seen == [1]
+    engine.gate.set()
+    assert first.result(WAIT_S)[0] == 1 and second.result(WAIT_S)[0] == 2
+    assert engine.exclusive_calls == [1]
+    assert engine.max_active_during_exclusive == 1
+
+
+def test_first_chunk_on_busy_server_shares_the_cores(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    engine = FakeEngine(fast_lane=True)
+    sched = make_scheduler(engine, workers=2)
+    busy = hold_worker(engine, sched, token=7)
+    first = sched.submit(item(1), priority=PRIORITY_FIRST_CHUNK)
+    deadline = time.monotonic() + WAIT_S
+    while engine.seen != [7, 1] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert engine.seen == [7, 1]  # started next to the busy call, not after it
+    engine.gate.set()
+    assert busy.result(WAIT_S)[0] == 7 and first.result(WAIT_S)[0] == 1
+    assert engine.exclusive_calls == []

@@ -125,6 +125,8 @@ class Scheduler:
         self._on_batch = on_batch
         self._on_failure = on_engine_failure
         self._in_flight = 0
+        self._fast_lane = engine.capabilities.fast_lane and workers > 1
+        self._exclusive = False
         self._completed = 0
         self._rejected = 0
         self._failed = 0
@@ -214,13 +216,26 @@ class Scheduler:
             thread.join(timeout=5)
 
     # -- workers -------------------------------------------------------------
-    def _take_batch(self) -> list[_Work] | None:
+    def _take_batch(self) -> tuple[list[_Work], bool] | None:
+        """Next batch, and whether it runs alone on every core (fast lane)."""
         with self._cond:
-            while not self._queue and not self._stopping:
+            # An exclusive call owns all cores: other workers wait for it.
+            while (not self._queue or self._exclusive) and not self._stopping:
                 self._cond.wait()
             if self._stopping:
                 return None
             batch = [heapq.heappop(self._queue)]
+            if (
+                self._fast_lane
+                and batch[0].priority == PRIORITY_FIRST_CHUNK
+                and self._in_flight == 0
+                and not self._queue
+            ):
+                # Idle server, first audio of a stream: one call on all cores
+                # beats two single-thread calls for time to first audio.
+                self._exclusive = True
+                self._in_flight += 1
+                return batch, True
             if self._max_batch > 1:
                 until = self._clock() + self._max_wait
                 while len(batch) < self._max_batch:
@@ -232,7 +247,7 @@ class Scheduler:
                         break
                     self._cond.wait(remaining)
             self._in_flight += len(batch)
-            return batch
+            return batch, False
 
     def _live(self, batch: list[_Work]) -> list[_Work]:
         now = self._clock()
@@ -249,22 +264,30 @@ class Scheduler:
 
     def _worker(self) -> None:
         while True:
-            batch = self._take_batch()
-            if batch is None:
+            taken = self._take_batch()
+            if taken is None:
                 return
+            batch, exclusive = taken
             live = self._live(batch)
             try:
                 if live:
-                    self._execute(live)
+                    self._execute(live, exclusive)
             finally:
                 with self._cond:
                     self._in_flight -= len(batch)
+                    if exclusive:
+                        self._exclusive = False
+                        self._cond.notify_all()
 
-    def _execute(self, live: list[_Work]) -> None:
+    def _execute(self, live: list[_Work], exclusive: bool) -> None:
         if self._on_batch is not None:
             self._on_batch(len(live))
+        items = [w.item for w in live]
         try:
-            outputs = self._engine.synthesize([w.item for w in live])
+            if exclusive:
+                outputs = self._engine.synthesize(items, exclusive=True)  # type: ignore[call-arg]
+            else:
+                outputs = self._engine.synthesize(items)
         except Exception as exc:  # engine errors become failed futures, never a dead worker
             self._breaker.record(ok=False)
             with self._cond:

@@ -329,15 +329,19 @@ class SpeechService:
             pending.append((chunk, future))
             return True
 
+        # A stream's first chunk goes alone, so on an idle server it can take the
+        # scheduler's all-cores fast lane; the lookahead fills up behind it.
+        initial = 1 if fast_start else LOOKAHEAD_CHUNKS
         try:
-            while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
+            while len(pending) < initial and submit_next():
                 pass
             while pending:
                 if gone():
                     raise Cancelled("request cancelled")
                 chunk, future = pending.popleft()
                 audio = future.result()
-                submit_next()
+                while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
+                    pass
                 yield chunk, audio
         finally:
             # Generator closed early (client went away) or failed: drop queued work.

@@ -23,6 +23,9 @@ class EngineCapabilities:
     native_batching: bool  # can one call synthesize several items
     languages: tuple[str, ...] = ()
     providers: tuple[str, ...] = ()
+    # The engine can run one call on all cores (``synthesize(..., exclusive=True)``);
+    # the scheduler uses it for a stream's first chunk when nothing else runs.
+    fast_lane: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,5 +50,9 @@ class Engine(Protocol):
     def warmup(self) -> None: ...
 
     def synthesize(self, batch: list[SynthItem]) -> list[np.ndarray]:
-        """Return one mono float32 waveform per item, in order."""
+        """Return one mono float32 waveform per item, in order.
+
+        Engines whose capabilities say ``fast_lane`` also accept
+        ``exclusive=True``: the caller guarantees no other call runs meanwhile.
+        """
         ...

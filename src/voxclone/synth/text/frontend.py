@@ -33,10 +33,11 @@ Normalizer = Callable[[str], str]
 RunSplitter = Callable[[str, str], list[tuple[str, str]]]
 
 AUTO = "auto"
-# Time to first audio is one engine call on the first chunk (RTF ~0.5 on one
-# core, and the built-in voices speak ~2.3 words/s), so a streamed first chunk
-# is cut at a clause or after this many words: ~2 s of audio, ~1 s of compute.
-STREAM_FIRST_CHUNK_WORDS = 5
+# Time to first audio is one engine call on the first chunk (0.73 s for 5 words
+# on the scheduler's 2-thread fast lane; the built-in voices speak ~2.3 words/s
+# with edge silence), so a streamed first chunk is cut at a clause or after this
+# many words. bench/ttfa.py: p50 0.74 s at 4 words vs 0.97 s at 5 in one run.
+STREAM_FIRST_CHUNK_WORDS = 4
 
 
 @dataclass(frozen=True)
