@@ -57,3 +57,14 @@ def miss_text(n: int) -> str:
     """A short sentence that differs for every ``n``, so it misses every cache."""
     a, b = _WORDS[n % len(_WORDS)], _WORDS[(n * 7 + 3) % len(_WORDS)]
     return f"The {a} and the {b}, number {n}."
+
+
+def bench_home(prefix: str) -> Path:
+    """A throw-away ``VOXCLONE_HOME`` that reuses the assembled model (no rebuild)."""
+    from voxclone.config import Settings
+
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    shared_models = Settings().models_dir
+    if shared_models.is_dir():
+        (home / "models").symlink_to(shared_models, target_is_directory=True)
+    return home

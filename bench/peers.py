@@ -38,6 +38,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from _common import bench_home  # noqa: E402
+
 SYSTEMS = ("voxclone", "kokoro_onnx", "piper")
 
 TEXTS: dict[str, str] = {
@@ -73,24 +75,17 @@ class Candidate(abc.ABC):
         """Stream ``text``; return seconds until the first audio (drain the rest)."""
 
 
-def _bench_home() -> Path:
-    """A throw-away home that reuses the already assembled model (no rebuild)."""
-    from voxclone.config import Settings
-
-    home = Path(tempfile.mkdtemp(prefix="voxclone-peers-"))
-    shared_models = Settings().models_dir
-    if shared_models.is_dir():
-        (home / "models").symlink_to(shared_models, target_is_directory=True)
-    return home
-
-
 class VoxcloneCandidate(Candidate):
     def __init__(self) -> None:
         from voxclone.bootstrap import build_runtime
         from voxclone.config import Settings
 
         settings = Settings(
-            home=_bench_home(), onnx_threads=1, workers=1, memory_cache_mb=0, disk_cache_mb=0
+            home=bench_home("voxclone-peers-"),
+            onnx_threads=1,
+            workers=1,
+            memory_cache_mb=0,
+            disk_cache_mb=0,
         )
         self._runtime = build_runtime(settings, warmup=True)
         self.sample_rate = self._runtime.speech.sample_rate

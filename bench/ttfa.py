@@ -18,13 +18,14 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+from _common import bench_home  # noqa: E402
 
 TARGET_S = 0.8
 
@@ -87,23 +88,12 @@ def summarize(samples: list[float]) -> dict[str, Any]:
     }
 
 
-def bench_home() -> Path:
-    """A throw-away home that reuses the assembled model instead of rebuilding it."""
-    from voxclone.config import Settings
-
-    home = Path(tempfile.mkdtemp(prefix="voxclone-ttfa-"))
-    shared_models = Settings().models_dir
-    if shared_models.is_dir():
-        (home / "models").symlink_to(shared_models, target_is_directory=True)
-    return home
-
-
 def service_ttfa(texts: list[str]) -> dict[str, Any]:
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
     from voxclone.service.speech import SpeechRequest
 
-    settings = Settings(home=bench_home(), memory_cache_mb=0, disk_cache_mb=0)
+    settings = Settings(home=bench_home("voxclone-ttfa-"), memory_cache_mb=0, disk_cache_mb=0)
     runtime = build_runtime(settings, warmup=True)
     samples = []
     try:
@@ -127,9 +117,10 @@ def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any
     from voxclone.devserver import running_server
 
     env = {"VOXCLONE_MEMORY_CACHE_MB": "0", "VOXCLONE_DISK_CACHE_MB": "0"}
-    with running_server(bench_home(), env, timeout_s=ready_timeout_s) as server, httpx.Client(
-        base_url=server.url, timeout=120.0
-    ) as client:
+    with (
+        running_server(bench_home("voxclone-ttfa-"), env, timeout_s=ready_timeout_s) as server,
+        httpx.Client(base_url=server.url, timeout=120.0) as client,
+    ):
         samples = []
         for text in texts:
             body = {
