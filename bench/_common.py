@@ -25,8 +25,22 @@ RATE_LIMIT_OFF = {
 }
 
 _WORDS = (
-    "river", "garden", "window", "silver", "morning", "letter", "forest", "candle",
-    "harbor", "winter", "pepper", "lantern", "meadow", "thunder", "pillow", "marble",
+    "river",
+    "garden",
+    "window",
+    "silver",
+    "morning",
+    "letter",
+    "forest",
+    "candle",
+    "harbor",
+    "winter",
+    "pepper",
+    "lantern",
+    "meadow",
+    "thunder",
+    "pillow",
+    "marble",
 )
 
 
@@ -35,9 +49,10 @@ def throwaway_server(
     prefix: str, env: Mapping[str, str], *, launcher: str = APP_LAUNCHER
 ) -> Iterator[ServerProcess]:
     """A ready server on a temporary home (named ``prefix``…), removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as home, running_server(
-        Path(home), env, timeout_s=READY_TIMEOUT_S, launcher=launcher
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix=prefix) as home,
+        running_server(Path(home), env, timeout_s=READY_TIMEOUT_S, launcher=launcher) as server,
+    ):
         yield server
 
 

@@ -148,9 +148,7 @@ async def _clone_voice(client: httpx.AsyncClient, tally: Tally) -> str | None:
     return str(response.json()["id"]) if response.status_code == 201 else None
 
 
-async def _one_request(
-    client: httpx.AsyncClient, kind: str, n: int, voice_id: str | None
-) -> int:
+async def _one_request(client: httpx.AsyncClient, kind: str, n: int, voice_id: str | None) -> int:
     if kind == "miss":
         r = await client.post("/v1/tts", json={"text": miss_text(n)})
     elif kind == "hit":
@@ -182,7 +180,10 @@ async def _one_request(
 
 # Mostly real speech; about one request in five is malformed.
 MIX = (
-    ["miss"] * 5 + ["hit"] * 5 + ["stream"] * 2 + ["cloned"] * 2
+    ["miss"] * 5
+    + ["hit"] * 5
+    + ["stream"] * 2
+    + ["cloned"] * 2
     + ["bad_json", "huge_text", "random_audio", "wrong_route"]
 )
 
@@ -301,7 +302,8 @@ def plot(runs: list[dict[str, object]], path: Path) -> None:
         ax.plot(
             [s["completed"] for s in samples],  # type: ignore[attr-defined]
             [s["rss_mb"] for s in samples],  # type: ignore[attr-defined]
-            marker=".", label=str(run["variant"]),
+            marker=".",
+            label=str(run["variant"]),
         )
     ax.set_xlabel("requests completed")
     ax.set_ylabel("server RSS (MB)")
@@ -332,9 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--quick", action="store_true", help="60 s per run")
-    parser.add_argument(
-        "--variant", choices=sorted(VARIANTS), nargs="+", default=["baseline"]
-    )
+    parser.add_argument("--variant", choices=sorted(VARIANTS), nargs="+", default=["baseline"])
     parser.add_argument("--compare", action="store_true", help="baseline and every variant")
     args = parser.parse_args(argv)
     seconds = 60.0 if args.quick else args.seconds

@@ -70,9 +70,7 @@ def metric_hooks(metrics: Metrics) -> ServiceHooks:
         if stats.audio_seconds > 0:
             metrics.real_time_factor.observe(stats.compute_seconds / stats.audio_seconds)
 
-    return ServiceHooks(
-        on_first_audio=metrics.time_to_first_audio.observe, on_rendered=on_rendered
-    )
+    return ServiceHooks(on_first_audio=metrics.time_to_first_audio.observe, on_rendered=on_rendered)
 
 
 def build_runtime(

@@ -104,8 +104,18 @@ class FakeVoiceService:
 
     def list(self, owner: str) -> list[VoiceSummary]:
         return [
-            VoiceSummary(v.id, v.name, v.language, v.owner, v.created_at, v.updated_at,
-                         v.version, v.source, v.quality, v.reference_audio is not None)
+            VoiceSummary(
+                v.id,
+                v.name,
+                v.language,
+                v.owner,
+                v.created_at,
+                v.updated_at,
+                v.version,
+                v.source,
+                v.quality,
+                v.reference_audio is not None,
+            )
             for v in self.voices.values()
             if v.owner == owner
         ]

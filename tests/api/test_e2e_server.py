@@ -47,7 +47,9 @@ def test_openai_client_streaming_mp3(server_url: str) -> None:
     client = openai.OpenAI(base_url=f"{server_url}/v1", api_key="x")
     buf = io.BytesIO()
     with client.audio.speech.with_streaming_response.create(
-        model="gpt-4o-mini-tts", voice="onyx", input="Streaming works. Yes it does.",
+        model="gpt-4o-mini-tts",
+        voice="onyx",
+        input="Streaming works. Yes it does.",
         response_format="mp3",
     ) as response:
         assert response.headers["content-type"] == "audio/mpeg"

@@ -33,9 +33,7 @@ def test_wrong_method_is_json_405(client: TestClient) -> None:
 
 
 def test_malformed_json_is_422(client: TestClient) -> None:
-    r = client.post(
-        "/v1/tts", content=b"{not json", headers={"content-type": "application/json"}
-    )
+    r = client.post("/v1/tts", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 422
     _assert_shape(r.json(), "invalid_input")
 

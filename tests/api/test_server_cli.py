@@ -51,9 +51,14 @@ def test_cli_refuses_public_bind_in_a_subprocess(tmp_path: Path) -> None:
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
-        env={"VOXCLONE_HOME": str(tmp_path), "PYTHONPATH": str(Path("src").resolve()),
-             "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=60,
+        env={
+            "VOXCLONE_HOME": str(tmp_path),
+            "PYTHONPATH": str(Path("src").resolve()),
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -61,8 +66,13 @@ def test_cli_refuses_public_bind_in_a_subprocess(tmp_path: Path) -> None:
 
 def test_keys_create_list_revoke(tmp_path: Path, capsys: Any) -> None:
     settings = Settings(home=tmp_path)
-    assert _keys(["keys", "create", "--name", "bot", "--scopes", "tts,voices:read",
-                  "--owner", "team"], settings) == 0
+    assert (
+        _keys(
+            ["keys", "create", "--name", "bot", "--scopes", "tts,voices:read", "--owner", "team"],
+            settings,
+        )
+        == 0
+    )
     plaintext = capsys.readouterr().out.strip()
     store = KeyStore(tmp_path / "keys.sqlite3")
     record = store.authenticate(plaintext)

@@ -47,9 +47,12 @@ def test_disconnect_mid_stream_stops_remaining_work(
 ) -> None:
     with live_server() as server:
         before = runtime.scheduler.stats().completed
-        with httpx.Client(base_url=server.url, timeout=60) as http, http.stream(
-            "POST", "/v1/tts", json={"text": LONG_TEXT, "stream": True, "format": "pcm"}
-        ) as r:
+        with (
+            httpx.Client(base_url=server.url, timeout=60) as http,
+            http.stream(
+                "POST", "/v1/tts", json={"text": LONG_TEXT, "stream": True, "format": "pcm"}
+            ) as r,
+        ):
             received = 0
             for chunk in r.iter_bytes():
                 received += len(chunk)

@@ -115,18 +115,14 @@ def test_job_events_stream_progress_until_done(client: TestClient, fake: FakeVoi
     r = client.get(f"/v1/jobs/{job_id}/events")
     worker.join(5)
     assert r.headers["content-type"].startswith("text/event-stream")
-    events = [
-        json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")
-    ]
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
     states = [e["state"] for e in events]
     assert states[0] == "queued" and states[-1] == "succeeded"
     assert "running" in states
     assert "event: done" in r.text
 
 
-def test_voice_routes_without_voice_service_are_503(
-    client: TestClient, runtime: Any
-) -> None:
+def test_voice_routes_without_voice_service_are_503(client: TestClient, runtime: Any) -> None:
     if getattr(runtime, "voices", None) is not None:
         pytest.skip("the runtime has a real voice service")
     r = client.get("/v1/voices")

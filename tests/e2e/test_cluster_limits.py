@@ -45,9 +45,7 @@ def _assert_error_shape(response: httpx.Response, code: str) -> None:
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
 
 
-def test_two_servers_share_rate_limit_and_audio_cache(
-    redis_server: str, tmp_path: Path
-) -> None:
+def test_two_servers_share_rate_limit_and_audio_cache(redis_server: str, tmp_path: Path) -> None:
     redis_url = _own_db(redis_server)
     redis.Redis.from_url(redis_url).flushdb()
     env = {

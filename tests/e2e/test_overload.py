@@ -53,9 +53,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield srv
 
 
-async def _timed_post(
-    client: httpx.AsyncClient, text: str
-) -> tuple[httpx.Response, float]:
+async def _timed_post(client: httpx.AsyncClient, text: str) -> tuple[httpx.Response, float]:
     started = time.perf_counter()
     response = await client.post("/v1/tts", json={"text": text})
     return response, time.perf_counter() - started

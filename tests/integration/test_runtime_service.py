@@ -134,4 +134,3 @@ def test_cache_survives_restart_is_shared_via_redis_and_invalidates_per_voice(
         assert tier.get(key) is None, f"{tier.name} still holds audio of a deleted voice"
         assert tier.get(other_key) is not None, f"{tier.name} dropped another voice's audio"
     assert restarted.cache.get_entry(key) is None
-

@@ -33,14 +33,26 @@ def _key(i: int) -> str:
 
 
 def test_cache_key_is_canonical_and_sensitive_to_every_part() -> None:
-    base = dict(model="kokoro@1", voice="v1@3", text="hello", language="en-us",
-                controls={"speed": 1.0, "pitch": 0.0}, format="wav", sample_rate=24000)
+    base = dict(
+        model="kokoro@1",
+        voice="v1@3",
+        text="hello",
+        language="en-us",
+        controls={"speed": 1.0, "pitch": 0.0},
+        format="wav",
+        sample_rate=24000,
+    )
     same_other_order = dict(reversed(list(base.items())))
     same_other_order["controls"] = {"pitch": 0, "speed": 1}  # ints equal to the floats
     assert cache_key(**base) == cache_key(**same_other_order)
     assert len(cache_key(**base)) == 64
-    for field, changed in [("text", "hello!"), ("sample_rate", 48000), ("format", "mp3"),
-                           ("controls", {"speed": 1.1, "pitch": 0.0}), ("voice", "v1@4")]:
+    for field, changed in [
+        ("text", "hello!"),
+        ("sample_rate", 48000),
+        ("format", "mp3"),
+        ("controls", {"speed": 1.1, "pitch": 0.0}),
+        ("voice", "v1@4"),
+    ]:
         assert cache_key(**{**base, field: changed}) != cache_key(**base), field
 
 
@@ -196,8 +208,14 @@ def test_tiered_cache_promotes_hits_and_reports_events(tmp_path: Path) -> None:
     found = cache.get_entry(_key(0))
     assert found is not None and found[0].content_type == "audio/wav"
     assert cache.get(_key(9)) is None
-    assert events == [("memory", "miss"), ("disk", "hit"), ("memory", "hit"),
-                      ("memory", "hit"), ("memory", "miss"), ("disk", "miss")]
+    assert events == [
+        ("memory", "miss"),
+        ("disk", "hit"),
+        ("memory", "hit"),
+        ("memory", "hit"),
+        ("memory", "miss"),
+        ("disk", "miss"),
+    ]
     stats = cache.stats()
     assert stats["memory"]["hits"] == 2 and stats["disk"]["hits"] == 1
 

@@ -303,9 +303,7 @@ def test_engine_failure_does_not_kill_worker(engine: FakeEngine, make_scheduler)
 def test_native_batching_groups_up_to_max_batch(make_scheduler) -> None:
     engine = FakeEngine(native_batching=True)
     sizes: list[int] = []
-    sched = make_scheduler(
-        engine, workers=1, max_batch=4, max_wait_ms=100, on_batch=sizes.append
-    )
+    sched = make_scheduler(engine, workers=1, max_batch=4, max_wait_ms=100, on_batch=sizes.append)
     held = hold_worker(engine, sched)
     futures = [sched.submit(item(t)) for t in range(1, 7)]
     engine.gate.set()

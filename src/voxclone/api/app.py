@@ -77,7 +77,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         loader: threading.Thread | None = None
         if app.state.runtime is None:
             loader = threading.Thread(
-                target=_load_runtime, args=(app, settings, metrics), name="voxclone-load",
+                target=_load_runtime,
+                args=(app, settings, metrics),
+                name="voxclone-load",
                 daemon=True,
             )
             loader.start()
@@ -126,8 +128,6 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["X-Request-ID", "X-Cache", "Retry-After"],
         )
-    app.add_middleware(
-        BodySizeLimitMiddleware, max_bytes=int(settings.max_upload_mb * (1 << 20))
-    )
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.max_upload_mb * (1 << 20)))
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     return app

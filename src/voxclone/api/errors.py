@@ -99,9 +99,7 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
         message = f"method {request.method} is not allowed on {request.url.path[:200]}"
     else:
         message = str(exc.detail) if exc.detail else code.replace("_", " ")
-    return JSONResponse(
-        error_body(code, message), status_code=exc.status_code, headers=exc.headers
-    )
+    return JSONResponse(error_body(code, message), status_code=exc.status_code, headers=exc.headers)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:

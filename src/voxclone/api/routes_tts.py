@@ -88,9 +88,7 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"
-    return stream.response(
-        stream.audio, media_type=stream.content_type, headers={"X-Cache": cache}
-    )
+    return stream.response(stream.audio, media_type=stream.content_type, headers={"X-Cache": cache})
 
 
 async def _parse_body(request: Request) -> tuple[TTSRequest, bytes | None]:
@@ -119,9 +117,7 @@ async def _parse_body(request: Request) -> tuple[TTSRequest, bytes | None]:
             raise InvalidInput("the request body is not valid JSON", field="body") from None
         reference = None
     else:
-        raise InvalidInput(
-            "send application/json or multipart/form-data", field="content-type"
-        )
+        raise InvalidInput("send application/json or multipart/form-data", field="content-type")
     try:
         return TTSRequest.model_validate(raw), reference
     except ValidationError as exc:

@@ -35,6 +35,7 @@ def request_types() -> tuple[Any, Any]:
         raise NotReady("voice cloning is not available on this server") from None
     return ConsentInput, EnrollRequest
 
+
 # An SSE comment this often keeps proxies from closing an idle progress stream.
 SSE_KEEPALIVE_S = 15.0
 
@@ -91,18 +92,14 @@ async def enroll_voice(
 
 
 @router.get("/v1/voices", response_model=VoiceListOut, summary="Your cloned voices")
-async def list_voices(
-    request: Request, principal: VoiceReader
-) -> VoiceListOut:
+async def list_voices(request: Request, principal: VoiceReader) -> VoiceListOut:
     voices = get_voice_service(request)
     summaries = await run_in_threadpool(voices.list, principal.owner)
     return VoiceListOut(voices=[VoiceOut.of(s) for s in summaries])
 
 
 @router.get("/v1/voices/{voice_id}", response_model=VoiceOut)
-async def get_voice(
-    voice_id: str, request: Request, principal: VoiceReader
-) -> VoiceOut:
+async def get_voice(voice_id: str, request: Request, principal: VoiceReader) -> VoiceOut:
     voices = get_voice_service(request)
     return VoiceOut.of(await run_in_threadpool(voices.get, voice_id, principal.owner))
 
@@ -115,9 +112,7 @@ async def rename_voice(
     principal: VoiceWriter,
 ) -> VoiceOut:
     voices = get_voice_service(request)
-    return VoiceOut.of(
-        await run_in_threadpool(voices.rename, voice_id, principal.owner, body.name)
-    )
+    return VoiceOut.of(await run_in_threadpool(voices.rename, voice_id, principal.owner, body.name))
 
 
 @router.delete(
@@ -125,9 +120,7 @@ async def rename_voice(
     response_model=DeletedOut,
     summary="Delete a voice, its consent record and all audio cached with it",
 )
-async def delete_voice(
-    voice_id: str, request: Request, principal: VoiceWriter
-) -> DeletedOut:
+async def delete_voice(voice_id: str, request: Request, principal: VoiceWriter) -> DeletedOut:
     voices = get_voice_service(request)
     deleted = await run_in_threadpool(voices.delete, voice_id, principal.owner)
     return DeletedOut(id=deleted.id)
@@ -152,17 +145,13 @@ async def refine_voice(
 
 
 @router.get("/v1/jobs/{job_id}", response_model=JobOut)
-async def get_job(
-    job_id: str, request: Request, principal: VoiceReader
-) -> JobOut:
+async def get_job(job_id: str, request: Request, principal: VoiceReader) -> JobOut:
     voices = get_voice_service(request)
     return JobOut.of(await run_in_threadpool(voices.get_job, job_id, principal.owner))
 
 
 @router.post("/v1/jobs/{job_id}/cancel", response_model=JobOut)
-async def cancel_job(
-    job_id: str, request: Request, principal: VoiceWriter
-) -> JobOut:
+async def cancel_job(job_id: str, request: Request, principal: VoiceWriter) -> JobOut:
     voices = get_voice_service(request)
     return JobOut.of(await run_in_threadpool(voices.cancel_job, job_id, principal.owner))
 
@@ -220,4 +209,3 @@ async def job_events(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
-

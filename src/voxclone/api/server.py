@@ -41,8 +41,7 @@ def check_exposure(settings: Settings) -> str | None:
     """The reason this configuration must not start, or None if it may."""
     if bool(settings.ssl_certfile) != bool(settings.ssl_keyfile):
         return (
-            "TLS needs both a certificate and a key "
-            "(VOXCLONE_SSL_CERTFILE, VOXCLONE_SSL_KEYFILE)"
+            "TLS needs both a certificate and a key (VOXCLONE_SSL_CERTFILE, VOXCLONE_SSL_KEYFILE)"
         )
     keys = _active_keys(settings)
     if keys == 0 and settings.require_keys:
