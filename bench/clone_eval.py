@@ -57,6 +57,11 @@ warnings.filterwarnings("ignore", category=UserWarning)
 from voxclone.errors import AudioQualityError  # noqa: E402
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
+from voxclone.synth.audio.tone import (  # noqa: E402
+    ToneFilter,
+    long_term_spectrum,
+    tone_filter_for,
+)
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402
 from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
@@ -67,6 +72,7 @@ from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
+from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -84,8 +90,10 @@ DESIGN_STRANGER = 0.450
 
 # Instant-clone variants the benchmark can compare (InstantCloner keyword arguments).
 # "instant" is the product default.
+# "tone": False turns the recording-tone match off (synth/audio/tone.py).
 INSTANT_VARIANTS: dict[str, dict[str, Any]] = {
     "instant": {},
+    "instant_no_tone": {"tone": False},
     "instant_top3": {"top_k": 3},
     "instant_own_prosody": {"prosody": "neighbour"},
     "instant_no_pitch_gate": {"pitch_tolerance": None},
@@ -184,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refine-budget", type=float, default=180.0, help="seconds per speaker")
     parser.add_argument("--speakers", type=int, default=0, help="limit (0 = all)")
     parser.add_argument("--no-refine", action="store_true")
+    parser.add_argument(
+        "--refine-auditions", type=int, default=RefineConfig.auditions, help="atlas voices heard"
+    )
+    parser.add_argument("--refine-no-search", action="store_true", help="audition only")
+    parser.add_argument("--refine-std", type=float, default=RefineConfig.initial_std)
     parser.add_argument("--atlas", type=Path, help="atlas file (default: the shipped one)")
     parser.add_argument(
         "--previous", type=Path, help="an earlier clone_eval.json to show as 'before' in the .md"
@@ -224,8 +237,18 @@ def main(argv: list[str] | None = None) -> int:
     def synth(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
         return engine.synthesize([SynthItem(tok, pack, 1.0)])[0]
 
-    def render(pack: np.ndarray) -> list[np.ndarray]:
-        return [soxr.resample(synth(t, pack), 24_000, 16_000).astype(np.float32) for t in tokens]
+    def render(pack: np.ndarray, tone: ToneFilter | None = None) -> list[np.ndarray]:
+        clips = [synth(t, pack) for t in tokens]
+        if tone is not None:
+            clips = [tone.apply(c, 24_000) for c in clips]
+        return [soxr.resample(c, 24_000, 16_000).astype(np.float32) for c in clips]
+
+    probe_tokens = g2p.token_ids(g2p.phonemize(TEST_SENTENCE, "en-us"))
+
+    def product_tone(spectrum: np.ndarray | None, pack: np.ndarray) -> ToneFilter | None:
+        # As enrollment does it: the curve comes from the quality report's test
+        # sentence, never from the sentences scored here.
+        return tone_filter_for(spectrum, synth(probe_tokens, pack), 24_000)
 
     def wer_of(clips16: list[np.ndarray]) -> float:
         return float(
@@ -293,7 +316,18 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [v for v in variants if v not in INSTANT_VARIANTS]
     if unknown or "instant" not in variants:
         parser.error(f"--variants must include 'instant' and use only {list(INSTANT_VARIANTS)}")
-    instant_cloners = {v: InstantCloner(atlas, encoder, **INSTANT_VARIANTS[v]) for v in variants}
+    instant_cloners = {
+        v: InstantCloner(
+            atlas, encoder, **{k: a for k, a in INSTANT_VARIANTS[v].items() if k != "tone"}
+        )
+        for v in variants
+    }
+    refine_config = RefineConfig(
+        budget_s=args.refine_budget,
+        auditions=args.refine_auditions,
+        search=not args.refine_no_search,
+        initial_std=args.refine_std,
+    )
     refiner = StyleRefiner(
         atlas,
         encoder,
@@ -302,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         list(REFINE_SENTENCES),
         transcribe=asr.transcribe,
         word_error_rate=word_error_rate,
-        config=RefineConfig(budget_s=args.refine_budget),
+        config=refine_config,
     )
 
     rows: list[dict[str, Any]] = []
@@ -385,9 +419,12 @@ def main(argv: list[str] | None = None) -> int:
             "warnings": reference.warnings,
         }
         instant = None
+        spectrum = long_term_spectrum(reference.samples16k, 16_000)
         for label, cloner in instant_cloners.items():
             cloned = cloner.clone(reference.samples16k)
-            clips = render(cloned.style)
+            matched = INSTANT_VARIANTS[label].get("tone", True)
+            tone = product_tone(spectrum, cloned.style) if matched else None
+            clips = render(cloned.style, tone)
             row[label] = {
                 **score(clips),
                 "wer": wer_of(clips),
@@ -399,8 +436,16 @@ def main(argv: list[str] | None = None) -> int:
                 instant = cloned
         assert instant is not None
         if not args.no_refine:
-            refined = refiner.refine(instant.embedding, instant.recipe)
-            clips = render(refined.style)
+            refined = refiner.refine(
+                instant.embedding,
+                instant.recipe,
+                reference_spectrum=spectrum,
+                alternatives=instant_cloners["instant"].alternatives(
+                    instant.embedding, instant.pitch.median_hz, refine_config.auditions
+                ),
+            )
+            tone = None if refined.tone_db is None else ToneFilter(refined.tone_db)
+            clips = render(refined.style, tone)
             row["refined"] = {
                 **score(clips),
                 "wer": wer_of(clips),
@@ -440,6 +485,12 @@ def main(argv: list[str] | None = None) -> int:
         "normalization_notes": normalized.notes,
         "instant_variants": {v: INSTANT_VARIANTS[v] for v in variants},
         "refine_budget_s": None if args.no_refine else args.refine_budget,
+        "refine_config": None
+        if args.no_refine
+        else {
+            k: getattr(refine_config, k)
+            for k in ("auditions", "search", "initial_std", "population", "elite")
+        },
         "atlas_voices": len(atlas),
         "machine": {"cpus": 2, "python": platform.python_version()},
         "summary": summary,

@@ -19,11 +19,13 @@ import soundfile as sf
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
+from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.voices import ConsentInput, EnrollRequest, VoiceService
 from voxclone.synth.audio.reference import prepare_reference
+from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum
 from voxclone.synth.audio.vad import SpeechDetector
 from voxclone.synth.engine.base import SynthItem
-from voxclone.synth.engine.kokoro import KokoroEngine
+from voxclone.synth.engine.kokoro import SAMPLE_RATE, KokoroEngine
 from voxclone.synth.text.g2p import EspeakG2P
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
@@ -150,6 +152,51 @@ def test_inline_voice_is_not_stored(service: Any) -> None:
     assert voice.id.startswith("inline-") and len(voice.id) == len("inline-") + 16
     assert voice.style.shape == (510, 1, 256)
     assert svc.list("anyone") == [] and changed == []
+
+
+def test_clone_carries_the_reference_recording_tone(service: Any) -> None:
+    svc, _, (engine, tokens, _, store) = service
+    audio = REFERENCE.read_bytes()
+    matched, _ = svc.enroll(EnrollRequest(audio, "toned", "owner-a", CONSENT))
+    assert matched.quality["tone_match"] is True
+    assert matched.reference_spectrum is not None and matched.tone_db is not None
+    assert matched.tone_db.shape == GRID_HZ.shape
+    assert float(np.abs(matched.tone_db).max()) > 1.0  # a real recording is not Kokoro-flat
+    again = store.get(matched.id, "owner-a")
+    assert np.allclose(again.tone_db, matched.tone_db)
+
+    plain, _ = svc.enroll(EnrollRequest(audio, "plain", "owner-a", CONSENT, match_tone=False))
+    assert plain.quality["tone_match"] is False and plain.tone_db is None
+    assert plain.reference_spectrum is not None  # kept so tone can be matched later
+
+    # Speech with the voice: the stored curve is what the catalog hands the speech path.
+    voice = ResolvedVoice.from_record(again)
+    assert voice.tone is not None
+    raw = engine.synthesize([SynthItem(tokens, again.style, 1.0)])[0]
+    heard = voice.tone.apply(raw, SAMPLE_RATE)
+    heard_db = long_term_spectrum(heard, SAMPLE_RATE)
+    raw_db = long_term_spectrum(raw, SAMPLE_RATE)
+    assert heard_db is not None and raw_db is not None
+    band = (GRID_HZ > 100) & (GRID_HZ < 7000)
+    gap_before = np.abs(raw_db - matched.reference_spectrum)[band].mean()
+    gap_after = np.abs(heard_db - matched.reference_spectrum)[band].mean()
+    assert gap_after < gap_before
+
+
+def test_refine_auditions_atlas_voices_and_keeps_the_tone(service: Any) -> None:
+    svc, _, _ = service
+    record, _ = svc.enroll(EnrollRequest(REFERENCE.read_bytes(), "carol", "owner-a", CONSENT))
+    refiner = svc._refiner_source
+    svc._refiner_source = refiner.with_config(
+        RefineConfig(budget_s=20.0, auditions=3, search=False)
+    )
+    job = svc.start_refine(record.id, "owner-a")
+    finished = _wait(svc, job.id, "owner-a")
+    assert finished.state == "succeeded", finished.message
+    refined = svc.get(record.id, "owner-a")
+    assert refined.version == 2
+    assert refined.tone_db is not None and refined.tone_db.shape == GRID_HZ.shape
+    assert refined.quality["refine"]["evaluations"] >= 2  # the start voice plus auditions
 
 
 def _load_script() -> ModuleType:

@@ -48,6 +48,7 @@ from typing import Any, Literal, Protocol, Self, runtime_checkable
 import numpy as np
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
+from voxclone.synth.audio.tone import GRID_HZ
 
 VoiceSource = Literal["instant", "refined", "builtin"]
 VOICE_SOURCES: frozenset[str] = frozenset({"instant", "refined", "builtin"})
@@ -59,6 +60,9 @@ LIST_MAX_LIMIT = 1000
 
 DEFAULT_EMBEDDING_SHAPE: tuple[int, ...] = (256,)
 DEFAULT_STYLE_SHAPE: tuple[int, ...] = (510, 1, 256)
+# Recording-tone vectors: the reference's long-term spectrum and the gain
+# curve applied to the voice, one value per point of the tone grid.
+DEFAULT_TONE_SHAPE: tuple[int, ...] = (GRID_HZ.size,)
 
 # Arrays are stored as raw little-endian float32 bytes plus their shape, which
 # any language (and PostgreSQL BYTEA) can read without numpy's .npy header.
@@ -106,6 +110,9 @@ class VoiceRecord:
     quality: dict[str, Any]
     source: str
     reference_audio: bytes | None = None
+    # Optional recording-tone data: None for voices made without it.
+    reference_spectrum: np.ndarray | None = None
+    tone_db: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,7 @@ class VoiceStore(Protocol):
         quality: dict[str, Any],
         source: str,
         embedding: np.ndarray | None = None,
+        tone_db: np.ndarray | None = None,
     ) -> VoiceRecord: ...
 
     def rename(self, voice_id: str, owner: str | None, name: str) -> VoiceRecord: ...
@@ -276,6 +284,10 @@ def _checked_array(value: np.ndarray, field_name: str, shape: tuple[int, ...]) -
     if not np.isfinite(array).all():
         raise InvalidInput(f"{field_name} must contain only finite numbers", field=field_name)
     return array
+
+
+def _copy_or_none(array: np.ndarray | None) -> np.ndarray | None:
+    return None if array is None else array.copy()
 
 
 def _encode_array(array: np.ndarray) -> tuple[bytes, str]:
@@ -522,11 +534,13 @@ class SqliteVoiceStore:
         *,
         embedding_shape: tuple[int, ...] = DEFAULT_EMBEDDING_SHAPE,
         style_shape: tuple[int, ...] = DEFAULT_STYLE_SHAPE,
+        tone_shape: tuple[int, ...] = DEFAULT_TONE_SHAPE,
         statement_hook: StatementHook | None = None,
     ) -> None:
         self._db = SqliteDatabase(path)
         self._embedding_shape = tuple(embedding_shape)
         self._style_shape = tuple(style_shape)
+        self._tone_shape = tuple(tone_shape)
         self._hook = statement_hook
         self.schema_version = apply_migrations(self._db, self.COMPONENT, _VOICE_MIGRATIONS)
 
@@ -540,6 +554,7 @@ class SqliteVoiceStore:
         consent = _validate_consent(record.consent)
         embedding = _checked_array(record.embedding, "embedding", self._embedding_shape)
         style = _checked_array(record.style, "style", self._style_shape)
+        tone_arrays = self._checked_tone(record.reference_spectrum, record.tone_db)
         quality_json = _quality_to_json(record.quality)
         if record.reference_audio is not None and not isinstance(record.reference_audio, bytes):
             raise InvalidInput("reference audio must be bytes", field="reference_audio")
@@ -589,6 +604,9 @@ class SqliteVoiceStore:
             self._step("embedding")
             self._write_array(conn, voice_id, "style", style)
             self._step("style")
+            for kind, array in tone_arrays.items():
+                self._write_array(conn, voice_id, kind, array)
+                self._step(kind)
             if record.reference_audio is not None:
                 conn.execute(
                     "INSERT INTO voice_reference_audio (voice_id, audio) VALUES (?, ?)",
@@ -610,6 +628,8 @@ class SqliteVoiceStore:
             quality=json.loads(quality_json),
             source=source,
             reference_audio=record.reference_audio,
+            reference_spectrum=_copy_or_none(tone_arrays.get("reference_spectrum")),
+            tone_db=_copy_or_none(tone_arrays.get("tone")),
         )
 
     def update_style(
@@ -621,8 +641,9 @@ class SqliteVoiceStore:
         quality: dict[str, Any],
         source: str,
         embedding: np.ndarray | None = None,
+        tone_db: np.ndarray | None = None,
     ) -> VoiceRecord:
-        """Replace the style (and optionally embedding) and bump ``version``.
+        """Replace the style (and optionally embedding and tone curve); bump ``version``.
 
         The version is what audio caches key on, so audio made with the old
         style is never served for the new one.
@@ -633,6 +654,7 @@ class SqliteVoiceStore:
             if embedding is None
             else _checked_array(embedding, "embedding", self._embedding_shape)
         )
+        checked_tone = None if tone_db is None else self._checked_tone(None, tone_db)["tone"]
         quality_json = _quality_to_json(quality)
         _validate_source(source)
         where, params = _owner_clause(owner)
@@ -650,6 +672,9 @@ class SqliteVoiceStore:
             if checked_embedding is not None:
                 self._write_array(conn, voice_id, "embedding", checked_embedding, replace=True)
                 self._step("embedding")
+            if checked_tone is not None:
+                self._write_array(conn, voice_id, "tone", checked_tone, replace=True)
+                self._step("tone")
         return self.get(voice_id, owner)
 
     def rename(self, voice_id: str, owner: str | None, name: str) -> VoiceRecord:
@@ -754,6 +779,19 @@ class SqliteVoiceStore:
 
     # -- internals ----------------------------------------------------------
 
+    def _checked_tone(
+        self, reference_spectrum: np.ndarray | None, tone_db: np.ndarray | None
+    ) -> dict[str, np.ndarray]:
+        """Validated optional tone arrays, keyed by their ``voice_arrays`` kind."""
+        checked: dict[str, np.ndarray] = {}
+        if reference_spectrum is not None:
+            checked["reference_spectrum"] = _checked_array(
+                reference_spectrum, "reference_spectrum", self._tone_shape
+            )
+        if tone_db is not None:
+            checked["tone"] = _checked_array(tone_db, "tone_db", self._tone_shape)
+        return checked
+
     def _step(self, name: str) -> None:
         if self._hook is not None:
             self._hook(name)
@@ -779,9 +817,12 @@ class SqliteVoiceStore:
     ) -> None:
         data, shape_json = _encode_array(array)
         if replace:
+            # Upsert: a voice stored before this kind of array existed has no row yet.
             conn.execute(
-                "UPDATE voice_arrays SET shape_json = ?, data = ? WHERE voice_id = ? AND kind = ?",
-                (shape_json, data, voice_id, kind),
+                "INSERT INTO voice_arrays (voice_id, kind, shape_json, data) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (voice_id, kind) DO UPDATE"
+                " SET shape_json = excluded.shape_json, data = excluded.data",
+                (voice_id, kind, shape_json, data),
             )
         else:
             conn.execute(
@@ -839,4 +880,6 @@ class SqliteVoiceStore:
             quality=json.loads(row[8]),
             source=row[7],
             reference_audio=audio,
+            reference_spectrum=arrays.get("reference_spectrum"),
+            tone_db=arrays.get("tone"),
         )

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxclone.errors import NotFound
-from voxclone.runtime.voice_store import VoiceStore
+from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
+from voxclone.synth.audio.tone import ToneFilter
 from voxclone.synth.voice.builtin import BuiltinVoice
 
 
@@ -19,6 +20,15 @@ class ResolvedVoice:
     style: np.ndarray
     language: str | None
     builtin: bool
+    # The reference recording's tone, applied after synthesis (cloned voices only).
+    tone: ToneFilter | None = None
+
+    @classmethod
+    def from_record(cls, record: VoiceRecord) -> ResolvedVoice:
+        tone = None if record.tone_db is None else ToneFilter(record.tone_db)
+        return cls(
+            record.id, record.name, record.version, record.style, record.language, False, tone
+        )
 
 
 @dataclass(frozen=True)
@@ -58,9 +68,7 @@ class VoiceCatalog:
             if record is None and owner is not None:
                 record = self._store.find_by_name(voice, owner)
             if record is not None:
-                return ResolvedVoice(
-                    record.id, record.name, record.version, record.style, record.language, False
-                )
+                return ResolvedVoice.from_record(record)
         raise NotFound(
             f"voice '{voice[:64]}' not found; use a built-in voice or one of your cloned voices",
             field="voice",

@@ -276,6 +276,9 @@ class SpeechService:
         for chunk, audio in self._synthesized(
             voice, language, req.text, controls, fast_start, cancelled
         ):
+            if voice.tone is not None:
+                # Before the controls: pitch and energy act on the voice as cloned.
+                audio = voice.tone.apply(audio, self.sample_rate)
             # Always: besides the controls' DSP it holds the true-peak ceiling.
             audio = apply_controls(audio, self.sample_rate, controls)
             out = joiner.feed(audio, chunk.pause_after_s * controls.pause)

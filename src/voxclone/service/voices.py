@@ -32,6 +32,7 @@ from voxclone.runtime.voice_store import (
 )
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.synth.audio.reference import ReferenceAudio
+from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
 from voxclone.synth.voice.clone import InstantCloner, RefineProgress, StyleRefiner
 from voxclone.synth.voice.prosody import PitchStats
 from voxclone.synth.voice.quality_report import QualityReporter, reference_warnings
@@ -69,6 +70,8 @@ class EnrollRequest:
     language: str = "en-us"
     keep_reference: bool = False
     refine: bool = False
+    # Give the clone the reference recording's tone (long-term spectrum).
+    match_tone: bool = True
 
 
 RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
@@ -114,9 +117,13 @@ class VoiceService:
         consent = _checked_consent(req.consent)
         reference = self._load_reference(req.audio)
         clone = self._cloner.clone(reference.samples16k)
-        quality = self._quality(reference, clone.embedding, clone.style, clone.pitch)
+        spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
+        probe = self._reporter.probe(clone.style) if self._reporter is not None else None
+        tone = self._tone_for(spectrum if req.match_tone else None, probe)
+        quality = self._quality(reference, clone.embedding, probe, tone, clone.pitch)
         quality["style_recipe"] = _recipe_to_json(clone.recipe)
         quality["instant_clone_s"] = round(clone.seconds, 3)
+        quality["tone_match"] = tone is not None
         record = self._store.create(
             VoiceRecord(
                 id="",
@@ -132,17 +139,31 @@ class VoiceService:
                 quality=quality,
                 source="instant",
                 reference_audio=req.audio if req.keep_reference else None,
+                reference_spectrum=spectrum,
+                tone_db=None if tone is None else tone.gain_db,
             )
         )
         job = self.start_refine(record.id, req.owner) if req.refine else None
         return record, job
 
+    def _tone_for(self, spectrum: np.ndarray | None, probe: np.ndarray | None) -> ToneFilter | None:
+        """The reference's recording tone for a voice heard in ``probe`` (None: no match)."""
+        if spectrum is None or probe is None or self._reporter is None:
+            return None
+        return tone_filter_for(spectrum, probe, self._reporter.sample_rate)
+
     def _quality(
-        self, reference: ReferenceAudio, embedding: np.ndarray, style: np.ndarray, pitch: PitchStats
+        self,
+        reference: ReferenceAudio,
+        embedding: np.ndarray,
+        probe: np.ndarray | None,
+        tone: ToneFilter | None,
+        pitch: PitchStats,
     ) -> dict[str, Any]:
-        if self._reporter is not None:
+        if self._reporter is not None and probe is not None:
+            heard = probe if tone is None else tone.apply(probe, self._reporter.sample_rate)
             report = self._reporter.report(
-                reference, embedding, style, reference_pitch_hz=pitch.median_hz
+                reference, embedding, heard, reference_pitch_hz=pitch.median_hz
             )
             return report.to_dict()
         return {
@@ -163,7 +184,10 @@ class VoiceService:
                 return hit
         reference = self._load_reference(audio)
         clone = self._cloner.clone(reference.samples16k)
-        voice = ResolvedVoice(voice_id, "inline reference", 1, clone.style, None, False)
+        spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
+        probe = self._reporter.probe(clone.style) if self._reporter is not None else None
+        tone = self._tone_for(spectrum, probe)
+        voice = ResolvedVoice(voice_id, "inline reference", 1, clone.style, None, False, tone)
         with self._inline_lock:
             self._inline[voice_id] = voice
             while len(self._inline) > INLINE_CACHE_ENTRIES:
@@ -249,9 +273,18 @@ class VoiceService:
                     self._update(job_id, progress=min(percent, 99.0), message="refining")
 
             start = self._start_recipe(record)
-            result = self._refiner(budget_s).refine(
+            refiner = self._refiner(budget_s)
+            pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
+            alternatives = self._cloner.alternatives(
+                record.embedding, pitch_hz, refiner.config.auditions
+            )
+            # A voice enrolled without tone matching stays without it.
+            spectrum = record.reference_spectrum if record.tone_db is not None else None
+            result = refiner.refine(
                 record.embedding,
                 start,
+                reference_spectrum=spectrum,
+                alternatives=alternatives,
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),
             )
@@ -269,7 +302,12 @@ class VoiceService:
                 },
             )
             updated = self._store.update_style(
-                record.id, record.owner, style=result.style, quality=quality, source="refined"
+                record.id,
+                record.owner,
+                style=result.style,
+                quality=quality,
+                source="refined",
+                tone_db=result.tone_db,
             )
             self._on_voice_changed(record.id)
             self._finish(

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import soxr
 
 from voxclone.errors import Cancelled
+from voxclone.synth.audio.tone import ToneFilter, tone_filter_for
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, AtlasMatch, VoiceAtlas
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats
@@ -119,6 +120,25 @@ class InstantCloner:
         style = self._atlas.basis.pack(recipe)
         return InstantClone(recipe, style, embedding, pitch, matches, time.perf_counter() - started)
 
+    def alternatives(self, embedding: np.ndarray, pitch_hz: float, count: int) -> list[VoiceRecipe]:
+        """The ``count`` best eligible atlas voices as recipes (prosody matched to
+        ``pitch_hz``), best first: starting points a refinement can audition."""
+        gate = self._pitch_tolerance is not None and pitch_hz > 0
+        matches = self._atlas.nearest(
+            embedding,
+            count,
+            max_wer=self._max_wer,
+            pitch_hz=pitch_hz if gate else None,
+            pitch_tolerance=self._pitch_tolerance or PITCH_TOLERANCE,
+            builtin_margin=self._builtin_margin,
+        )
+        prosody = self._atlas.prosody_for_pitch(pitch_hz) if pitch_hz > 0 else None
+        recipes = []
+        for match in matches:
+            recipe = self._atlas.recipe(match.index)
+            recipes.append(recipe if prosody is None else recipe.with_prosody(prosody))
+        return recipes
+
 
 @dataclass(frozen=True)
 class RefineProgress:
@@ -139,6 +159,8 @@ class RefineResult:
     evaluations: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    # Gain curve giving the result the reference's recording tone (None: not matched).
+    tone_db: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -150,11 +172,23 @@ class RefineConfig:
     min_std: float = 0.05
     wer_margin: float = 0.05  # a result may be at most 5 WER points worse than the start
     guard_candidates: int = 3  # best candidates to try through the ASR guard
+    auditions: int = 0  # atlas alternatives heard before the search (0: search from the start)
+    search: bool = True  # False: only audition, no continuous search
     seed: int = 0
 
 
+@dataclass
+class _Heard:
+    """One candidate as the user would hear it, with its score."""
+
+    recipe: VoiceRecipe
+    similarity: float
+    clips: list[np.ndarray]
+    tone: ToneFilter | None
+
+
 class StyleRefiner:
-    """Cross-entropy search over the timbre directions (see module docstring)."""
+    """Audition + cross-entropy search over the timbre directions (see module docstring)."""
 
     def __init__(
         self,
@@ -182,17 +216,25 @@ class StyleRefiner:
         self._clock = clock
 
     def with_budget(self, budget_s: float) -> StyleRefiner:
-        from dataclasses import replace
+        return self.with_config(replace(self.config, budget_s=budget_s))
 
+    def with_config(self, config: RefineConfig) -> StyleRefiner:
         clone = StyleRefiner.__new__(StyleRefiner)
         clone.__dict__.update(self.__dict__)
-        clone.config = replace(self.config, budget_s=budget_s)
+        clone.config = config
         return clone
 
     # -- measurement helpers ---------------------------------------------------
-    def _render(self, recipe: VoiceRecipe) -> list[np.ndarray]:
+    def _hear(self, recipe: VoiceRecipe, target: np.ndarray, spectrum: np.ndarray | None) -> _Heard:
+        """Synthesize the test sentences, give them the reference's tone, score them."""
         pack = self._atlas.basis.pack(recipe)
-        return [self._synthesize(t, pack) for t in self._tokens]
+        clips = [self._synthesize(t, pack) for t in self._tokens]
+        tone = None
+        if spectrum is not None:
+            tone = tone_filter_for(spectrum, np.concatenate(clips), ENGINE_RATE)
+            if tone is not None:
+                clips = [tone.apply(c, ENGINE_RATE) for c in clips]
+        return _Heard(recipe, self._similarity(clips, target), clips, tone)
 
     def _similarity(self, clips: list[np.ndarray], target: np.ndarray) -> float:
         clips16 = [soxr.resample(c, ENGINE_RATE, ENCODER_RATE).astype(np.float32) for c in clips]
@@ -213,9 +255,19 @@ class StyleRefiner:
         target_embedding: np.ndarray,
         start: VoiceRecipe,
         *,
+        reference_spectrum: np.ndarray | None = None,
+        alternatives: Sequence[VoiceRecipe] = (),
         on_progress: Callable[[RefineProgress], None] | None = None,
         should_cancel: Callable[[], bool] | None = None,
     ) -> RefineResult:
+        """Search for a voice closer to ``target_embedding`` than ``start``.
+
+        With ``reference_spectrum`` every candidate is scored as it will be
+        heard: with the reference's recording tone (synth/audio/tone.py).
+        ``alternatives`` (e.g. :meth:`InstantCloner.alternatives`) are
+        auditioned first, up to ``config.auditions``; the search then starts
+        from the best voice heard so far.
+        """
         cfg = self.config
         began = self._clock()
         deadline = began + cfg.budget_s
@@ -229,19 +281,38 @@ class StyleRefiner:
             if on_progress is not None:
                 on_progress(RefineProgress(min(1.0, max(0.0, fraction)), best, evals))
 
-        start_clips = self._render(start)
-        start_sim = self._similarity(start_clips, target_embedding)
-        start_wer = self._wer_of(start_clips)
+        def elapsed_fraction() -> float:
+            return 0.02 + 0.85 * (self._clock() - began) / cfg.budget_s
+
+        first = self._hear(start, target_embedding, reference_spectrum)
+        start_wer = self._wer_of(first.clips)
         evaluations = 1
         # Budget share kept for the ASR guard at the end (a few transcriptions).
         guard_reserve = min(0.25 * cfg.budget_s, (self._clock() - began) * cfg.guard_candidates)
-        report(0.02, start_sim, evaluations)
-
-        mean = start.timbre_coeffs.astype(np.float64).copy()
-        std = np.full_like(mean, cfg.initial_std)
-        scored: list[tuple[float, np.ndarray]] = [(start_sim, mean.copy())]
         search_end = deadline - guard_reserve
-        while self._clock() < search_end:
+        report(0.02, first.similarity, evaluations)
+        heard: list[_Heard] = [first]
+
+        for recipe in list(alternatives)[: cfg.auditions]:
+            if self._clock() >= search_end:
+                break
+            check_cancel()
+            if _same_recipe(recipe, start):
+                continue
+            heard.append(self._hear(recipe, target_embedding, reference_spectrum))
+            evaluations += 1
+            report(elapsed_fraction(), max(h.similarity for h in heard), evaluations)
+
+        origin = max(heard, key=lambda h: h.similarity).recipe
+        mean = origin.timbre_coeffs.astype(np.float64).copy()
+        std = np.full_like(mean, cfg.initial_std)
+        # (similarity, coefficients) around the origin's blend; the origin itself included.
+        scored: list[tuple[float, np.ndarray]] = [
+            (h.similarity, h.recipe.timbre_coeffs.astype(np.float64))
+            for h in heard
+            if h.recipe is origin
+        ]
+        while cfg.search and self._clock() < search_end:
             check_cancel()
             population = mean + std * rng.standard_normal((cfg.population, mean.size))
             generation: list[tuple[float, np.ndarray]] = []
@@ -249,63 +320,64 @@ class StyleRefiner:
                 if self._clock() >= search_end:
                     break
                 check_cancel()
-                clips = self._render(start.with_timbre_coeffs(coeffs.astype(np.float32)))
-                generation.append((self._similarity(clips, target_embedding), coeffs))
+                candidate = origin.with_timbre_coeffs(coeffs.astype(np.float32))
+                result = self._hear(candidate, target_embedding, reference_spectrum)
+                heard.append(result)
+                generation.append((result.similarity, coeffs))
                 evaluations += 1
-                best = max(s for s, _ in scored + generation)
-                report(0.02 + 0.85 * (self._clock() - began) / cfg.budget_s, best, evaluations)
-            if len(generation) < cfg.elite:
-                scored.extend(generation)
-                break
+                report(elapsed_fraction(), max(h.similarity for h in heard), evaluations)
             scored.extend(generation)
+            if len(generation) < cfg.elite:
+                break
             # Elites from everything seen so far: noisy objective, so keep memory.
             elites = np.stack([c for _, c in sorted(scored, key=lambda p: -p[0])[: cfg.elite]])
             mean = elites.mean(axis=0)
             std = np.maximum(elites.std(axis=0) * 0.9 + 0.1 * std, cfg.min_std)
 
         check_cancel()
-        ranked = sorted(scored, key=lambda p: -p[0])
+        ranked = sorted(heard, key=lambda h: -h.similarity)
         notes: list[str] = []
-        chosen: tuple[float, np.ndarray, float | None] | None = None
-        for sim, coeffs in ranked[: cfg.guard_candidates]:
-            if sim <= start_sim:
+        chosen: tuple[_Heard, float | None] | None = None
+        for contender in ranked[: cfg.guard_candidates]:
+            if contender.similarity <= first.similarity:
                 break
             check_cancel()
-            recipe = start.with_timbre_coeffs(coeffs.astype(np.float32))
-            clips = self._render(recipe)
-            wer = self._wer_of(clips)
+            wer = self._wer_of(contender.clips)
             if wer is not None and start_wer is not None and wer > start_wer + cfg.wer_margin:
                 notes.append(
                     f"candidate rejected by the ASR guard: WER {wer:.1%} vs start {start_wer:.1%}"
                 )
                 continue
-            chosen = (sim, coeffs, wer)
+            chosen = (contender, wer)
             break
-        report(1.0, ranked[0][0], evaluations)
+        report(1.0, ranked[0].similarity, evaluations)
         seconds = self._clock() - began
-        if chosen is None:
-            return RefineResult(
-                start,
-                self._atlas.basis.pack(start),
-                start_sim,
-                start_sim,
-                start_wer,
-                start_wer,
-                False,
-                evaluations,
-                seconds,
-                notes or ["no candidate beat the start voice"],
-            )
-        recipe = start.with_timbre_coeffs(chosen[1].astype(np.float32))
+        best, best_wer, improved = first, start_wer, False
+        if chosen is not None:
+            best, best_wer, improved = chosen[0], chosen[1], True
+        else:
+            notes = notes or ["no candidate beat the start voice"]
         return RefineResult(
-            recipe,
-            self._atlas.basis.pack(recipe),
-            chosen[0],
-            start_sim,
-            chosen[2],
+            best.recipe,
+            self._atlas.basis.pack(best.recipe),
+            best.similarity,
+            first.similarity,
+            best_wer,
             start_wer,
-            True,
+            improved,
             evaluations,
             seconds,
             notes,
+            None if best.tone is None else best.tone.gain_db,
         )
+
+
+def _same_recipe(a: VoiceRecipe, b: VoiceRecipe) -> bool:
+    return all(
+        np.allclose(x, y)
+        for x, y in (
+            (a.timbre_weights, b.timbre_weights),
+            (a.timbre_coeffs, b.timbre_coeffs),
+            (a.prosody_weights, b.prosody_weights),
+        )
+    )

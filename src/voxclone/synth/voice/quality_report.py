@@ -107,15 +107,24 @@ class QualityReporter:
         self._sentence = test_sentence
         self._rate = engine_rate
 
+    @property
+    def sample_rate(self) -> int:
+        return self._rate
+
+    def probe(self, style: np.ndarray) -> np.ndarray:
+        """The test sentence spoken with ``style`` (engine rate, before any post-processing)."""
+        return self._synthesize(self._tokens, style)
+
     def report(
         self,
         reference: ReferenceAudio,
         reference_embedding: np.ndarray,
-        style: np.ndarray,
+        audio: np.ndarray,
         *,
         reference_pitch_hz: float | None = None,
     ) -> QualityReport:
-        audio = self._synthesize(self._tokens, style)
+        """Report on ``audio``: the test sentence as the voice will really sound
+        (:meth:`probe`, then the same post-processing as live speech)."""
         audio16 = soxr.resample(audio, self._rate, 16_000).astype(np.float32)
         similarity = cosine(self._encoder.embed(audio16), reference_embedding)
         wer = None
