@@ -54,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
+from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import AudioQualityError  # noqa: E402
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
@@ -193,9 +194,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speakers", type=int, default=0, help="limit (0 = all)")
     parser.add_argument("--no-refine", action="store_true")
     parser.add_argument(
-        "--refine-auditions", type=int, default=RefineConfig.auditions, help="atlas voices heard"
+        "--refine-auditions",
+        type=int,
+        default=Settings().refine_auditions,
+        help="atlas voices heard (default: the product's)",
     )
-    parser.add_argument("--refine-no-search", action="store_true", help="audition only")
+    parser.add_argument(
+        "--refine-search",
+        action=argparse.BooleanOptionalAction,
+        default=Settings().refine_search,
+        help="run the cross-entropy search after the auditions (default: the product's)",
+    )
+    parser.add_argument(
+        "--no-toned-builtins", action="store_true", help="skip the tone-matched built-in baseline"
+    )
     parser.add_argument("--refine-std", type=float, default=RefineConfig.initial_std)
     parser.add_argument("--atlas", type=Path, help="atlas file (default: the shipped one)")
     parser.add_argument(
@@ -297,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                 "judge": stored[f"judge_{name}"],
                 "wer": float(stored[f"wer_{name}"]),
             }
-    for name, (_, pack) in builtin_voices(engine.assets.packs).items():
+    builtin_packs = {name: pack for name, (_, pack) in builtin_voices(engine.assets.packs).items()}
+    for name, pack in builtin_packs.items():
         if name in builtins:
             continue
         clips = render(pack)
@@ -325,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     refine_config = RefineConfig(
         budget_s=args.refine_budget,
         auditions=args.refine_auditions,
-        search=not args.refine_no_search,
+        search=args.refine_search,
         initial_std=args.refine_std,
     )
     refiner = StyleRefiner(
@@ -419,7 +432,15 @@ def main(argv: list[str] | None = None) -> int:
             "warnings": reference.warnings,
         }
         instant = None
+        instant_tone: ToneFilter | None = None
         spectrum = long_term_spectrum(reference.samples16k, 16_000)
+        if not args.no_toned_builtins:
+            # The same recording-tone match on a built-in voice: shows how much of
+            # a clone's gain is the tone alone and how much the atlas voice adds.
+            row["builtin_toned_sims"] = {}
+            for name, pack in builtin_packs.items():
+                vec = judge.embed_clips(render(pack, product_tone(spectrum, pack)))
+                row["builtin_toned_sims"][name] = float(np.mean([vec @ t for t in targets]))
         for label, cloner in instant_cloners.items():
             cloned = cloner.clone(reference.samples16k)
             matched = INSTANT_VARIANTS[label].get("tone", True)
@@ -433,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ref_f0": cloned.pitch.median_hz,
             }
             if label == "instant":
-                instant = cloned
+                instant, instant_tone = cloned, tone
         assert instant is not None
         if not args.no_refine:
             refined = refiner.refine(
@@ -444,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
                     instant.embedding, instant.pitch.median_hz, refine_config.auditions
                 ),
             )
-            tone = None if refined.tone_db is None else ToneFilter(refined.tone_db)
+            # As the service does: an improved voice gets its tone from the probe.
+            tone = product_tone(spectrum, refined.style) if refined.improved else instant_tone
             clips = render(refined.style, tone)
             row["refined"] = {
                 **score(clips),
@@ -463,9 +485,13 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     add_best_builtin_per_sex(rows, builtins, normalized)
-    methods = ["builtin_default", "builtin_best_per_sex", "builtin_oracle", *variants] + (
-        [] if args.no_refine else ["refined"]
-    )
+    baselines = ["builtin_default", "builtin_best_per_sex", "builtin_oracle"]
+    if not args.no_toned_builtins:
+        add_best_builtin_per_sex(
+            rows, builtins, normalized, "builtin_toned_sims", "builtin_best_per_sex_toned"
+        )
+        baselines.append("builtin_best_per_sex_toned")
+    methods = [*baselines, *variants] + ([] if args.no_refine else ["refined"])
     summary: dict[str, Any] = {
         m: {
             "judge_raw": float(np.mean([r[m]["judge_raw"] for r in rows])),
@@ -489,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_refine
         else {
             k: getattr(refine_config, k)
-            for k in ("auditions", "search", "initial_std", "population", "elite")
+            for k in ("auditions", "search", "min_gain", "initial_std", "population", "elite")
         },
         "atlas_voices": len(atlas),
         "machine": {"cpus": 2, "python": platform.python_version()},
@@ -512,7 +538,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_best_builtin_per_sex(
-    rows: list[dict[str, Any]], builtins: dict[str, dict[str, Any]], normalized: Normalizer
+    rows: list[dict[str, Any]],
+    builtins: dict[str, dict[str, Any]],
+    normalized: Normalizer,
+    sims_key: str = "builtin_sims",
+    label: str = "builtin_best_per_sex",
 ) -> None:
     """One built-in per sex: the one with the best mean score over that sex's speakers.
 
@@ -521,10 +551,10 @@ def add_best_builtin_per_sex(
     """
     for sex in sorted({r["sex"] for r in rows}):
         group = [r for r in rows if r["sex"] == sex]
-        best = max(builtins, key=lambda n: float(np.mean([r["builtin_sims"][n] for r in group])))
+        best = max(builtins, key=lambda n: float(np.mean([r[sims_key][n] for r in group])))
         for r in group:
-            sim = r["builtin_sims"][best]
-            r["builtin_best_per_sex"] = {
+            sim = r[sims_key][best]
+            r[label] = {
                 "voice": best,
                 "judge_raw": sim,
                 "judge_norm": normalized(sim, sex),

@@ -35,6 +35,7 @@ class FakeEnrollRequest:
     language: str = "en-us"
     keep_reference: bool = False
     refine: bool = False
+    match_tone: bool = True
 
 
 class FakeVoiceService:

@@ -56,6 +56,7 @@ def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceServic
     sent = fake.enrolled[-1]
     assert sent.owner == "local" and sent.consent.given_by == "Ada Lovelace"
     assert sent.consent.statement == FORM["consent_statement"]
+    assert sent.match_tone is True  # the recording's tone is matched unless turned off
 
     listed = client.get("/v1/voices").json()["voices"]
     assert [v["id"] for v in listed] == [voice["id"]]
@@ -65,6 +66,8 @@ def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceServic
     deleted = client.delete(f"/v1/voices/{voice['id']}")
     assert deleted.json() == {"id": voice["id"], "deleted": True}
     assert client.get(f"/v1/voices/{voice['id']}").status_code == 404
+    assert _enroll(client, name="Plain", match_tone="false").status_code == 201
+    assert fake.enrolled[-1].match_tone is False
 
 
 @pytest.mark.parametrize("consent", ["false", "", "yes please"])

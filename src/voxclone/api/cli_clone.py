@@ -40,6 +40,12 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--keep-reference", action="store_true", help="store the raw reference audio too"
     )
     p.add_argument(
+        "--no-tone-match",
+        dest="match_tone",
+        action="store_false",
+        help="do not give the clone the recording's tone (a cleaner, more neutral sound)",
+    )
+    p.add_argument(
         "--consent",
         action="store_true",
         help="confirm that the speaker consented to being cloned (required)",
@@ -71,6 +77,7 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
                 consent=consent,
                 language=args.language,
                 keep_reference=args.keep_reference,
+                match_tone=args.match_tone,
             )
         )
         print(

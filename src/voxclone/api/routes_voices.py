@@ -61,6 +61,9 @@ async def enroll_voice(
     language: Annotated[str, Form()] = "en-us",
     keep_reference: Annotated[bool, Form(description="keep the raw recording")] = False,
     refine: Annotated[bool, Form(description="start a background refinement job")] = False,
+    match_tone: Annotated[
+        bool, Form(description="give the clone the recording's tone (microphone, room, timbre)")
+    ] = True,
 ) -> EnrolledVoiceOut:
     if not _consent_given(consent):
         raise InvalidInput(
@@ -85,6 +88,7 @@ async def enroll_voice(
         language=language,
         keep_reference=keep_reference,
         refine=refine,
+        match_tone=match_tone,
     )
     voice, job = await run_in_threadpool(voices.enroll, req)
     out = VoiceOut.of(voice)

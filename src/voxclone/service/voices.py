@@ -33,7 +33,12 @@ from voxclone.runtime.voice_store import (
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
-from voxclone.synth.voice.clone import InstantCloner, RefineProgress, StyleRefiner
+from voxclone.synth.voice.clone import (
+    InstantCloner,
+    RefineConfig,
+    RefineProgress,
+    StyleRefiner,
+)
 from voxclone.synth.voice.prosody import PitchStats
 from voxclone.synth.voice.quality_report import QualityReporter, reference_warnings
 from voxclone.synth.voice.style_space import VoiceRecipe
@@ -288,6 +293,13 @@ class VoiceService:
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),
             )
+            tone_db = record.tone_db
+            if result.improved and spectrum is not None:
+                # Derived like at enrollment (from the report's probe sentence), so
+                # an instant and a refined voice get their tone the same way.
+                probe = self._reporter.probe(result.style) if self._reporter else None
+                tone = self._tone_for(spectrum, probe)
+                tone_db = None if tone is None else tone.gain_db
             quality = dict(record.quality)
             quality.update(
                 similarity=round(result.similarity, 4),
@@ -307,7 +319,7 @@ class VoiceService:
                 style=result.style,
                 quality=quality,
                 source="refined",
-                tone_db=result.tone_db,
+                tone_db=tone_db,
             )
             self._on_voice_changed(record.id)
             self._finish(
@@ -455,6 +467,7 @@ def build_voice_service(
         list(REFINE_SENTENCES),
         transcribe=transcriber.transcribe,
         word_error_rate=word_error_rate,
+        config=RefineConfig(auditions=settings.refine_auditions, search=settings.refine_search),
     )
     reporter = QualityReporter(
         encoder,

@@ -359,6 +359,7 @@ async function createVoice(event) {
   data.append("given_by", $("given-by").value.trim() || $("voice-name").value.trim());
   data.append("keep_reference", String($("keep-reference").checked));
   data.append("refine", String($("refine").checked));
+  data.append("match_tone", String($("match-tone").checked));
 
   form.dataset.busy = "true";
   updateCreateEnabled();
