@@ -583,6 +583,20 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         s = result["summary"][m]
         lines.append(f"| {m} | {s['judge_raw']:.3f} | {s['judge_norm']:.3f} | {s['wer']:.1%} |")
     lines.append("")
+    summary = result["summary"]
+
+    def gap(a: str, b: str) -> str:
+        if a not in summary or b not in summary:
+            return "n/a"
+        return f"{summary[a]['judge_norm'] - summary[b]['judge_norm']:+.3f}"
+
+    lines.append(
+        "Normalized gaps (targets +0.10 each): instant − builtin_best_per_sex "
+        f"{gap('instant', 'builtin_best_per_sex')}; refined − instant {gap('refined', 'instant')}; "
+        f"instant − builtin_best_per_sex_toned {gap('instant', 'builtin_best_per_sex_toned')} "
+        "(the same recording-tone match on the best built-in)."
+    )
+    lines.append("")
     lines.append(
         "| speaker | sex | per-speaker oracle built-in | "
         + " | ".join(m + " norm" for m in methods)

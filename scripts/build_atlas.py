@@ -13,6 +13,7 @@ over ``--workers`` processes and results are put back in index order.
 
     python scripts/build_atlas.py --voices 300 --workers 2
     python scripts/build_atlas.py --voices 2 --no-asr --out /tmp/tiny.npz   # smoke test
+    python scripts/build_atlas.py --voices 1500 --workers 2 --resume atlas.npz  # grow one
 
 The first voices are the five shipped packs and the built-in blends (with
 their own prosody, and named in the ``labels`` column), so the atlas always
@@ -158,6 +159,7 @@ def build(
     sentences: tuple[str, ...] = SENTENCES,
     checkpoint: Path | None = None,
     log_every: int = 10,
+    resume: Path | None = None,
 ) -> dict[str, np.ndarray]:
     from voxclone.synth.engine.assets import load_packs
 
@@ -169,7 +171,16 @@ def build(
     f0 = np.zeros(n, np.float32)
     wer = np.full(n, np.nan, np.float32)
     done = np.zeros(n, bool)
-    jobs = [(i, basis.pack(r)) for i, r in enumerate(recipes)]
+    if resume is not None:
+        # Recipes are prefix-stable, so a smaller build of the same seed and packs
+        # is exactly this build's first rows: keep its measurements.
+        kept = resumable_rows(resume, basis, recipes, seed, packs_digest(packs), use_asr, sentences)
+        k = len(kept["f0_median"])
+        embeddings[:k] = kept["embeddings"].astype(np.float32)
+        f0[:k], wer[:k], done[:k] = kept["f0_median"], kept["wer"], True
+        print(f"resuming: {k} voices kept from {resume}", flush=True)
+    jobs = [(i, basis.pack(r)) for i, r in enumerate(recipes) if not done[i]]
+    already = int(done.sum())
     started = time.perf_counter()
 
     def arrays() -> dict[str, np.ndarray]:
@@ -192,9 +203,9 @@ def build(
     def record(count: int, result: tuple[int, np.ndarray, float, float]) -> None:
         i, emb, pitch, err = result
         embeddings[i], f0[i], wer[i], done[i] = emb, pitch, err, True
-        if count % log_every == 0 or count == n:
+        if count % log_every == 0 or already + count == n:
             rate = (time.perf_counter() - started) / count
-            print(f"{count}/{n} voices, {rate:.2f} s/voice", flush=True)
+            print(f"{already + count}/{n} voices, {rate:.2f} s/voice", flush=True)
             if checkpoint is not None:
                 write(checkpoint, arrays())
 
@@ -214,6 +225,40 @@ def build(
     return arrays()
 
 
+def resumable_rows(
+    path: Path,
+    basis: StyleBasis,
+    recipes: list[VoiceRecipe],
+    seed: int,
+    digest: str,
+    use_asr: bool,
+    sentences: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """The measurements of an earlier build, checked to be this build's prefix."""
+    old = dict(np.load(path, allow_pickle=False))
+    k = len(old["f0_median"])
+    same = (
+        int(old["format_version"]) == FORMAT_VERSION
+        and int(old["seed"]) == seed
+        and str(old["packs_digest"]) == digest
+        and tuple(str(s) for s in old["sentences"]) == tuple(sentences)
+        and np.array_equal(old["directions"], basis.directions)
+        and k <= len(recipes)
+        and bool(np.all(np.isnan(old["wer"]))) != use_asr
+    )
+    if same:
+        for column, attribute in (
+            ("timbre_weights", "timbre_weights"),
+            ("timbre_coeffs", "timbre_coeffs"),
+            ("prosody_weights", "prosody_weights"),
+        ):
+            ours = np.stack([getattr(r, attribute) for r in recipes[:k]])
+            same = same and np.array_equal(old[column], ours)
+    if not same:
+        raise SystemExit(f"{path} is not a prefix of this build (seed, packs, sentences, ASR)")
+    return old
+
+
 def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.npz")
@@ -231,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-asr", action="store_true", help="skip the Whisper WER column")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--models-dir", type=Path, default=DEFAULT_MODELS)
+    parser.add_argument(
+        "--resume", type=Path, help="an earlier, smaller build of the same seed: reuse its voices"
+    )
     args = parser.parse_args(argv)
     result = build(
         args.voices,
@@ -239,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         use_asr=not args.no_asr,
         models_dir=args.models_dir,
         checkpoint=args.out,
+        resume=args.resume,
     )
     write(args.out, result)
     print(f"wrote {len(result['embeddings'])} voices")

@@ -209,7 +209,9 @@ def _load_script() -> ModuleType:
     return module
 
 
-def test_atlas_build_is_reproducible_with_a_fixed_seed(engine: KokoroEngine) -> None:
+def test_atlas_build_is_reproducible_with_a_fixed_seed(
+    engine: KokoroEngine, tmp_path: Path
+) -> None:
     script = _load_script()
     tiny = partial(
         script.build, 2, workers=1, use_asr=False, sentences=("Good morning.",), models_dir=MODELS
@@ -230,6 +232,16 @@ def test_atlas_build_is_reproducible_with_a_fixed_seed(engine: KokoroEngine) -> 
     assert not np.array_equal(a[-1].timbre_coeffs, c[-1].timbre_coeffs)
     assert first["embeddings"].dtype == np.float16  # keeps the shipped file small
     assert first["labels"].tolist() == list(basis.pack_names[:2])  # built-ins head the atlas
+
+    # Growing an atlas reuses the smaller build's voices and measures only the new ones.
+    smaller = tmp_path / "two.npz"
+    script.write(smaller, first)
+    grown = tiny.func(3, **{**tiny.keywords, "seed": 11, "resume": smaller})
+    assert len(grown["f0_median"]) == 3
+    for key in ("embeddings", "f0_median", "timbre_coeffs", "labels"):
+        np.testing.assert_array_equal(grown[key][:2], first[key], err_msg=key)
+    with pytest.raises(SystemExit):  # another seed's atlas is not a prefix of this one
+        tiny.func(3, **{**tiny.keywords, "seed": 12, "resume": smaller})
 
     # A checkpoint of a long build is exactly a shorter build: recipes are a prefix.
     long_run, short_run = script.make_recipes(basis, 60, 11), script.make_recipes(basis, 30, 11)
