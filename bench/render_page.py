@@ -104,12 +104,13 @@ def load_runs(results_dir: Path) -> dict[str, Any]:
 
 # -- helpers -----------------------------------------------------------------------------
 def command_for(name: str, data: dict[str, Any], runs: dict[str, Any]) -> str:
-    """The exact command behind a result: what run_all ran, else what the JSON says."""
-    if name in runs and runs[name].get("command"):
-        return str(runs[name]["command"])
+    """The exact command behind a result: what its JSON says (written by the run that
+    produced it, so a standalone re-run is not misattributed), else what run_all ran."""
     recorded = data.get(name, {})
     if isinstance(recorded, dict) and recorded.get("command"):
         return str(recorded["command"])
+    if name in runs and runs[name].get("command"):
+        return str(runs[name]["command"])
     return DEFAULT_COMMANDS.get(name, f"(unknown producer of {name})")
 
 
