@@ -122,9 +122,7 @@ class VoiceService:
         consent = _checked_consent(req.consent)
         reference = self._load_reference(req.audio)
         clone = self._cloner.clone(reference.samples16k)
-        spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
-        probe = self._reporter.probe(clone.style) if self._reporter is not None else None
-        tone = self._tone_for(spectrum if req.match_tone else None, probe)
+        spectrum, probe, tone = self._tone_of(reference, clone.style, match=req.match_tone)
         quality = self._quality(reference, clone.embedding, probe, tone, clone.pitch)
         quality["style_recipe"] = _recipe_to_json(clone.recipe)
         quality["instant_clone_s"] = round(clone.seconds, 3)
@@ -150,6 +148,18 @@ class VoiceService:
         )
         job = self.start_refine(record.id, req.owner) if req.refine else None
         return record, job
+
+    def _tone_of(
+        self, reference: ReferenceAudio, style: np.ndarray, *, match: bool
+    ) -> tuple[np.ndarray | None, np.ndarray | None, ToneFilter | None]:
+        """(reference spectrum, probe audio, tone filter) for a new voice.
+
+        The spectrum is kept even when ``match`` is off, so the tone can be
+        matched later; the probe doubles as the quality report's test audio.
+        """
+        spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
+        probe = self._reporter.probe(style) if self._reporter is not None else None
+        return spectrum, probe, self._tone_for(spectrum if match else None, probe)
 
     def _tone_for(self, spectrum: np.ndarray | None, probe: np.ndarray | None) -> ToneFilter | None:
         """The reference's recording tone for a voice heard in ``probe`` (None: no match)."""
@@ -189,9 +199,7 @@ class VoiceService:
                 return hit
         reference = self._load_reference(audio)
         clone = self._cloner.clone(reference.samples16k)
-        spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
-        probe = self._reporter.probe(clone.style) if self._reporter is not None else None
-        tone = self._tone_for(spectrum, probe)
+        _, _, tone = self._tone_of(reference, clone.style, match=True)
         voice = ResolvedVoice(voice_id, "inline reference", 1, clone.style, None, False, tone)
         with self._inline_lock:
             self._inline[voice_id] = voice

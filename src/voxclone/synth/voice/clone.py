@@ -102,15 +102,7 @@ class InstantCloner:
         self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None
     ) -> InstantClone:
         started = time.perf_counter() if started is None else started
-        gate = self._pitch_tolerance is not None and pitch.median_hz > 0
-        matches = self._atlas.nearest(
-            embedding,
-            self._top_k,
-            max_wer=self._max_wer,
-            pitch_hz=pitch.median_hz if gate else None,
-            pitch_tolerance=self._pitch_tolerance or PITCH_TOLERANCE,
-            builtin_margin=self._builtin_margin,
-        )
+        matches = self._eligible_nearest(embedding, pitch.median_hz, self._top_k)
         timbre = self._atlas.blended_timbre(matches, self._temperature)
         if self._prosody == "neighbour":
             prosody = self._atlas.prosody_of(matches[0].index)
@@ -120,18 +112,22 @@ class InstantCloner:
         style = self._atlas.basis.pack(recipe)
         return InstantClone(recipe, style, embedding, pitch, matches, time.perf_counter() - started)
 
-    def alternatives(self, embedding: np.ndarray, pitch_hz: float, count: int) -> list[VoiceRecipe]:
-        """The ``count`` best eligible atlas voices as recipes (prosody matched to
-        ``pitch_hz``), best first: starting points a refinement can audition."""
+    def _eligible_nearest(self, embedding: np.ndarray, pitch_hz: float, k: int) -> list[AtlasMatch]:
+        """The atlas lookup with this cloner's gates (WER, pitch) and built-in margin."""
         gate = self._pitch_tolerance is not None and pitch_hz > 0
-        matches = self._atlas.nearest(
+        return self._atlas.nearest(
             embedding,
-            count,
+            k,
             max_wer=self._max_wer,
             pitch_hz=pitch_hz if gate else None,
             pitch_tolerance=self._pitch_tolerance or PITCH_TOLERANCE,
             builtin_margin=self._builtin_margin,
         )
+
+    def alternatives(self, embedding: np.ndarray, pitch_hz: float, count: int) -> list[VoiceRecipe]:
+        """The ``count`` best eligible atlas voices as recipes (prosody matched to
+        ``pitch_hz``), best first: starting points a refinement can audition."""
+        matches = self._eligible_nearest(embedding, pitch_hz, count)
         prosody = self._atlas.prosody_for_pitch(pitch_hz) if pitch_hz > 0 else None
         recipes = []
         for match in matches:
