@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
+from scipy.signal import butter, sosfiltfilt
 
 F0_FLOOR_HZ = 60.0
 F0_CEIL_HZ = 500.0
+# Below every speaking voice's F0 floor, above 50/60 Hz mains hum.
+HIGHPASS_HZ = 70.0
+# Trimmed speech is normally 35-90 % voiced by DIO; under this it has failed
+# (LibriSpeech 103: 17-19 % voiced after the high-pass, median 79-192 Hz).
+MIN_DIO_VOICED_FRACTION = 0.25
+# Harvest costs ~0.2 s per second of audio: its fallback hears at most this much.
+HARVEST_MAX_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -32,23 +42,58 @@ class PitchStats:
 
 
 def pitch_stats(audio: np.ndarray, sample_rate: int) -> PitchStats:
-    """F0 statistics from WORLD's DIO + StoneMask (fast, robust enough for medians)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pyworld imports pkg_resources
-        import pyworld
+    """F0 statistics from WORLD's DIO + StoneMask after a 70 Hz high-pass.
 
+    DIO is ~50x faster than Harvest, which keeps an instant clone well under a
+    second, but on real recordings it has two failure modes we measured on the
+    dev set: mains hum (LibriSpeech 103 read as a 61 Hz "voice", 5 % voiced,
+    where Harvest hears 205 Hz) and large unvoiced stretches. The high-pass
+    removes the hum; when DIO still finds almost nothing voiced in what is
+    trimmed speech, a bounded Harvest pass decides instead.
+    """
     x = np.asarray(audio, dtype=np.float64).ravel()
     if x.size < sample_rate // 10:
         return PitchStats(0.0, 0.0, 0.0, 0.0)
-    f0, times = pyworld.dio(
-        x, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ, frame_period=10.0
-    )
-    f0 = pyworld.stonemask(x, f0, times, sample_rate)
+    x = np.ascontiguousarray(sosfiltfilt(_highpass(sample_rate), x))
+    f0 = _dio(x, sample_rate)
+    voiced_fraction = float((f0 > 0).mean())
+    if voiced_fraction < MIN_DIO_VOICED_FRACTION:
+        excerpt = x[: int(HARVEST_MAX_S * sample_rate)]
+        fallback = _harvest(excerpt, sample_rate)
+        if (fallback > 0).mean() > voiced_fraction:
+            f0, voiced_fraction = fallback, float((fallback > 0).mean())
     voiced = f0[f0 > 0]
     if voiced.size < 5:
-        return PitchStats(0.0, 0.0, 0.0, float(voiced.size) / max(f0.size, 1))
+        return PitchStats(0.0, 0.0, 0.0, voiced_fraction)
     low, median, high = np.percentile(voiced, [10, 50, 90])
-    return PitchStats(float(median), float(low), float(high), float(voiced.size) / f0.size)
+    return PitchStats(float(median), float(low), float(high), voiced_fraction)
+
+
+@lru_cache(maxsize=8)
+def _highpass(sample_rate: int) -> np.ndarray:
+    return np.asarray(butter(4, HIGHPASS_HZ, "highpass", fs=sample_rate, output="sos"))
+
+
+def _world() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pyworld imports pkg_resources
+        import pyworld
+    return pyworld
+
+
+def _dio(x: np.ndarray, sample_rate: int) -> np.ndarray:
+    world = _world()
+    f0, times = world.dio(
+        x, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ, frame_period=10.0
+    )
+    return np.asarray(world.stonemask(x, f0, times, sample_rate))
+
+
+def _harvest(x: np.ndarray, sample_rate: int) -> np.ndarray:
+    f0, _ = _world().harvest(
+        x, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ, frame_period=10.0
+    )
+    return np.asarray(f0)
 
 
 def octave_distance(a_hz: float, b_hz: float) -> float:
