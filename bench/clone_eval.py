@@ -53,6 +53,7 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,103 @@ class Normalizer:
         return (sim - stranger) / span
 
 
+@dataclass
+class RecordingStats:
+    """Judge embeddings of every real recording and the normalization they give."""
+
+    real: dict[str, list[np.ndarray]]  # speaker -> judge vectors, manifest order
+    sexes: dict[str, str]
+    inferred: dict[str, bool]  # sex inferred from F0 (manifest silent)
+    audio: dict[str, np.ndarray]  # manifest file -> 16 kHz samples
+    normalizer: Normalizer
+
+
+def recording_statistics(
+    judge: Judge, evaldata: Path, by_speaker: dict[str, list[dict[str, Any]]]
+) -> RecordingStats:
+    """Every dev speaker counts as a stranger; only those with 2+ utterances give same pairs."""
+    real: dict[str, list[np.ndarray]] = {}
+    sexes: dict[str, str] = {}
+    inferred: dict[str, bool] = {}
+    audio: dict[str, np.ndarray] = {}
+    for speaker in sorted(by_speaker):
+        vectors = []
+        for entry in by_speaker[speaker]:
+            x = load_wav16(evaldata / entry["file"])
+            audio[entry["file"]] = x
+            vectors.append(judge.embed(x))
+        real[speaker] = vectors
+        sex = by_speaker[speaker][0].get("sex")
+        inferred[speaker] = sex not in ("F", "M")
+        if inferred[speaker]:
+            f0 = pitch_stats(
+                np.concatenate([audio[e["file"]] for e in by_speaker[speaker]]), 16_000
+            ).median_hz
+            sex = "M" if f0 < MALE_F0_BELOW_HZ else "F"
+        sexes[speaker] = str(sex)
+    measured_same, measured_strangers = pair_means(real, sexes)
+    return RecordingStats(
+        real, sexes, inferred, audio, Normalizer(measured_same, measured_strangers)
+    )
+
+
+@dataclass
+class Enrollment:
+    entry: dict[str, Any]  # the manifest entry enrolled from
+    reference: Any  # PreparedReference or BypassedReference
+    rejected: list[dict[str, str]]
+    bypassed: bool
+    prepare_s: float
+
+
+def choose_enrollment(
+    utterances: list[dict[str, Any]],
+    evaldata: Path,
+    detector: SpeechDetector,
+    audio: dict[str, np.ndarray],
+    *,
+    admit_rejected: bool,
+) -> Enrollment | None:
+    """The first utterance (callers sort longest first) the product's ingestion accepts.
+
+    With ``admit_rejected`` a speaker whose every clip is rejected is enrolled
+    from the raw first clip (benchmark only: what the cloner would do had
+    ingestion let it through). None when nothing can be enrolled.
+    """
+    rejected: list[dict[str, str]] = []
+    for candidate in utterances:
+        t0 = time.perf_counter()
+        try:
+            reference = prepare_reference(
+                (evaldata / candidate["file"]).read_bytes(),
+                detector=detector,
+                max_bytes=50 << 20,
+                max_seconds=600.0,
+            )
+        except AudioQualityError as exc:
+            rejected.append({"file": candidate["file"], "reason": exc.message})
+            continue
+        return Enrollment(candidate, reference, rejected, False, time.perf_counter() - t0)
+    if not admit_rejected:
+        return None
+    raw = audio[utterances[0]["file"]]
+    return Enrollment(utterances[0], BypassedReference(raw, len(raw) / 16_000), rejected, True, 0.0)
+
+
+def split_in_halves(
+    entry: dict[str, Any], audio: dict[str, np.ndarray], directory: Path
+) -> list[dict[str, Any]]:
+    """Two manifest-like entries for the halves of one recording (WAVs in ``directory``)."""
+    x = audio[entry["file"]]
+    halves = []
+    for tag, part in (("a", x[: len(x) // 2]), ("b", x[len(x) // 2 :])):
+        path = directory / f"{entry['speaker']}_{tag}.wav"
+        sf.write(path, part, 16_000)
+        audio[str(path)] = part
+        halves.append({**entry, "file": str(path), "duration_s": len(part) / 16_000})
+    return halves
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="zero-shot cloning benchmark")
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
@@ -296,44 +394,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
 
-    # Real-recording statistics for normalization.
-    real: dict[str, list[np.ndarray]] = {}
-    sexes: dict[str, str] = {}
-    inferred: dict[str, bool] = {}
-    audio_cache: dict[str, np.ndarray] = {}
-    # Every dev speaker counts as a stranger; only those with 2+ utterances give same pairs.
-    for speaker in sorted(by_speaker):
-        vectors = []
-        for entry in by_speaker[speaker]:
-            x = load_wav16(args.evaldata / entry["file"])
-            audio_cache[entry["file"]] = x
-            vectors.append(judge.embed(x))
-        real[speaker] = vectors
-        sex = by_speaker[speaker][0].get("sex")
-        if sex not in ("F", "M"):
-            f0 = pitch_stats(
-                np.concatenate([audio_cache[e["file"]] for e in by_speaker[speaker]]), 16_000
-            ).median_hz
-            sex = "M" if f0 < MALE_F0_BELOW_HZ else "F"
-            inferred[speaker] = True
-        else:
-            inferred[speaker] = False
-        sexes[speaker] = sex
-    measured_same, measured_strangers = pair_means(real, sexes)
-    normalized = Normalizer(measured_same, measured_strangers)
+    stats = recording_statistics(judge, args.evaldata, by_speaker)
+    real, sexes, inferred, audio_cache = stats.real, stats.sexes, stats.inferred, stats.audio
+    normalized = stats.normalizer
     if args.split_singles:
         # Normalization stays the dev set's (above); only now do single-clip
         # speakers become two "utterances": the halves of their one recording.
         split_dir = Path(tempfile.mkdtemp(prefix="clone_eval_split_"))
         for speaker in chosen:
-            entry = by_speaker[speaker][0]
-            x = audio_cache[entry["file"]]
-            halves = []
-            for tag, part in (("a", x[: len(x) // 2]), ("b", x[len(x) // 2 :])):
-                path = split_dir / f"{speaker}_{tag}.wav"
-                sf.write(path, part, 16_000)
-                audio_cache[str(path)] = part
-                halves.append({**entry, "file": str(path), "duration_s": len(part) / 16_000})
+            halves = split_in_halves(by_speaker[speaker][0], audio_cache, split_dir)
             by_speaker[speaker] = halves
             real[speaker] = [judge.embed(audio_cache[h["file"]]) for h in halves]
 
@@ -394,33 +463,14 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for speaker in chosen:
         utts = sorted(by_speaker[speaker], key=lambda e: -e["duration_s"])
-        # Enroll from the longest utterance the product's ingestion accepts.
-        rejected: list[dict[str, str]] = []
-        reference: Any = None
-        prep_s, enroll = 0.0, utts[0]
-        for candidate in utts:
-            t0 = time.perf_counter()
-            try:
-                reference = prepare_reference(
-                    (args.evaldata / candidate["file"]).read_bytes(),
-                    detector=detector,
-                    max_bytes=50 << 20,
-                    max_seconds=600.0,
-                )
-            except AudioQualityError as exc:
-                rejected.append({"file": candidate["file"], "reason": exc.message})
-                continue
-            prep_s, enroll = time.perf_counter() - t0, candidate
-            break
-        bypassed = False
-        if reference is None and args.admit_rejected:
-            # Benchmark-only: score what the cloner would do had ingestion let it through.
-            enroll, bypassed = utts[0], True
-            raw = audio_cache[enroll["file"]]
-            reference = BypassedReference(raw, len(raw) / 16_000)
-        if reference is None:
+        enrollment = choose_enrollment(
+            utts, args.evaldata, detector, audio_cache, admit_rejected=args.admit_rejected
+        )
+        if enrollment is None:
             print(f"skipping {speaker}: every utterance was rejected by ingestion", flush=True)
             continue
+        enroll, reference = enrollment.entry, enrollment.reference
+        rejected, bypassed, prep_s = enrollment.rejected, enrollment.bypassed, enrollment.prepare_s
         held_out = [e for e in utts if e is not enroll]
         targets = [real[speaker][by_speaker[speaker].index(e)] for e in held_out]
         sex = sexes[speaker]

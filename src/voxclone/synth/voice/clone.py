@@ -102,7 +102,7 @@ class InstantCloner:
         self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None
     ) -> InstantClone:
         started = time.perf_counter() if started is None else started
-        matches = self._eligible_nearest(embedding, pitch.median_hz, self._top_k)
+        matches = self.eligible_nearest(embedding, pitch.median_hz, self._top_k)
         timbre = self._atlas.blended_timbre(matches, self._temperature)
         if self._prosody == "neighbour":
             prosody = self._atlas.prosody_of(matches[0].index)
@@ -112,7 +112,7 @@ class InstantCloner:
         style = self._atlas.basis.pack(recipe)
         return InstantClone(recipe, style, embedding, pitch, matches, time.perf_counter() - started)
 
-    def _eligible_nearest(self, embedding: np.ndarray, pitch_hz: float, k: int) -> list[AtlasMatch]:
+    def eligible_nearest(self, embedding: np.ndarray, pitch_hz: float, k: int) -> list[AtlasMatch]:
         """The atlas lookup with this cloner's gates (WER, pitch) and built-in margin."""
         gate = self._pitch_tolerance is not None and pitch_hz > 0
         return self._atlas.nearest(
@@ -127,7 +127,7 @@ class InstantCloner:
     def alternatives(self, embedding: np.ndarray, pitch_hz: float, count: int) -> list[VoiceRecipe]:
         """The ``count`` best eligible atlas voices as recipes (prosody matched to
         ``pitch_hz``), best first: starting points a refinement can audition."""
-        matches = self._eligible_nearest(embedding, pitch_hz, count)
+        matches = self.eligible_nearest(embedding, pitch_hz, count)
         prosody = self._atlas.prosody_for_pitch(pitch_hz) if pitch_hz > 0 else None
         recipes = []
         for match in matches:
@@ -177,12 +177,13 @@ class RefineConfig:
 
 
 @dataclass
-class _Heard:
+class Heard:
     """One candidate as the user would hear it, with its score."""
 
     recipe: VoiceRecipe
-    similarity: float
-    clips: list[np.ndarray]
+    similarity: float  # cosine of ``embedding`` to the target
+    clips: list[np.ndarray]  # test sentences, 24 kHz, tone applied
+    embedding: np.ndarray  # product-encoder embedding of the clips
 
 
 class StyleRefiner:
@@ -223,7 +224,7 @@ class StyleRefiner:
         return clone
 
     # -- measurement helpers ---------------------------------------------------
-    def _hear(self, recipe: VoiceRecipe, target: np.ndarray, spectrum: np.ndarray | None) -> _Heard:
+    def hear(self, recipe: VoiceRecipe, target: np.ndarray, spectrum: np.ndarray | None) -> Heard:
         """Synthesize the test sentences, give them the reference's tone, score them."""
         pack = self._atlas.basis.pack(recipe)
         clips = [self._synthesize(t, pack) for t in self._tokens]
@@ -236,11 +237,9 @@ class StyleRefiner:
         )
         if tone is not None:
             clips = [tone.apply(c, ENGINE_RATE) for c in clips]
-        return _Heard(recipe, self._similarity(clips, target), clips)
-
-    def _similarity(self, clips: list[np.ndarray], target: np.ndarray) -> float:
         clips16 = [soxr.resample(c, ENGINE_RATE, ENCODER_RATE).astype(np.float32) for c in clips]
-        return cosine(self._encoder.embed_many(clips16), target)
+        embedding = self._encoder.embed_many(clips16)
+        return Heard(recipe, cosine(embedding, target), clips, embedding)
 
     def _wer_of(self, clips: list[np.ndarray]) -> float | None:
         if self._transcribe is None or self._wer is None:
@@ -286,14 +285,14 @@ class StyleRefiner:
         def elapsed_fraction() -> float:
             return 0.02 + 0.85 * (self._clock() - began) / cfg.budget_s
 
-        first = self._hear(start, target_embedding, reference_spectrum)
+        first = self.hear(start, target_embedding, reference_spectrum)
         start_wer = self._wer_of(first.clips)
         evaluations = 1
         # Budget share kept for the ASR guard at the end (a few transcriptions).
         guard_reserve = min(0.25 * cfg.budget_s, (self._clock() - began) * cfg.guard_candidates)
         search_end = deadline - guard_reserve
         report(0.02, first.similarity, evaluations)
-        heard: list[_Heard] = [first]
+        heard: list[Heard] = [first]
 
         for recipe in list(alternatives)[: cfg.auditions]:
             if self._clock() >= search_end:
@@ -301,7 +300,7 @@ class StyleRefiner:
             check_cancel()
             if _same_recipe(recipe, start):
                 continue
-            heard.append(self._hear(recipe, target_embedding, reference_spectrum))
+            heard.append(self.hear(recipe, target_embedding, reference_spectrum))
             evaluations += 1
             report(elapsed_fraction(), max(h.similarity for h in heard), evaluations)
 
@@ -323,7 +322,7 @@ class StyleRefiner:
                     break
                 check_cancel()
                 candidate = origin.with_timbre_coeffs(coeffs.astype(np.float32))
-                result = self._hear(candidate, target_embedding, reference_spectrum)
+                result = self.hear(candidate, target_embedding, reference_spectrum)
                 heard.append(result)
                 generation.append((result.similarity, coeffs))
                 evaluations += 1
@@ -339,7 +338,7 @@ class StyleRefiner:
         check_cancel()
         ranked = sorted(heard, key=lambda h: -h.similarity)
         notes: list[str] = []
-        chosen: tuple[_Heard, float | None] | None = None
+        chosen: tuple[Heard, float | None] | None = None
         for contender in ranked[: cfg.guard_candidates]:
             if contender.similarity <= first.similarity + cfg.min_gain:
                 break

