@@ -316,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run the cross-entropy search after the auditions (default: the product's)",
     )
     parser.add_argument(
+        "--refine-prosody",
+        type=int,
+        default=Settings().refine_prosody_auditions,
+        help="prosody halves heard on the best timbre (default: the product's)",
+    )
+    parser.add_argument(
         "--no-toned-builtins", action="store_true", help="skip the tone-matched built-in baseline"
     )
     parser.add_argument("--refine-std", type=float, default=RefineConfig.initial_std)
@@ -446,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     refine_config = RefineConfig(
         budget_s=args.refine_budget,
         auditions=args.refine_auditions,
+        prosody_auditions=args.refine_prosody,
         search=args.refine_search,
         initial_std=args.refine_std,
     )
@@ -553,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
                 alternatives=instant_cloners["instant"].alternatives(
                     instant.embedding, instant.pitch.median_hz, refine_config.auditions
                 ),
+                prosodies=atlas.prosodies_for_pitch(
+                    instant.pitch.median_hz, refine_config.prosody_auditions + 1
+                ),
             )
             # As the service does: an improved voice gets its tone from the probe.
             tone = product_tone(spectrum, refined.style) if refined.improved else instant_tone
@@ -606,7 +616,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_refine
         else {
             k: getattr(refine_config, k)
-            for k in ("auditions", "search", "min_gain", "initial_std", "population", "elite")
+            for k in (
+                "auditions",
+                "prosody_auditions",
+                "search",
+                "min_gain",
+                "initial_std",
+                "population",
+                "elite",
+            )
         },
         "atlas_voices": len(atlas),
         "machine": {"cpus": 2, "python": platform.python_version()},

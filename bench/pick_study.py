@@ -310,14 +310,22 @@ def nearest(margin: float, score: Callable[[dict[str, Any]], float]) -> Policy:
 
 
 def audition(
-    start: Policy, gain: float, heard: Callable[[dict[str, Any]], float], count: int = 24
+    start: Policy,
+    gain: float,
+    heard: Callable[[dict[str, Any]], float],
+    count: int = 24,
+    *,
+    builtins: bool = False,
 ) -> Policy:
-    """Refine: hear the start and ``count`` alternatives; switch only on a ``gain`` lead."""
+    """Refine: hear the start and ``count`` alternatives (and, with ``builtins``,
+    every built-in voice); switch only on a ``gain`` lead."""
 
     def pick(row: dict[str, Any]) -> dict[str, Any]:
         table = _by_index(row)
         first = start(row)
         heard_pool = [table[i] for i in row["alternatives"][:count] if i in table]
+        if builtins:
+            heard_pool += [c for c in row["candidates"] if c["builtin"]]
         best = max([first, *heard_pool], key=heard)
         return best if heard(best) > heard(first) + gain else first
 
@@ -369,6 +377,12 @@ def policy_table(auditions: bool = True) -> dict[str, Policy]:
         for gain in GAINS:
             table[f"audition g={gain:.2f}"] = audition(product, gain, heard_full)
             table[f"audition half-min g={gain:.2f}"] = audition(product, gain, heard_half_min)
+            table[f"audition + built-ins g={gain:.2f}"] = audition(
+                product, gain, heard_full, builtins=True
+            )
+            table[f"audition half-min + built-ins g={gain:.2f}"] = audition(
+                product, gain, heard_half_min, builtins=True
+            )
     table["oracle (judge picks; ceiling)"] = lambda row: max(
         row["candidates"], key=lambda c: c["judge_norm"]
     )

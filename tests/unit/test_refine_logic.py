@@ -69,14 +69,18 @@ def make_refiner(
     config: RefineConfig,
     *,
     wer_by_value: dict[float, float] | None = None,
+    extra_voices: dict[float, VoiceRecipe] | None = None,
 ) -> StyleRefiner:
+    """``extra_voices``: more recipes the fake synthesizer knows, by the value they sound as."""
     packs_to_value: dict[bytes, float] = {}
 
-    def remember(value: float) -> None:
-        packs_to_value[atlas.basis.pack(recipe(value)).tobytes()] = value
+    def remember(value: float, voice: VoiceRecipe | None = None) -> None:
+        packs_to_value[atlas.basis.pack(voice or recipe(value)).tobytes()] = value
 
     for v in (0.0, 0.3, 0.31, 0.5, 0.9, 1.0):
         remember(v)
+    for v, voice in (extra_voices or {}).items():
+        remember(v, voice)
 
     def synth(tokens: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
         value = packs_to_value.get(pack.tobytes(), -5.0)  # unknown (search) voices score badly
@@ -158,3 +162,25 @@ def test_cancel_stops_the_refinement(atlas: VoiceAtlas) -> None:
             alternatives=[recipe(0.9)],
             should_cancel=lambda: True,
         )
+
+
+def test_prosody_auditions_try_other_intonations_on_the_best_timbre(atlas: VoiceAtlas) -> None:
+    own = np.full(N_PACKS, 0.5, np.float32)  # every test recipe's prosody half
+    other = np.array([0.2, 0.8], np.float32)
+    livelier = recipe(0.3).with_prosody(other)
+    config = RefineConfig(budget_s=100.0, auditions=8, prosody_auditions=1, search=False)
+    refiner = make_refiner(atlas, config, extra_voices={0.95: livelier})
+    result = refiner.refine(
+        target_for(1.0), recipe(0.0), alternatives=[recipe(0.3)], prosodies=[own, other]
+    )
+    # The timbre's own prosody is skipped (already heard), the other one wins.
+    assert result.improved
+    assert np.allclose(result.recipe.prosody_weights, other)
+    assert float(result.recipe.timbre_coeffs[0]) == pytest.approx(0.3)
+    assert result.evaluations == 3
+    # Without prosody auditions the best timbre keeps its prosody.
+    plain = make_refiner(atlas, AUDITION_ONLY, extra_voices={0.95: livelier})
+    kept = plain.refine(
+        target_for(1.0), recipe(0.0), alternatives=[recipe(0.3)], prosodies=[own, other]
+    )
+    assert np.allclose(kept.recipe.prosody_weights, own)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voxclone.synth.voice.atlas import VoiceAtlas
-from voxclone.synth.voice.prosody import choose_prosody, pitch_stats
+from voxclone.synth.voice.prosody import choose_prosody, pitch_stats, rank_prosody
 from voxclone.synth.voice.style_space import (
     PROSODY,
     TIMBRE,
@@ -254,3 +254,11 @@ def test_pitch_stats_ignore_mains_hum() -> None:
     hum = 0.4 * np.sin(2 * np.pi * 60.0 * t) + 0.1 * np.sin(2 * np.pi * 180.0 * t)
     stats = pitch_stats((voice + hum).astype(np.float32), sr)
     assert stats.median_hz == pytest.approx(200.0, rel=0.08)
+
+
+def test_prosody_ranking_orders_by_pitch_fit_and_drops_unmeasured() -> None:
+    f0 = np.array([100.0, 210.0, 190.0, 0.0])
+    assert rank_prosody(200.0, f0).tolist() == [1, 2, 0]
+    # Intelligibility still counts: 190 Hz and clear beats 210 Hz and unclear.
+    assert rank_prosody(200.0, f0, np.array([0.0, 0.5, 0.0, 0.0])).tolist() == [2, 1, 0]
+    assert choose_prosody(200.0, f0) == 1

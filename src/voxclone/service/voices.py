@@ -298,6 +298,9 @@ class VoiceService:
                 start,
                 reference_spectrum=spectrum,
                 alternatives=alternatives,
+                prosodies=self._cloner.atlas.prosodies_for_pitch(
+                    pitch_hz, refiner.config.prosody_auditions + 1
+                ),
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),
             )
@@ -475,7 +478,11 @@ def build_voice_service(
         list(REFINE_SENTENCES),
         transcribe=transcriber.transcribe,
         word_error_rate=word_error_rate,
-        config=RefineConfig(auditions=settings.refine_auditions, search=settings.refine_search),
+        config=RefineConfig(
+            auditions=settings.refine_auditions,
+            prosody_auditions=settings.refine_prosody_auditions,
+            search=settings.refine_search,
+        ),
     )
     reporter = QualityReporter(
         encoder,

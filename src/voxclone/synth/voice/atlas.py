@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.voice.prosody import choose_prosody
+from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
 
 SUPPORTED_FORMAT = 1
@@ -203,3 +203,12 @@ class VoiceAtlas:
         """Prosody blend weights of the atlas voice whose pitch best fits ``target_hz``."""
         index = choose_prosody(target_hz, self.f0_median, self.wer, wer_weight=wer_weight)
         return self._prosody_w[index].copy()
+
+    def prosodies_for_pitch(self, target_hz: float, count: int) -> list[np.ndarray]:
+        """The ``count`` prosody halves that fit ``target_hz`` best, best first.
+
+        Near-equal pitch, different intonation and pace: what a refinement
+        can audition once the timbre is settled.
+        """
+        order = rank_prosody(target_hz, self.f0_median, self.wer)[:count]
+        return [self._prosody_w[i].copy() for i in order]

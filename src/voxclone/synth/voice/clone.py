@@ -167,6 +167,9 @@ class RefineConfig:
     wer_margin: float = 0.05  # a result may be at most 5 WER points worse than the start
     guard_candidates: int = 3  # best candidates to try through the ASR guard
     auditions: int = 0  # atlas alternatives heard before the search (0: search from the start)
+    # Prosody halves of near-equal pitch heard on the best timbre after the
+    # auditions (intonation and pace are part of how a voice is recognised).
+    prosody_auditions: int = 0
     search: bool = True  # False: only audition, no continuous search
     # A result must beat the start voice's similarity by this much. The best of
     # many noisy scores is inflated (winner's curse): on held-out speakers,
@@ -258,6 +261,7 @@ class StyleRefiner:
         *,
         reference_spectrum: np.ndarray | None = None,
         alternatives: Sequence[VoiceRecipe] = (),
+        prosodies: Sequence[np.ndarray] = (),
         on_progress: Callable[[RefineProgress], None] | None = None,
         should_cancel: Callable[[], bool] | None = None,
     ) -> RefineResult:
@@ -266,8 +270,10 @@ class StyleRefiner:
         With ``reference_spectrum`` every candidate is scored as it will be
         heard: with the reference's recording tone (synth/audio/tone.py).
         ``alternatives`` (e.g. :meth:`InstantCloner.alternatives`) are
-        auditioned first, up to ``config.auditions``; the search then starts
-        from the best voice heard so far.
+        auditioned first, up to ``config.auditions``; then ``prosodies``
+        (prosody halves, e.g. :meth:`VoiceAtlas.prosodies_for_pitch`), up to
+        ``config.prosody_auditions``, each on the best timbre heard so far;
+        the search then starts from the best voice heard.
         """
         cfg = self.config
         began = self._clock()
@@ -301,6 +307,20 @@ class StyleRefiner:
             if _same_recipe(recipe, start):
                 continue
             heard.append(self.hear(recipe, target_embedding, reference_spectrum))
+            evaluations += 1
+            report(elapsed_fraction(), max(h.similarity for h in heard), evaluations)
+
+        timbre = max(heard, key=lambda h: h.similarity).recipe
+        tried = 0
+        for prosody in prosodies:
+            if tried >= cfg.prosody_auditions or self._clock() >= search_end:
+                break
+            check_cancel()
+            candidate = timbre.with_prosody(prosody)
+            if _same_recipe(candidate, timbre):
+                continue  # the timbre's own prosody: heard already
+            tried += 1
+            heard.append(self.hear(candidate, target_embedding, reference_spectrum))
             evaluations += 1
             report(elapsed_fraction(), max(h.similarity for h in heard), evaluations)
 

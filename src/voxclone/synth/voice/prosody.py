@@ -115,6 +115,17 @@ def choose_prosody(
     (~7 %) of pitch error is worth about 10 WER points; a candidate that is
     hard to understand never wins just because its pitch fits.
     """
+    return int(rank_prosody(target_hz, candidate_f0, candidate_wer, wer_weight=wer_weight)[0])
+
+
+def rank_prosody(
+    target_hz: float,
+    candidate_f0: np.ndarray,
+    candidate_wer: np.ndarray | None = None,
+    *,
+    wer_weight: float = 1.0,
+) -> np.ndarray:
+    """Candidates with a measured pitch, best first by :func:`choose_prosody`'s cost."""
     f0 = np.asarray(candidate_f0, dtype=np.float64)
     usable = f0 > 0
     if not usable.any():
@@ -125,5 +136,5 @@ def choose_prosody(
         cost = np.abs(np.log2(np.where(usable, f0, 1.0) / target_hz))
     if candidate_wer is not None:
         cost = cost + wer_weight * np.asarray(candidate_wer, dtype=np.float64)
-    cost = np.where(usable, cost, np.inf)
-    return int(np.argmin(cost))
+    order = np.argsort(np.where(usable, cost, np.inf), kind="stable")
+    return order[: int(usable.sum())]
