@@ -267,6 +267,35 @@ def plot_clone(data: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
+def plot_pick_study(name: str) -> Callable[[dict[str, Any], Path], Path | None]:
+    """Mean judge score of each selection policy's pick, one bar per case kind."""
+
+    def plot(data: dict[str, Any], path: Path) -> Path | None:
+        policies = data.get(name, {}).get("policies", {})
+        if not policies:
+            return None
+        kinds = sorted({k for p in policies.values() for k in p["mean_norm"]})
+        plt = _pyplot()
+        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(policies) * len(kinds) / 2 + 1.5))
+        height = 0.8 / len(kinds)
+        for i, kind in enumerate(kinds):
+            values = [float(p["mean_norm"].get(kind, 0.0)) for p in policies.values()]
+            ax.barh([j + i * height for j in range(len(policies))], values, height, label=kind)
+        ax.set_yticks(
+            [j + 0.4 - height / 2 for j in range(len(policies))], list(policies), fontsize=7
+        )
+        ax.invert_yaxis()
+        ax.axvline(0, color="grey", linewidth=0.8)
+        ax.set_xlabel("normalized judge similarity of the pick (mean over cases)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+    return plot
+
+
 # -- sections ----------------------------------------------------------------------------
 def section_machine(machine: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
@@ -544,11 +573,19 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
 CLONE_SUBSECTIONS = {
     "clone_eval_split": "Robustness set: single recordings split in halves",
     "clone_eval_cem": "Continuous search (CEM) instead of auditions",
+    "pick_study": "Which instant pick carries over to the judge (policies replayed)",
+    "pick_study_auditions": "Which refine audition policy carries over (policies replayed)",
 }
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 
 
-def clone_subsections(data: dict[str, Any], markdown: dict[str, str], runs: dict[str, Any]) -> str:
+def clone_subsections(
+    data: dict[str, Any],
+    markdown: dict[str, str],
+    runs: dict[str, Any],
+    out_page: Path,
+    plots: dict[str, Path | None],
+) -> str:
     parts = []
     for name, title in CLONE_SUBSECTIONS.items():
         if name in markdown:
@@ -558,6 +595,7 @@ def clone_subsections(data: dict[str, Any], markdown: dict[str, str], runs: dict
                 + "\n"
                 + demote_headings(markdown[name].strip(), 3)
                 + "\n"
+                + image(out_page, plots.get(name), name)
             )
     return "".join(parts)
 
@@ -598,6 +636,8 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         "ttfa_hist": plot_ttfa,
         "peers": plot_peers,
         "clone_similarity": plot_clone,
+        "pick_study": plot_pick_study("pick_study"),
+        "pick_study_auditions": plot_pick_study("pick_study_auditions"),
     }
     for name, maker in makers.items():
         try:
@@ -627,7 +667,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
             markdown,
             runs,
             image(out_page, plots["clone_similarity"], "clone identity per speaker")
-            + clone_subsections(data, markdown, runs),
+            + clone_subsections(data, markdown, runs, out_page, plots),
         ),
         section_markdown("Controls", "controls", data, markdown, runs),
         section_markdown(
