@@ -427,9 +427,14 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "nearest = instant pick by atlas cosine (m = built-in margin); half-min = the lower "
-        "of the cosines to the two halves of the reference; audition = refine's choice among "
-        "the product pick and its 24 gated alternatives by the heard product-encoder cosine, "
-        "switching only on a lead of g.",
+        "of the cosines to the two halves of the reference."
+        + (
+            " audition = refine's choice among the product pick and its "
+            f"{result['pool']} gated alternatives (+ built-ins: and every built-in voice) by "
+            "the heard product-encoder cosine, switching only on a lead of g."
+            if result["pool"]
+            else ""
+        ),
     ]
     return "\n".join(lines) + "\n"
 
