@@ -188,7 +188,7 @@ def test_refine_auditions_atlas_voices_and_keeps_the_tone(service: Any) -> None:
     record, _ = svc.enroll(EnrollRequest(REFERENCE.read_bytes(), "carol", "owner-a", CONSENT))
     refiner = svc._refiner_source
     svc._refiner_source = refiner.with_config(
-        RefineConfig(budget_s=20.0, auditions=3, search=False)
+        RefineConfig(budget_s=30.0, auditions=3, prosody_auditions=2, search=False)
     )
     job = svc.start_refine(record.id, "owner-a")
     finished = _wait(svc, job.id, "owner-a")

@@ -6,11 +6,14 @@
   median F0 is within ±25 % of the reference's are candidates: without that
   gate the encoder's nearest voice was often of the other sex, which the
   judge scored far below a same-sex built-in (bench/results/clone_eval.md).
-* :class:`StyleRefiner` — a cross-entropy-method search over the timbre
-  directions (the same delta on all 510 rows, prosody fixed) that maximises
-  speaker-encoder similarity of synthesized test sentences to the reference.
-  An ASR guard rejects any result whose WER is more than ``wer_margin`` worse
-  than the starting voice's, so identity is never bought with mumbling.
+* :class:`StyleRefiner` — hears candidates the way the user will (test
+  sentences with the reference's recording tone) and keeps the one whose
+  speaker embedding is closest to the reference's: first atlas voices
+  (auditions), then prosody halves of near-equal pitch on the best timbre,
+  then, opt-in, a cross-entropy search over the timbre directions (the same
+  delta on all 510 rows). A result must beat the start by a margin (winner's
+  curse) and pass an ASR guard: WER at most ``wer_margin`` worse than the
+  start's, so identity is never bought with mumbling.
 
 Both take their collaborators through the constructor (encoder, synthesis
 callable, transcriber), so the service decides threads, caches and priority.
