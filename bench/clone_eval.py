@@ -152,6 +152,15 @@ def load_wav16(path: Path) -> np.ndarray:
     return mono if rate == 16_000 else soxr.resample(mono, rate, 16_000).astype(np.float32)
 
 
+def utterances_by_speaker(evaldata: Path) -> dict[str, list[dict[str, Any]]]:
+    """Manifest entries grouped by speaker, in manifest order."""
+    manifest = json.loads((evaldata / "manifest.json").read_text())
+    by_speaker: dict[str, list[dict[str, Any]]] = {}
+    for entry in manifest["files"]:
+        by_speaker.setdefault(entry["speaker"], []).append(entry)
+    return by_speaker
+
+
 def pair_means(
     embeddings: dict[str, list[np.ndarray]], sexes: dict[str, str]
 ) -> tuple[float | None, dict[str, float]]:
@@ -349,10 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "clone_eval.json")
     args = parser.parse_args(argv)
 
-    manifest = json.loads((args.evaldata / "manifest.json").read_text())
-    by_speaker: dict[str, list[dict[str, Any]]] = {}
-    for entry in manifest["files"]:
-        by_speaker.setdefault(entry["speaker"], []).append(entry)
+    by_speaker = utterances_by_speaker(args.evaldata)
     chosen = sorted(s for s, utts in by_speaker.items() if len(utts) >= 2)
     if args.split_singles:
         chosen = sorted(

@@ -53,6 +53,7 @@ from clone_eval import (  # noqa: E402
     choose_enrollment,
     recording_statistics,
     split_in_halves,
+    utterances_by_speaker,
 )
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.tone import long_term_spectrum, tone_filter_for  # noqa: E402
@@ -125,10 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pick_study.json")
     args = parser.parse_args(argv)
 
-    manifest = json.loads((args.evaldata / "manifest.json").read_text())
-    by_speaker: dict[str, list[dict[str, Any]]] = {}
-    for entry in manifest["files"]:
-        by_speaker.setdefault(entry["speaker"], []).append(entry)
+    by_speaker = utterances_by_speaker(args.evaldata)
 
     engine = KokoroEngine(MODELS_DIR)
     engine.load()

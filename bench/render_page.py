@@ -159,6 +159,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_rtf(data: dict[str, Any], path: Path) -> Path | None:
     series: dict[str, list[tuple[float, float]]] = {}
     for system, res in data.get("peers", {}).get("systems", {}).items():
@@ -181,10 +188,7 @@ def plot_rtf(data: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("real-time factor (lower is faster)")
     ax.set_title("RTF vs text length")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_ttfa(data: dict[str, Any], path: Path) -> Path | None:
@@ -205,10 +209,7 @@ def plot_ttfa(data: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("requests")
     ax.set_title("Streaming TTFA")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_peers(data: dict[str, Any], path: Path) -> Path | None:
@@ -231,10 +232,7 @@ def plot_peers(data: dict[str, Any], path: Path) -> Path | None:
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))], labels)
         ax.set_title(title)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_clone(data: dict[str, Any], path: Path) -> Path | None:
@@ -261,10 +259,7 @@ def plot_clone(data: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("normalized judge similarity")
     ax.set_title("Clone identity per speaker (0 = stranger, 1 = same speaker)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_pick_study(name: str) -> Callable[[dict[str, Any], Path], Path | None]:
@@ -288,10 +283,7 @@ def plot_pick_study(name: str) -> Callable[[dict[str, Any], Path], Path | None]:
         ax.axvline(0, color="grey", linewidth=0.8)
         ax.set_xlabel("normalized judge similarity of the pick (mean over cases)")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
+        return _save(plt, fig, path)
 
     return plot
 
