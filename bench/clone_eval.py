@@ -746,8 +746,9 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
     lines.append(
         "Method: instant = nearest atlas voice by resemblyzer (pitch-gated, built-ins favoured), "
         "prosody half matched to the reference's median F0, then the reference's recording "
-        "tone (third-octave long-term spectrum, ±12 dB EQ). Refine = hear atlas voices (and, "
-        "with search on, cross-entropy samples) with their own tone match, keep the best by "
+        "tone (third-octave long-term spectrum, ±12 dB EQ). Refine = hear atlas voices, then "
+        "prosody halves of near-equal pitch on the best (and, with search on, cross-entropy "
+        "samples), each with its own tone match, keep the best by "
         "resemblyzer only if it beats the start by the margin and passes the ASR guard."
     )
     lines.append("")

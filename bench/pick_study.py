@@ -422,6 +422,17 @@ def markdown(result: dict[str, Any]) -> str:
     for name, info in result["policies"].items():
         cells = [f"{info['mean_norm'].get(k, float('nan')):.3f}" for k in kinds]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    policies = result["policies"]
+    chosen = [n for n in policies if not n.startswith("oracle")]
+    best = max(chosen, key=lambda n: policies[n]["mean_norm"]["all"])
+    product = f"nearest m={BUILTIN_MARGIN:.2f}"
+    lines += [
+        "",
+        f"Best policy over all cases: **{best}** ({policies[best]['mean_norm']['all']:.3f}); "
+        f"the product's instant pick ({product}) {policies[product]['mean_norm']['all']:.3f}; "
+        "the judge's own pick among the same voices (ceiling) "
+        f"{policies['oracle (judge picks; ceiling)']['mean_norm']['all']:.3f}.",
+    ]
     lines += [
         "",
         "nearest = instant pick by atlas cosine (m = built-in margin); half-min = the lower "
