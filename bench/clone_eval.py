@@ -566,8 +566,8 @@ def main(argv: list[str] | None = None) -> int:
                 alternatives=instant_cloners["instant"].alternatives(
                     instant.embedding, instant.pitch.median_hz, refine_config.auditions
                 ),
-                prosodies=atlas.prosodies_for_pitch(
-                    instant.pitch.median_hz, refine_config.prosody_auditions + 1
+                prosodies=instant_cloners["instant"].prosody_alternatives(
+                    instant.pitch.median_hz, refine_config.prosody_auditions
                 ),
             )
             # As the service does: an improved voice gets its tone from the probe.

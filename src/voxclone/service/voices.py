@@ -298,8 +298,8 @@ class VoiceService:
                 start,
                 reference_spectrum=spectrum,
                 alternatives=alternatives,
-                prosodies=self._cloner.atlas.prosodies_for_pitch(
-                    pitch_hz, refiner.config.prosody_auditions + 1
+                prosodies=self._cloner.prosody_alternatives(
+                    pitch_hz, refiner.config.prosody_auditions
                 ),
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),

@@ -127,6 +127,11 @@ class InstantCloner:
             builtin_margin=self._builtin_margin,
         )
 
+    def prosody_alternatives(self, pitch_hz: float, count: int) -> list[np.ndarray]:
+        """The ``count`` next-best prosody halves for ``pitch_hz`` after the one
+        the instant clone (and every audition) uses: other intonations to hear."""
+        return self._atlas.prosodies_for_pitch(pitch_hz, count + 1)[1:]
+
     def alternatives(self, embedding: np.ndarray, pitch_hz: float, count: int) -> list[VoiceRecipe]:
         """The ``count`` best eligible atlas voices as recipes (prosody matched to
         ``pitch_hz``), best first: starting points a refinement can audition."""
