@@ -307,6 +307,7 @@ def split_in_halves(
 
 
 def main(argv: list[str] | None = None) -> int:
+    product = Settings()  # the service's defaults, for the refine options
     parser = argparse.ArgumentParser(description="zero-shot cloning benchmark")
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
     parser.add_argument("--refine-budget", type=float, default=180.0, help="seconds per speaker")
@@ -315,19 +316,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--refine-auditions",
         type=int,
-        default=Settings().refine_auditions,
+        default=product.refine_auditions,
         help="atlas voices heard (default: the product's)",
     )
     parser.add_argument(
         "--refine-search",
         action=argparse.BooleanOptionalAction,
-        default=Settings().refine_search,
+        default=product.refine_search,
         help="run the cross-entropy search after the auditions (default: the product's)",
     )
     parser.add_argument(
         "--refine-prosody",
         type=int,
-        default=Settings().refine_prosody_auditions,
+        default=product.refine_prosody_auditions,
         help="prosody halves heard on the best timbre (default: the product's)",
     )
     parser.add_argument(

@@ -571,6 +571,19 @@ CLONE_SUBSECTIONS = {
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 
 
+def result_block(
+    title: str, name: str, data: dict[str, Any], markdown: dict[str, str], runs: dict[str, Any]
+) -> str:
+    """A level-3 section: a script's command, then its own markdown one level down."""
+    return (
+        f"### {title}\n\n"
+        + heading(command_for(name, data, runs))
+        + "\n"
+        + demote_headings(markdown[name].strip(), 3)
+        + "\n"
+    )
+
+
 def clone_subsections(
     data: dict[str, Any],
     markdown: dict[str, str],
@@ -582,11 +595,8 @@ def clone_subsections(
     for name, title in CLONE_SUBSECTIONS.items():
         if name in markdown:
             parts.append(
-                f"\n### {title}\n\n"
-                + heading(command_for(name, data, runs))
-                + "\n"
-                + demote_headings(markdown[name].strip(), 3)
-                + "\n"
+                "\n"
+                + result_block(title, name, data, markdown, runs)
                 + image(out_page, plots.get(name), name)
             )
     return "".join(parts)
@@ -606,11 +616,7 @@ def section_other(
     parts = ["## Other results\n"]
     for name in extra:
         parts.append(
-            f"### {name}\n\n"
-            + heading(command_for(name, data, runs))
-            + "\n"
-            + demote_headings(markdown[name].strip(), 3)
-            + "\n"
+            result_block(name, name, data, markdown, runs)
             + "".join(image(out_page, png, name) for png in sorted(img_dir.glob(f"{name}*.png")))
         )
     return "\n".join(parts)
