@@ -83,8 +83,10 @@ from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
+from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.style_space import VoiceRecipe  # noqa: E402
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -249,6 +251,15 @@ def recording_statistics(
     )
 
 
+@dataclass(frozen=True)
+class BenchVoice:
+    recipe: VoiceRecipe
+    style: np.ndarray
+    probe: np.ndarray  # the quality report's test sentence, 24 kHz
+    measured_hz: float  # probe's median F0 after calibration (0.0: not calibrated)
+    seconds: float  # calibration + probe renders
+
+
 @dataclass
 class Enrollment:
     entry: dict[str, Any]  # the manifest entry enrolled from
@@ -336,6 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--refine-std", type=float, default=RefineConfig.initial_std)
     parser.add_argument(
+        "--pitch-calibration",
+        action=argparse.BooleanOptionalAction,
+        default=product.clone_pitch_calibration,
+        help="move each clone's prosody half to the reference's median F0 (as the service)",
+    )
+    parser.add_argument(
         "--split-singles",
         action="store_true",
         help=f"robustness set: speakers with one recording of >= {SPLIT_MIN_S:g} s, "
@@ -397,6 +414,21 @@ def main(argv: list[str] | None = None) -> int:
         # sentence, never from the sentences scored here.
         return tone_filter_for(spectrum, synth(probe_tokens, pack), 24_000)
 
+    def spoken(recipe: VoiceRecipe, pitch_hz: float) -> BenchVoice:
+        """The service's ``VoiceService._spoken``: pitch calibration (unless
+        turned off) and the probe sentence the tone is derived from."""
+        began = time.perf_counter()
+        if calibrator is None:
+            pack = atlas.basis.pack(recipe)
+            probe = synth(probe_tokens, pack)
+            return BenchVoice(recipe, pack, probe, 0.0, time.perf_counter() - began)
+        calibrated = calibrator.calibrate(recipe, pitch_hz)
+        recipe = calibrated.recipe
+        seconds = time.perf_counter() - began
+        return BenchVoice(
+            recipe, atlas.basis.pack(recipe), calibrated.probe, calibrated.measured_hz, seconds
+        )
+
     def wer_of(clips16: list[np.ndarray]) -> float:
         return float(
             np.mean(
@@ -445,6 +477,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
     atlas = VoiceAtlas.load(engine.assets.packs, args.atlas)
+    calibrator = (
+        PitchCalibrator(atlas, lambda pack: synth(probe_tokens, pack), 24_000)
+        if args.pitch_calibration
+        else None
+    )
     print(f"atlas loaded: {len(atlas)} voices", flush=True)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in INSTANT_VARIANTS]
@@ -535,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             "warnings": reference.warnings,
         }
         instant = None
+        instant_voice: BenchVoice | None = None
         instant_tone: ToneFilter | None = None
         spectrum = long_term_spectrum(reference.samples16k, 16_000)
         if not args.no_toned_builtins:
@@ -546,32 +584,39 @@ def main(argv: list[str] | None = None) -> int:
                 row["builtin_toned_sims"][name] = float(np.mean([vec @ t for t in targets]))
         for label, cloner in instant_cloners.items():
             cloned = cloner.clone(reference.samples16k)
+            voice = spoken(cloned.recipe, cloned.pitch.median_hz)
             matched = INSTANT_VARIANTS[label].get("tone", True)
-            tone = product_tone(spectrum, cloned.style) if matched else None
-            clips = render(cloned.style, tone)
+            tone = tone_filter_for(spectrum, voice.probe, 24_000) if matched else None
+            clips = render(voice.style, tone)
             row[label] = {
                 **score(clips),
                 "wer": wer_of(clips),
                 "clone_s": cloned.seconds,
                 "neighbour_sim": [round(m.similarity, 4) for m in cloned.neighbours],
                 "ref_f0": cloned.pitch.median_hz,
+                "clone_f0": voice.measured_hz,
+                "calibration_s": voice.seconds,
             }
             if label == "instant":
-                instant, instant_tone = cloned, tone
-        assert instant is not None
+                instant, instant_voice, instant_tone = cloned, voice, tone
+        assert instant is not None and instant_voice is not None
         if not args.no_refine:
             refined = refiner.refine(
                 instant.embedding,
-                instant.recipe,
+                instant_voice.recipe,
                 reference_spectrum=spectrum,
                 alternatives=instant_cloners["instant"].alternatives(
-                    instant.embedding, instant.pitch.median_hz, refine_config.auditions
+                    instant.embedding,
+                    instant.pitch.median_hz,
+                    refine_config.auditions,
+                    prosody=instant_voice.recipe.prosody_weights,
                 ),
                 prosodies=instant_cloners["instant"].prosody_alternatives(
                     instant.pitch.median_hz, refine_config.prosody_auditions
                 ),
             )
-            # As the service does: an improved voice gets its tone from the probe.
+            # As the service does: an improved voice gets its tone from the probe,
+            # and keeps the pitch it was heard with.
             tone = product_tone(spectrum, refined.style) if refined.improved else instant_tone
             clips = render(refined.style, tone)
             row["refined"] = {
@@ -619,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         "instant_variants": {v: INSTANT_VARIANTS[v] for v in variants},
         "refine_budget_s": None if args.no_refine else args.refine_budget,
         "split_singles": args.split_singles,
+        "pitch_calibration": args.pitch_calibration,
         "refine_config": None
         if args.no_refine
         else {
@@ -757,6 +803,19 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         f"Instant clone time (embedding + pitch + lookup, after model load): max "
         f"{result['summary']['instant_clone_s_max']:.2f} s. * = sex inferred from F0."
     )
+    calibrated = [r for r in result["speakers"] if r["instant"].get("clone_f0")]
+    if result.get("pitch_calibration") and calibrated:
+        lines.append(
+            "Pitch calibration (prosody half moved until the probe sentence has the reference's "
+            "median F0; renders include the probe that enrollment needs anyway), reference → "
+            "instant clone F0: "
+            + "; ".join(
+                f"{r['speaker']} {r['instant']['ref_f0']:.0f} → {r['instant']['clone_f0']:.0f} Hz "
+                f"({r['instant']['calibration_s']:.1f} s)"
+                for r in calibrated
+            )
+            + "."
+        )
     for note in result["normalization_notes"]:
         lines.append(f"Normalization: {note}.")
     bypassed = [r["speaker"] for r in result["speakers"] if r["reference"]["ingestion_bypassed"]]

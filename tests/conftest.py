@@ -6,9 +6,10 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from voxclone.devserver import free_loopback_port
@@ -145,3 +146,22 @@ def transcriber() -> object:
     from voxclone.synth.voice.asr import Transcriber
 
     return Transcriber()
+
+
+# =============================================================================
+# Audio made inside the tests
+# =============================================================================
+
+
+def _harmonic_voice(f0_hz: float, seconds: float, sr: int) -> np.ndarray:
+    """A voiced sound at ``f0_hz`` (seven harmonics, 5 % vibrato): what a pitch
+    tracker should read as that F0."""
+    t = np.arange(int(seconds * sr)) / sr
+    f0 = f0_hz * (1 + 0.05 * np.sin(2 * np.pi * 2 * t))
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    return 0.1 * np.sum([np.sin(k * phase) / k for k in range(1, 8)], axis=0)
+
+
+@pytest.fixture()
+def harmonic_voice() -> Callable[[float, float, int], np.ndarray]:
+    return _harmonic_voice

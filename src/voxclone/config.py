@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     # (+0.01 normalized judge on the dev speakers: one of five switched, +0.048).
     refine_prosody_auditions: int = 8
     refine_search: bool = False
+    # Move a clone's prosody half until its probe sentence has the reference's
+    # median F0 (synth/voice/pitch_calibration.py): one to two extra probe renders.
+    clone_pitch_calibration: bool = True
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.
     warm_cloning: bool = True

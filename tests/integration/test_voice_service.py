@@ -30,6 +30,7 @@ from voxclone.synth.text.g2p import EspeakG2P
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
 from voxclone.synth.voice.encoder import SpeakerEncoder
+from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.quality_report import QualityReporter
 
 pytestmark = pytest.mark.models
@@ -85,6 +86,7 @@ def service(engine: KokoroEngine, tmp_path: Path) -> Iterator[tuple[VoiceService
         ),
         on_voice_changed=changed.append,
         quality_reporter=reporter,
+        pitch_calibrator=PitchCalibrator(atlas, reporter.probe, SAMPLE_RATE),
     )
     yield svc, changed, (engine, tokens, jobs, store)
     svc.close()
@@ -117,6 +119,12 @@ def test_enroll_synthesize_refine_delete_round_trip(service: Any) -> None:
     assert store.get(record.id, "owner-a").reference_audio is None  # not kept unless asked
     assert isinstance(record.quality["similarity"], float)
     assert record.quality["reference_pitch_hz"] > 60  # a male speaker, measured
+    # The clone speaks at the reference's median F0 (within a semitone), as measured
+    # on the probe sentence the report and the tone match were derived from.
+    calibration = record.quality["pitch_calibration"]
+    gap = 12 * np.log2(calibration["clone_pitch_hz"] / record.quality["reference_pitch_hz"])
+    assert abs(gap) < 1.0, calibration
+    assert 1 <= calibration["renders"] <= 3
 
     speech = engine.synthesize([SynthItem(tokens, record.style, 1.0)])[0]
     assert speech.size > 12_000 and float(np.abs(speech).max()) > 0.01

@@ -39,6 +39,7 @@ from voxclone.synth.voice.clone import (
     RefineProgress,
     StyleRefiner,
 )
+from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.prosody import PitchStats
 from voxclone.synth.voice.quality_report import QualityReporter, reference_warnings
 from voxclone.synth.voice.style_space import VoiceRecipe
@@ -82,6 +83,14 @@ class EnrollRequest:
 RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
 
 
+@dataclass(frozen=True)
+class SpokenVoice:
+    recipe: VoiceRecipe
+    style: np.ndarray
+    probe: np.ndarray | None  # the quality report's test sentence in this voice
+    calibration: dict[str, Any] | None  # pitch calibration figures, when one ran
+
+
 class VoiceService:
     def __init__(
         self,
@@ -95,6 +104,7 @@ class VoiceService:
         on_voice_changed: Callable[[str], None],
         refine_budget_s: float = 180.0,
         quality_reporter: QualityReporter | None = None,
+        pitch_calibrator: PitchCalibrator | None = None,
         refine_workers: int = 1,
     ) -> None:
         self._store = store
@@ -106,6 +116,7 @@ class VoiceService:
         self._on_voice_changed = on_voice_changed
         self._refine_budget_s = refine_budget_s
         self._reporter = quality_reporter
+        self._calibrator = pitch_calibrator
         self._executor = ThreadPoolExecutor(max_workers=refine_workers, thread_name_prefix="refine")
         self._closing = threading.Event()
         self._deleted_lock = threading.Lock()
@@ -122,11 +133,14 @@ class VoiceService:
         consent = _checked_consent(req.consent)
         reference = self._load_reference(req.audio)
         clone = self._cloner.clone(reference.samples16k)
-        spectrum, probe, tone = self._tone_of(reference, clone.style, match=req.match_tone)
-        quality = self._quality(reference, clone.embedding, probe, tone, clone.pitch)
-        quality["style_recipe"] = _recipe_to_json(clone.recipe)
+        voice = self._spoken(clone.recipe, clone.pitch.median_hz)
+        spectrum, tone = self._tone_of(reference, voice.probe, match=req.match_tone)
+        quality = self._quality(reference, clone.embedding, voice.probe, tone, clone.pitch)
+        quality["style_recipe"] = _recipe_to_json(voice.recipe)
         quality["instant_clone_s"] = round(clone.seconds, 3)
         quality["tone_match"] = tone is not None
+        if voice.calibration is not None:
+            quality["pitch_calibration"] = voice.calibration
         record = self._store.create(
             VoiceRecord(
                 id="",
@@ -138,7 +152,7 @@ class VoiceService:
                 version=1,
                 consent=consent,
                 embedding=clone.embedding.astype(np.float32),
-                style=clone.style.astype(np.float32),
+                style=voice.style.astype(np.float32),
                 quality=quality,
                 source="instant",
                 reference_audio=req.audio if req.keep_reference else None,
@@ -149,17 +163,33 @@ class VoiceService:
         job = self.start_refine(record.id, req.owner) if req.refine else None
         return record, job
 
+    def _spoken(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
+        """``recipe`` made to speak at ``pitch_hz`` (when a calibrator is wired),
+        with its probe sentence: the audio the tone match and the quality
+        report are derived from."""
+        if self._calibrator is not None:
+            calibrated = self._calibrator.calibrate(recipe, pitch_hz)
+            info = {
+                "clone_pitch_hz": round(calibrated.measured_hz, 1),
+                "shift_semitones": round(12.0 * calibrated.shift_octaves, 2),
+                "renders": calibrated.syntheses,
+            }
+            style = self._cloner.atlas.basis.pack(calibrated.recipe)
+            return SpokenVoice(calibrated.recipe, style, calibrated.probe, info)
+        style = self._cloner.atlas.basis.pack(recipe)
+        probe = self._reporter.probe(style) if self._reporter is not None else None
+        return SpokenVoice(recipe, style, probe, None)
+
     def _tone_of(
-        self, reference: ReferenceAudio, style: np.ndarray, *, match: bool
-    ) -> tuple[np.ndarray | None, np.ndarray | None, ToneFilter | None]:
-        """(reference spectrum, probe audio, tone filter) for a new voice.
+        self, reference: ReferenceAudio, probe: np.ndarray | None, *, match: bool
+    ) -> tuple[np.ndarray | None, ToneFilter | None]:
+        """(reference spectrum, tone filter) for a new voice heard in ``probe``.
 
         The spectrum is kept even when ``match`` is off, so the tone can be
-        matched later; the probe doubles as the quality report's test audio.
+        matched later.
         """
         spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
-        probe = self._reporter.probe(style) if self._reporter is not None else None
-        return spectrum, probe, self._tone_for(spectrum if match else None, probe)
+        return spectrum, self._tone_for(spectrum if match else None, probe)
 
     def _tone_for(self, spectrum: np.ndarray | None, probe: np.ndarray | None) -> ToneFilter | None:
         """The reference's recording tone for a voice heard in ``probe`` (None: no match)."""
@@ -199,8 +229,9 @@ class VoiceService:
                 return hit
         reference = self._load_reference(audio)
         clone = self._cloner.clone(reference.samples16k)
-        _, _, tone = self._tone_of(reference, clone.style, match=True)
-        voice = ResolvedVoice(voice_id, "inline reference", 1, clone.style, None, False, tone)
+        spoken = self._spoken(clone.recipe, clone.pitch.median_hz)
+        _, tone = self._tone_of(reference, spoken.probe, match=True)
+        voice = ResolvedVoice(voice_id, "inline reference", 1, spoken.style, None, False, tone)
         with self._inline_lock:
             self._inline[voice_id] = voice
             while len(self._inline) > INLINE_CACHE_ENTRIES:
@@ -288,8 +319,9 @@ class VoiceService:
             start = self._start_recipe(record)
             refiner = self._refiner(budget_s)
             pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
+            # Alternatives speak with the start's (pitch-calibrated) prosody half.
             alternatives = self._cloner.alternatives(
-                record.embedding, pitch_hz, refiner.config.auditions
+                record.embedding, pitch_hz, refiner.config.auditions, prosody=start.prosody_weights
             )
             # A voice enrolled without tone matching stays without it.
             spectrum = record.reference_spectrum if record.tone_db is not None else None
@@ -307,7 +339,10 @@ class VoiceService:
             tone_db = record.tone_db
             if result.improved and spectrum is not None:
                 # Derived like at enrollment (from the report's probe sentence), so
-                # an instant and a refined voice get their tone the same way.
+                # an instant and a refined voice get their tone the same way. The
+                # pitch is left as heard: the refiner chose this voice as it
+                # sounded, and re-pitching it after the choice undid the gain
+                # (docs/benchmarks.md, pitch calibration).
                 probe = self._reporter.probe(result.style) if self._reporter else None
                 tone = self._tone_for(spectrum, probe)
                 tone_db = None if tone is None else tone.gain_db
@@ -508,4 +543,7 @@ def build_voice_service(
         on_voice_changed=on_voice_changed,
         refine_budget_s=settings.refine_budget_s,
         quality_reporter=reporter,
+        pitch_calibrator=PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
+        if settings.clone_pitch_calibration
+        else None,
     )

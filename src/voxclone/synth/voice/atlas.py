@@ -180,6 +180,26 @@ class VoiceAtlas:
                 return window if (window & eligible).any() else everyone
             tolerance *= PITCH_WIDEN_FACTOR
 
+    def pitch_direction(self) -> np.ndarray:
+        """Prosody-weight change that raises F0 by one octave (sums to 0).
+
+        Fitted on the atlas itself: log2 of each voice's median F0 regressed on
+        its prosody blend. A step along the fit's gradient, scaled so that the
+        fit predicts exactly one octave, moves pitch with the least change to
+        the blend. Zeros when too few voices have a measured F0.
+        """
+        voiced = self.f0_median > 0
+        weights = self._prosody_w[voiced].astype(np.float64)
+        weights /= weights.sum(axis=1, keepdims=True)
+        if int(voiced.sum()) <= weights.shape[1]:
+            return np.zeros(self._prosody_w.shape[1])
+        octaves = np.log2(self.f0_median[voiced].astype(np.float64))
+        # The weights sum to 1, so the fit needs no separate intercept.
+        gradient, *_ = np.linalg.lstsq(weights, octaves, rcond=None)
+        centred = gradient - gradient.mean()
+        norm = float(centred @ centred)
+        return centred / norm if norm > 1e-12 else np.zeros_like(centred)
+
     def blended_timbre(self, matches: list[AtlasMatch], temperature: float) -> VoiceRecipe:
         """Similarity-weighted (softmax) blend of the matches' timbre recipes.
 

@@ -132,11 +132,21 @@ class InstantCloner:
         the instant clone (and every audition) uses: other intonations to hear."""
         return self._atlas.prosodies_for_pitch(pitch_hz, count + 1)[1:]
 
-    def alternatives(self, embedding: np.ndarray, pitch_hz: float, count: int) -> list[VoiceRecipe]:
-        """The ``count`` best eligible atlas voices as recipes (prosody matched to
-        ``pitch_hz``), best first: starting points a refinement can audition."""
+    def alternatives(
+        self,
+        embedding: np.ndarray,
+        pitch_hz: float,
+        count: int,
+        *,
+        prosody: np.ndarray | None = None,
+    ) -> list[VoiceRecipe]:
+        """The ``count`` best eligible atlas voices as recipes, best first:
+        starting points a refinement can audition. Each speaks with ``prosody``
+        (e.g. the start voice's pitch-calibrated half), by default the atlas
+        prosody matched to ``pitch_hz``."""
         matches = self.eligible_nearest(embedding, pitch_hz, count)
-        prosody = self._atlas.prosody_for_pitch(pitch_hz) if pitch_hz > 0 else None
+        if prosody is None and pitch_hz > 0:
+            prosody = self._atlas.prosody_for_pitch(pitch_hz)
         recipes = []
         for match in matches:
             recipe = self._atlas.recipe(match.index)
