@@ -347,6 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--refine-std", type=float, default=RefineConfig.initial_std)
     parser.add_argument(
+        "--repitch-refined",
+        action="store_true",
+        help="ablation: pitch-calibrate the refine winner after the choice "
+        "(the service keeps the pitch it was heard with)",
+    )
+    parser.add_argument(
         "--pitch-calibration",
         action=argparse.BooleanOptionalAction,
         default=product.clone_pitch_calibration,
@@ -616,9 +622,14 @@ def main(argv: list[str] | None = None) -> int:
                 ),
             )
             # As the service does: an improved voice gets its tone from the probe,
-            # and keeps the pitch it was heard with.
-            tone = product_tone(spectrum, refined.style) if refined.improved else instant_tone
-            clips = render(refined.style, tone)
+            # and keeps the pitch it was heard with (unless the ablation asks).
+            style, tone = refined.style, instant_tone
+            if refined.improved and args.repitch_refined:
+                voice = spoken(refined.recipe, instant.pitch.median_hz)
+                style, tone = voice.style, tone_filter_for(spectrum, voice.probe, 24_000)
+            elif refined.improved:
+                tone = product_tone(spectrum, refined.style)
+            clips = render(style, tone)
             row["refined"] = {
                 **score(clips),
                 "wer": wer_of(clips),
@@ -665,6 +676,7 @@ def main(argv: list[str] | None = None) -> int:
         "refine_budget_s": None if args.no_refine else args.refine_budget,
         "split_singles": args.split_singles,
         "pitch_calibration": args.pitch_calibration,
+        "repitch_refined": args.repitch_refined,
         "refine_config": None
         if args.no_refine
         else {
@@ -792,11 +804,17 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         lines.append("")
     lines.append(
         "Method: instant = nearest atlas voice by resemblyzer (pitch-gated, built-ins favoured), "
-        "prosody half matched to the reference's median F0, then the reference's recording "
-        "tone (third-octave long-term spectrum, ±12 dB EQ). Refine = hear atlas voices, then "
-        "prosody halves of near-equal pitch on the best (and, with search on, cross-entropy "
-        "samples), each with its own tone match, keep the best by "
-        "resemblyzer only if it beats the start by the margin and passes the ASR guard."
+        "prosody half matched to the reference's median F0"
+        + (
+            " and then calibrated until the probe sentence has that F0"
+            if result.get("pitch_calibration")
+            else ""
+        )
+        + ", then the reference's recording "
+        "tone (third-octave long-term spectrum, ±12 dB EQ). Refine = hear atlas voices (with "
+        "the instant clone's prosody half), then prosody halves of near-equal pitch on the best "
+        "(and, with search on, cross-entropy samples), each with its own tone match, keep the "
+        "best by resemblyzer only if it beats the start by the margin and passes the ASR guard."
     )
     lines.append("")
     lines.append(

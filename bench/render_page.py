@@ -565,6 +565,7 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
 CLONE_SUBSECTIONS = {
     "clone_eval_split": "Robustness set: single recordings split in halves",
     "clone_eval_cem": "Continuous search (CEM) instead of auditions",
+    "clone_eval_repitched": "Ablation: the refine winner re-pitched after the choice",
     "pick_study": "Which instant pick carries over to the judge (policies replayed)",
     "pick_study_auditions": "Which refine audition policy carries over (policies replayed)",
 }
