@@ -342,7 +342,7 @@ class VoiceService:
                 # an instant and a refined voice get their tone the same way. The
                 # pitch is left as heard: the refiner chose this voice as it
                 # sounded, and re-pitching it after the choice undid the gain
-                # (docs/benchmarks.md, pitch calibration).
+                # (docs/benchmarks.md, cloning ablation).
                 probe = self._reporter.probe(result.style) if self._reporter else None
                 tone = self._tone_for(spectrum, probe)
                 tone_db = None if tone is None else tone.gain_db

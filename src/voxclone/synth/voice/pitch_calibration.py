@@ -10,7 +10,8 @@ atlas's pitch direction by the error; a second, secant step corrects for the
 step moving low and high voices by different amounts. The shift stays in the
 style vector (no DSP on the output), so it costs nothing at synthesis time.
 
-Measured in bench/results/pitch_calibration.json (judge, held-out audio).
+Measured with the judge on held-out audio in docs/benchmarks.md (Cloning): before and
+after, and the ablation that re-pitches a refined voice after its choice.
 """
 
 from __future__ import annotations
