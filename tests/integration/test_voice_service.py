@@ -31,7 +31,7 @@ from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
 from voxclone.synth.voice.encoder import SpeakerEncoder
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
-from voxclone.synth.voice.quality_report import QualityReporter
+from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
 
 pytestmark = pytest.mark.models
 
@@ -69,9 +69,10 @@ def service(engine: KokoroEngine, tmp_path: Path) -> Iterator[tuple[VoiceService
         word_error_rate=None,
         config=RefineConfig(budget_s=4.0, population=2, elite=1),
     )
-    reporter = QualityReporter(
-        encoder, synth, tokens, transcribe=None, word_error_rate=None, test_sentence=sentence
-    )
+    # The product's own probe sentence: pitch calibration measures F0 on it, and
+    # a one-second probe ("Hello there.") is too short for a stable median.
+    probe_tokens = g2p.token_ids(g2p.phonemize(TEST_SENTENCE, "en-us"))
+    reporter = QualityReporter(encoder, synth, probe_tokens, transcribe=None, word_error_rate=None)
     db = tmp_path / "voices.sqlite3"
     store, jobs = SqliteVoiceStore(db), SqliteJobStore(db)
     changed: list[str] = []
