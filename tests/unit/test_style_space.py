@@ -256,3 +256,19 @@ def test_prosody_ranking_orders_by_pitch_fit_and_drops_unmeasured() -> None:
     # Intelligibility still counts: 190 Hz and clear beats 210 Hz and unclear.
     assert rank_prosody(200.0, f0, np.array([0.0, 0.5, 0.0, 0.0])).tolist() == [2, 1, 0]
     assert choose_prosody(200.0, f0) == 1
+
+
+def test_alternatives_speak_with_a_given_prosody_half() -> None:
+    from voxclone.synth.voice.clone import InstantCloner
+
+    atlas = _atlas(fake_packs())
+    cloner = InstantCloner(atlas, encoder=None, max_wer=None)  # type: ignore[arg-type]
+    default = cloner.alternatives(atlas.embeddings[2], 180.0, 3)
+    calibrated = np.array([0.1, 0.2, 0.3, 0.0, 0.4], np.float32)
+    given = cloner.alternatives(atlas.embeddings[2], 180.0, 3, prosody=calibrated)
+    assert [r.timbre_weights.tolist() for r in given] == [
+        r.timbre_weights.tolist() for r in default
+    ]
+    assert all(np.array_equal(r.prosody_weights, calibrated) for r in given)
+    # By default the prosody is the atlas voice's closest to the pitch (voice 2, 180 Hz).
+    assert all(np.array_equal(r.prosody_weights, atlas.prosody_of(2)) for r in default)
