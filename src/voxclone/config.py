@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     # judge's fell (docs/benchmarks.md, cloning).
     refine_auditions: int = 24
     # Then this many prosody halves of near-equal pitch on the best timbre
-    # (+0.01 normalized judge on the dev speakers: one of five switched, +0.048).
+    # (dev speakers, judge: one of five switched to another intonation, +0.160).
     refine_prosody_auditions: int = 8
     refine_search: bool = False
     # Move a clone's prosody half until its probe sentence has the reference's
