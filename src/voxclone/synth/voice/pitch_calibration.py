@@ -17,7 +17,7 @@ after, and the ablation that re-pitches a refined voice after its choice.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import soxr
@@ -79,40 +79,36 @@ class PitchCalibrator:
         """
         base = recipe.prosody_weights.astype(np.float64) / float(recipe.prosody_weights.sum())
 
-        def render(shift: float) -> tuple[float, VoiceRecipe, np.ndarray, float]:
+        def render(shift: float) -> CalibratedVoice:
             weights = (base + shift * self._direction).astype(np.float32)
             candidate = recipe if shift == 0.0 else recipe.with_prosody(weights)
             audio = self._probe(self._atlas.basis.pack(candidate))
-            return shift, candidate, audio, self.measure(audio)
+            return CalibratedVoice(candidate, audio, self.measure(audio), shift, 0)
 
         tried = [render(0.0)]
-        if target_hz <= 0 or tried[0][3] <= 0:
-            return _result(tried[0], len(tried))
-        goal = float(np.log2(target_hz))
-        shift, slope = goal - float(np.log2(tried[0][3])), 1.0
-        while len(tried) <= self._max_steps:
-            last_error = goal - float(np.log2(tried[-1][3]))
-            if abs(last_error) <= self._tolerance:
-                break
-            if len(tried) > 1:
-                shift = tried[-1][0] + last_error / slope
-            shift = float(np.clip(shift, -self._max_shift, self._max_shift))
-            if any(abs(shift - t[0]) < 1e-6 for t in tried):
-                break  # clipped onto a shift already heard: nothing new to learn
-            tried.append(render(shift))
-            if tried[-1][3] <= 0:
-                break
-            moved = float(np.log2(tried[-1][3] / tried[-2][3]))
-            step = tried[-1][0] - tried[-2][0]
-            if abs(step) > 1e-9 and moved / step >= MIN_SLOPE:
-                slope = moved / step
-            else:
-                break  # the step did not move the pitch the way asked
-        voiced = [t for t in tried if t[3] > 0]
-        best = min(voiced, key=lambda t: abs(goal - float(np.log2(t[3]))))
-        return _result(best, len(tried))
+        if target_hz > 0 and tried[0].measured_hz > 0:
+            goal = float(np.log2(target_hz))
 
+            def error(voice: CalibratedVoice) -> float:
+                return goal - float(np.log2(voice.measured_hz))
 
-def _result(trial: tuple[float, VoiceRecipe, np.ndarray, float], syntheses: int) -> CalibratedVoice:
-    shift, recipe, audio, measured = trial
-    return CalibratedVoice(recipe, audio, measured, shift, syntheses)
+            # The atlas's direction promises one octave per unit; the secant
+            # replaces that promise with what the last step really did.
+            slope = 1.0
+            while len(tried) <= self._max_steps and abs(error(tried[-1])) > self._tolerance:
+                last = tried[-1]
+                shift = last.shift_octaves + error(last) / slope
+                shift = float(np.clip(shift, -self._max_shift, self._max_shift))
+                if any(abs(shift - t.shift_octaves) < 1e-6 for t in tried):
+                    break  # clipped onto a shift already heard: nothing new to learn
+                tried.append(render(shift))
+                if tried[-1].measured_hz <= 0:
+                    break
+                moved = float(np.log2(tried[-1].measured_hz / last.measured_hz))
+                slope = moved / (shift - last.shift_octaves)
+                if slope < MIN_SLOPE:
+                    break  # the step did not move the pitch the way asked
+            best = min((t for t in tried if t.measured_hz > 0), key=lambda t: abs(error(t)))
+        else:
+            best = tried[0]
+        return replace(best, syntheses=len(tried))
