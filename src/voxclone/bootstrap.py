@@ -17,9 +17,9 @@ from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
-from voxclone.synth.engine.kokoro import KokoroEngine
+from voxclone.synth.engine import registry
+from voxclone.synth.engine.base import Engine, EngineConfig
 from voxclone.synth.text.frontend import TextFrontend
-from voxclone.synth.text.g2p_router import MultiG2P
 from voxclone.synth.text.langdetect import detect_language
 from voxclone.synth.voice.builtin import builtin_voices
 
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Runtime:
     settings: Settings
-    engine: KokoroEngine
+    engine: Engine
     scheduler: Scheduler
     speech: SpeechService
     catalog: VoiceCatalog
@@ -82,20 +82,22 @@ def build_runtime(
 ) -> Runtime:
     """Build everything. ``metrics`` (optional) receives engine, cache and render events."""
     settings.home.mkdir(parents=True, exist_ok=True)
-    engine = KokoroEngine(
-        settings.models_dir,
-        intra_op_threads=settings.onnx_threads,
-        providers=settings.onnx_providers,
-        fast_lane_threads=settings.fast_lane_threads,
+    engine = registry.create(
+        registry.DEFAULT_ENGINE,
+        EngineConfig(
+            settings.models_dir,
+            threads=settings.onnx_threads,
+            providers=tuple(settings.onnx_providers),
+            fast_lane_threads=settings.fast_lane_threads,
+        ),
     )
     engine.load()
     if warmup:
         engine.warmup()
-    assets = engine.assets
-    g2p = MultiG2P(assets.vocab)
+    g2p = engine.tokenizer()
     frontend = TextFrontend(g2p, max_tokens=engine.capabilities.max_tokens)
     store = SqliteVoiceStore(settings.db_path)
-    catalog = VoiceCatalog(builtin_voices(assets.packs), store)
+    catalog = VoiceCatalog(builtin_voices(engine.style_packs()), store)
     scheduler = Scheduler(
         engine,
         workers=settings.workers,

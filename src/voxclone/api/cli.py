@@ -139,7 +139,7 @@ def _progress_bar(total: int) -> Any:
 def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.runtime.voice_store import SqliteVoiceStore
     from voxclone.service.catalog import VoiceCatalog
-    from voxclone.synth.engine.assets import load_packs
+    from voxclone.synth.engine.kokoro.assets import load_packs
     from voxclone.synth.voice.builtin import builtin_voices
 
     settings.home.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ from voxclone.synth.voice.style_space import VoiceRecipe
 if TYPE_CHECKING:
     from voxclone.config import Settings
     from voxclone.runtime.scheduler import Scheduler
-    from voxclone.synth.engine.kokoro import KokoroEngine
+    from voxclone.synth.engine.base import Engine
     from voxclone.synth.text.protocol import G2P
 
 log = logging.getLogger(__name__)
@@ -467,7 +467,7 @@ REFINE_SENTENCES = (
 
 def build_voice_service(
     settings: Settings,
-    engine: KokoroEngine,
+    engine: Engine,
     g2p: G2P,
     scheduler: Scheduler,
     store: VoiceStore,
@@ -491,7 +491,7 @@ def build_voice_service(
     from voxclone.synth.voice.quality_report import TEST_SENTENCE
 
     encoder = SpeakerEncoder(cache=EmbeddingCache())
-    atlas = VoiceAtlas.load(engine.assets.packs)
+    atlas = VoiceAtlas.load(engine.style_packs())
     cloner = InstantCloner(atlas, encoder)
     transcriber = Transcriber()
 

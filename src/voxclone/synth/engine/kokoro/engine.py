@@ -17,8 +17,14 @@ import numpy as np
 import onnxruntime as ort
 
 from voxclone.errors import InvalidInput, ModelAssetError
-from voxclone.synth.engine.assets import KokoroAssets, load_assets
-from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+from voxclone.synth.engine.base import (
+    EngineBase,
+    EngineCapabilities,
+    EngineVoice,
+    SynthItem,
+    Tokenizer,
+)
+from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +36,11 @@ SPEED_RANGE = (0.5, 2.0)
 WARMUP_TOKENS = (50, 83, 54, 57, 135, 16, 65, 87, 54, 46, 4)  # "həloʊ wɜld."
 
 
-class KokoroEngine:
+ENGINE_NAME = "kokoro"
+MODEL_ID = "kokoro-82m-v1.0-int8"
+
+
+class KokoroEngine(EngineBase):
     """Runs the Kokoro ONNX model. Construct, then ``load()`` and ``warmup()``."""
 
     def __init__(
@@ -56,6 +66,8 @@ class KokoroEngine:
         self._fast_session: ort.InferenceSession | None = None
         self._load_lock = threading.Lock()
         self._warm = False
+        self._tokenizer: Tokenizer | None = None
+        self._builtins: dict[str, EngineVoice] | None = None
         self.load_seconds: float | None = None
         # Inputs vary in length, so ONNX Runtime's CPU arena keeps growing to the
         # largest seen; shrinking it after each run stopped RSS creep in the soak
@@ -73,15 +85,45 @@ class KokoroEngine:
     @property
     def capabilities(self) -> EngineCapabilities:
         return EngineCapabilities(
-            model_id="kokoro-82m-v1.0-int8",
+            engine=ENGINE_NAME,
+            model_id=MODEL_ID,
             model_version=self.assets.model_sha256[:12],
             sample_rate=SAMPLE_RATE,
             max_tokens=MAX_TOKENS,
-            style_shape=(MAX_TOKENS, 1, STYLE_DIMS),
             native_batching=False,
+            languages=self.tokenizer().languages,
+            clone_method="style",
+            input_kind="phonemes",
+            streaming="chunk",
+            # Kokoro's duration control; pitch, energy and emotion are DSP.
+            native_controls=frozenset({"speed"}),
+            style_shape=(MAX_TOKENS, 1, STYLE_DIMS),
+            speed_range=SPEED_RANGE,
             providers=tuple(self._providers()),
             fast_lane=self._fast_threads > 0,
         )
+
+    # -- how text and voices enter ----------------------------------------
+    def tokenizer(self) -> Tokenizer:
+        """espeak-ng / pyopenjtalk / misaki phonemes → Kokoro vocabulary ids."""
+        if self._tokenizer is None:
+            from voxclone.synth.text.g2p_router import MultiG2P
+
+            self._tokenizer = MultiG2P(self.assets.vocab)
+        return self._tokenizer
+
+    def style_packs(self) -> dict[str, np.ndarray]:
+        return self.assets.packs
+
+    def builtin_voices(self) -> dict[str, EngineVoice]:
+        if self._builtins is None:
+            from voxclone.synth.voice.builtin import builtin_voices
+
+            self._builtins = {
+                name: EngineVoice(name, info.description, style=style, sex=info.sex)
+                for name, (info, style) in builtin_voices(self.assets.packs).items()
+            }
+        return self._builtins
 
     @property
     def ready(self) -> bool:
@@ -152,6 +194,8 @@ class KokoroEngine:
             )
         if not SPEED_RANGE[0] <= item.speed <= SPEED_RANGE[1]:
             raise InvalidInput("speed out of range", field="speed", limit=list(SPEED_RANGE))
+        if item.style is None:
+            raise InvalidInput("this voice was not made for the Kokoro engine", field="voice")
         style = style_row(item.style, len(tokens))
         audio = session.run(
             None,
