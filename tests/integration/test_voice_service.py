@@ -74,7 +74,8 @@ def service(engine: Engine, tmp_path: Path) -> Iterator[tuple[VoiceService, list
     probe_tokens = g2p.token_ids(g2p.phonemize(TEST_SENTENCE, "en-us"))
     reporter = QualityReporter(encoder, synth, probe_tokens, transcribe=None, word_error_rate=None)
     db = tmp_path / "voices.sqlite3"
-    store, jobs = SqliteVoiceStore(db), SqliteJobStore(db)
+    shapes = {engine.capabilities.engine: engine.capabilities.style_shape}
+    store, jobs = SqliteVoiceStore(db, style_shapes=shapes), SqliteJobStore(db)
     changed: list[str] = []
     svc = VoiceService(
         store=store,
