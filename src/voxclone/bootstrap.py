@@ -158,12 +158,13 @@ def metric_hooks(metrics: Metrics) -> ServiceHooks:
     return ServiceHooks(on_first_audio=metrics.time_to_first_audio.observe, on_rendered=on_rendered)
 
 
-def engine_config(settings: Settings) -> EngineConfig:
+def engine_config(settings: Settings, name: str) -> EngineConfig:
     return EngineConfig(
         settings.models_dir,
         threads=settings.onnx_threads,
         providers=tuple(settings.onnx_providers),
         fast_lane_threads=settings.fast_lane_threads,
+        options=dict(settings.engine_options.get(name, {})),
     )
 
 
@@ -172,10 +173,9 @@ def build_engines(
 ) -> dict[str, Engine]:
     """The engines ``VOXCLONE_ENGINES`` names, in order (loaded and warmed when asked)."""
     settings.home.mkdir(parents=True, exist_ok=True)
-    config = engine_config(settings)
     engines: dict[str, Engine] = {}
     for name in settings.engine_names:
-        engine = registry.create(name, config)
+        engine = registry.create(name, engine_config(settings, name))
         if load:
             engine.load()
             if warmup:

@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     # Engines: registry names, comma-separated, loaded at start-up; the first
     # is the default (speaks requests that name no model). e.g. "kokoro,pocket".
     engines: str = "kokoro"
+    # Engine-specific settings, as JSON: {"kokoro": {"optimized_cache": "false"}}.
+    engine_options: dict[str, dict[str, str]] = Field(default_factory=dict)
     onnx_threads: int = 1  # measured: 1 intra-op thread per worker beats 2 on 2 cores
     onnx_providers: list[str] = Field(default_factory=lambda: ["CPUExecutionProvider"])
     workers: int = 2  # concurrent engine calls, one intra-op thread each

@@ -11,11 +11,13 @@ from voxclone.synth.engine.kokoro.engine import KokoroEngine
 
 
 def create(config: EngineConfig) -> KokoroEngine:
+    optimized = config.options.get("optimized_cache", "true").strip().lower()
     return KokoroEngine(
         config.models_dir,
         intra_op_threads=config.threads,
         providers=list(config.providers) or None,
         fast_lane_threads=config.fast_lane_threads,
+        optimized_cache=optimized not in ("0", "false", "no", "off"),
     )
 
 

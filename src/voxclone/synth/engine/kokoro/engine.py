@@ -24,6 +24,7 @@ from voxclone.synth.engine.base import (
     SynthItem,
     Tokenizer,
 )
+from voxclone.synth.engine.kokoro import ort_cache
 from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class KokoroEngine(EngineBase):
         providers: list[str] | None = None,
         assets: KokoroAssets | None = None,
         fast_lane_threads: int = 0,
+        optimized_cache: bool = True,
     ) -> None:
         self._models_dir = models_dir
         self._intra = intra_op_threads
@@ -65,6 +67,10 @@ class KokoroEngine(EngineBase):
         self._fast_threads = fast_lane_threads if fast_lane_threads > intra_op_threads else 0
         self._fast_session: ort.InferenceSession | None = None
         self._load_lock = threading.Lock()
+        # Sessions load ONNX Runtime's optimized graph saved under models_dir
+        # (ort_cache.py) instead of optimizing the source graph every start.
+        self._optimized_cache = optimized_cache
+        self.optimized_graph: Path | None = None  # the cached copy in use, if any
         self._warm = False
         self._tokenizer: Tokenizer | None = None
         self._builtins: dict[str, EngineVoice] | None = None
@@ -156,10 +162,19 @@ class KokoroEngine(EngineBase):
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if not spinning:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        providers = self._providers()
+
+        def session(path: str, options: ort.SessionOptions) -> ort.InferenceSession:
+            return ort.InferenceSession(path, sess_options=options, providers=providers)
+
         try:
-            return ort.InferenceSession(
-                str(self.assets.model_path), sess_options=opts, providers=self._providers()
-            )
+            if self._optimized_cache:
+                key = ort_cache.cache_key(self.assets.model_sha256, providers)
+                cache = ort_cache.OptimizedModelCache(self._models_dir, self.assets.model_path, key)
+                opened = cache.open(opts, session)
+                self.optimized_graph = cache.path
+                return opened
+            return session(str(self.assets.model_path), opts)
         except Exception as exc:  # onnxruntime raises its own hierarchy
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
 
