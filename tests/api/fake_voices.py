@@ -92,7 +92,7 @@ class FakeVoiceService:
         self.events.publish(job)
         return job
 
-    def inline_voice(self, audio: bytes) -> Any:
+    def inline_voice(self, audio: bytes, model: str | None = None) -> Any:
         if len(audio) < 10:
             raise AudioQualityError("reference audio is too short", field="reference")
         return self._catalog.resolve("clear_male", None)

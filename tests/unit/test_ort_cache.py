@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxclone.synth.engine.base import SynthItem
+from voxclone.synth.engine import registry
+from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.engine.kokoro import ort_cache
-from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
-from voxclone.synth.engine.kokoro.engine import WARMUP_TOKENS, KokoroEngine
+from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
 
 pytestmark = pytest.mark.models
 
@@ -21,67 +21,82 @@ MODELS = Path.home() / ".cache" / "voxclone" / "models"
 
 
 @pytest.fixture(scope="module")
-def assets() -> KokoroAssets:
-    return load_assets(MODELS)
+def assets() -> Path:
+    """The assembled model, linked into each test's own models directory."""
+    return assemble_model(MODELS, verify_existing=False)
 
 
-def _speak(engine: KokoroEngine, assets: KokoroAssets) -> np.ndarray:
-    pack = next(iter(assets.packs.values()))
-    return engine.synthesize([SynthItem(WARMUP_TOKENS, pack, 1.0)])[0]
+def _speak(engine: Engine) -> np.ndarray:
+    tokenizer = engine.tokenizer()
+    tokens = tokenizer.token_ids(tokenizer.phonemize("Hello world.", "en-us"))
+    style = engine.builtin_voices()["clear_female"].style
+    return engine.synthesize([SynthItem(tokens, style, 1.0)])[0]
 
 
-def _engine(home: Path, assets: KokoroAssets, *, cached: bool = True) -> KokoroEngine:
-    engine = KokoroEngine(home, assets=assets, optimized_cache=cached)
+def _engine(home: Path, model: Path, *, cached: bool = True) -> Engine:
+    if not home.exists():
+        home.mkdir(parents=True)
+        (home / MODEL_FILENAME).symlink_to(model)
+        marker = model.with_suffix(".sha256")
+        (home / marker.name).write_text(marker.read_text())
+    options = {"optimized_cache": "true" if cached else "false"}
+    engine = registry.create("kokoro", EngineConfig(home, options=options))
     engine.load()
     return engine
 
 
-def test_saved_once_then_loaded_with_bit_identical_speech(
-    tmp_path: Path, assets: KokoroAssets
-) -> None:
-    reference = _speak(_engine(tmp_path / "plain", assets, cached=False), assets)
+def _graph(engine: Engine) -> Path | None:
+    graph: Path | None = getattr(engine, "optimized_graph", None)
+    return graph
+
+
+def test_saved_once_then_loaded_with_bit_identical_speech(tmp_path: Path, assets: Path) -> None:
+    plain = _engine(tmp_path / "plain", assets, cached=False)
+    assert _graph(plain) is None
+    reference = _speak(plain)
 
     first = _engine(tmp_path / "home", assets)
-    assert first.optimized_graph is not None and first.optimized_graph.exists()
-    saved = first.optimized_graph.stat()
-    built_speech = _speak(first, assets)
+    graph = _graph(first)
+    assert graph is not None and graph.exists()
+    saved = graph.stat()
+    built_speech = _speak(first)
 
     second = _engine(tmp_path / "home", assets)
-    assert second.optimized_graph == first.optimized_graph
-    again = second.optimized_graph.stat()
+    assert _graph(second) == graph
+    again = graph.stat()
     assert (again.st_ino, again.st_mtime_ns) == (saved.st_ino, saved.st_mtime_ns)  # not rebuilt
-    loaded_speech = _speak(second, assets)
+    loaded_speech = _speak(second)
 
     assert np.array_equal(reference, built_speech)
     assert np.array_equal(reference, loaded_speech)
 
 
 def test_changed_key_rebuilds_and_drops_the_stale_copy(
-    tmp_path: Path, assets: KokoroAssets, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, assets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home"
-    old = _engine(home, assets).optimized_graph
+    old = _graph(_engine(home, assets))
     assert old is not None and old.exists()
 
     monkeypatch.setattr(ort_cache, "cpu_identity", lambda: "another CPU")
-    moved = _engine(home, assets)
-    assert moved.optimized_graph is not None and moved.optimized_graph != old
-    assert moved.optimized_graph.exists() and not old.exists()
+    moved = _graph(_engine(home, assets))
+    assert moved is not None and moved != old
+    assert moved.exists() and not old.exists()
 
     monkeypatch.setattr(ort_cache.ort, "__version__", "0.0.0-other")
-    upgraded = _engine(home, assets).optimized_graph
-    assert upgraded not in (None, old, moved.optimized_graph)
+    upgraded = _graph(_engine(home, assets))
+    assert upgraded is not None and upgraded not in (old, moved)
     assert [p.name for p in (home / ort_cache.CACHE_DIRNAME).glob("*.onnx")] == [upgraded.name]
 
 
-def test_unreadable_copy_is_rebuilt(tmp_path: Path, assets: KokoroAssets) -> None:
+def test_unreadable_copy_is_rebuilt(tmp_path: Path, assets: Path) -> None:
     home = tmp_path / "home"
-    path = _engine(home, assets).optimized_graph
+    path = _graph(_engine(home, assets))
     assert path is not None
     path.write_bytes(b"not an onnx graph")
     engine = _engine(home, assets)
-    assert engine.optimized_graph == path and path.stat().st_size > 1_000_000
-    assert _speak(engine, assets).size > 0
+    assert _graph(engine) == path and path.stat().st_size > 1_000_000
+    assert _speak(engine).size > 0
 
 
 def test_key_covers_ort_version_cpu_providers_and_model() -> None:

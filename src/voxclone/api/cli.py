@@ -25,6 +25,7 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 def _add_control_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--voice", help="built-in voice name, cloned voice name or id")
+    p.add_argument("--model", help="engine to speak with (default: the voice's own engine)")
     p.add_argument("--language", "-l", help="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
     p.add_argument("--speed", type=float, help="0.5–2.0")
     p.add_argument("--pitch", type=float, help="−0.5…+0.5 octave")
@@ -106,6 +107,7 @@ def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
     request = SpeechRequest(
         text=text,
         voice=args.voice,
+        model=args.model,
         language=args.language,
         controls=_controls(args),
         format=_format_from(args.output, args.format),

@@ -31,6 +31,7 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--name", required=True, help="name of the new voice")
     p.add_argument("--language", default="en-us", help="language the voice will mostly speak")
     p.add_argument("--owner", default="local", help="library owner (default: local)")
+    p.add_argument("--model", help="engine to clone for (default: the default engine)")
     p.add_argument(
         "--refine", action="store_true", help="also run the background refinement and wait"
     )
@@ -82,10 +83,12 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
                 language=args.language,
                 keep_reference=args.keep_reference,
                 match_tone=args.match_tone,
+                model=args.model,
             )
         )
         print(
-            f"cloned '{record.name}' as {record.id} in {time.perf_counter() - started:.1f} s",
+            f"cloned '{record.name}' as {record.id} for {record.engine} "
+            f"in {time.perf_counter() - started:.1f} s",
             file=sys.stderr,
         )
         if args.refine:

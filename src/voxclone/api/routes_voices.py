@@ -172,19 +172,25 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 async def _job_events(
     events: JobEvents, voices: Any, job_id: str, owner: str
 ) -> AsyncIterator[bytes]:
-    # Subscribe before reading the current state, so an update that lands in
-    # between is not lost; a duplicate is filtered below.
-    subscription = events.subscribe(job_id)
+    # The state as it is now goes out first (subscribed with it, so no update
+    # can overtake it); an update landing between that read and the
+    # subscription is caught by reading once more. Older snapshots than what
+    # was sent are skipped, duplicates filtered.
+    current: JobRecord = await run_in_threadpool(voices.get_job, job_id, owner)
+    subscription = events.subscribe(job_id, initial=current)
     try:
-        current: JobRecord = await run_in_threadpool(voices.get_job, job_id, owner)
-        subscription.offer(current)
+        subscription.offer(await run_in_threadpool(voices.get_job, job_id, owner))
         last: tuple[Any, ...] | None = None
+        sent_at = ""
         while True:
             try:
                 job = await subscription.next(timeout=SSE_KEEPALIVE_S)
             except TimeoutError:
                 yield b": keep-alive\n\n"
                 continue
+            if job.updated_at < sent_at:
+                continue
+            sent_at = job.updated_at
             key = (job.state, job.progress, job.message)
             if key != last:
                 last = key
