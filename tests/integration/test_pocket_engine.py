@@ -242,3 +242,42 @@ def test_pull_fails_at_once_offline_and_says_how_to_import(
 def test_engines_without_bundles_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "import", "kokoro", "/nonexistent"]) == 2
     assert "takes no imported models" in capsys.readouterr().err
+
+
+def test_hub_files_with_the_wrong_config_are_refused(
+    home: Path, bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An operator's directory of hub files (no manifest) + the package config
+    # they claim to belong to: tiny random weights do not fit "english".
+    raw = tmp_path / "download"
+    raw.mkdir()
+    for name in ("model.safetensors", "tokenizer.json"):
+        shutil.copyfile(bundle / name, raw / name)
+    capsys.readouterr()
+    assert main(["models", "import", "pocket-tts", str(raw), "--config", "english"]) == 2
+    err = capsys.readouterr().err
+    assert "do not fit config.yaml" in err or "tokenizer does not match" in err
+    assert main(["models", "import", "pocket-tts", str(raw), "--config", "klingon"]) == 2
+    assert "unknown Pocket TTS config" in capsys.readouterr().err
+
+
+def test_weights_that_do_not_fit_the_config_are_refused(
+    home: Path, bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from voxclone.synth.engine.pocket.bundle import read_manifest, write_manifest
+
+    bad = _copy(bundle, tmp_path / "deeper")
+    config = yaml.safe_load((bad / "config.yaml").read_text())
+    config["flow_lm"]["transformer"]["num_layers"] = 2  # the weights have one layer
+    (bad / "config.yaml").write_text(yaml.safe_dump(config))
+    m = read_manifest(bad)
+    write_manifest(  # a consistent manifest: the hashes are fine, the model is not
+        bad, engine=m.engine, name=m.name, version=m.version, license=m.license,
+        languages=list(m.languages),
+    )
+    capsys.readouterr()
+    assert main(["models", "import", "pocket-tts", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "do not fit config.yaml" in err and "missing" in err

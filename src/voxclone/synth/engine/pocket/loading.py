@@ -128,8 +128,8 @@ def read_config(bundle_dir: Path, manifest: Manifest) -> Config:
     return config
 
 
-def _safetensors_whole(path: Path) -> None:
-    """Header parses and the file is exactly as long as the tensors it declares."""
+def _safetensors_header(path: Path) -> dict[str, Any]:
+    """Header of a safetensors file; the file must be exactly as long as it declares."""
     import json
 
     size = path.stat().st_size
@@ -144,18 +144,39 @@ def _safetensors_whole(path: Path) -> None:
             header = json.loads(handle.read(n))
         except (ValueError, UnicodeDecodeError):
             raise BundleError(f"'{path.name}' has a damaged safetensors header") from None
-    ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
-    if 8 + n + max(ends, default=0) != size:
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+    try:
+        end = max((int(v["data_offsets"][1]) for v in tensors.values()), default=0)
+    except (TypeError, KeyError, ValueError, IndexError):
+        raise BundleError(f"'{path.name}' has a damaged safetensors header") from None
+    if 8 + n + end != size:
         raise BundleError(f"'{path.name}' is truncated or has trailing data")
+    return tensors
+
+
+def expected_shapes(config: Config) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every tensor the model built from ``config`` loads (no memory used)."""
+    import torch
+
+    tts = import_pocket()
+    from pocket_tts.models.mimi import build_mimi
+
+    with torch.device("meta"):
+        model = tts.TTSModel._from_pydantic_config(config, 0.3, 1, None, -4.0, origin=None)
+        model.flow_lm.speaker_proj_weight = torch.nn.Parameter(
+            torch.zeros(
+                config.flow_lm.transformer.d_model,
+                config.mimi.inner_dim or config.mimi.seanet.dimension,
+            )
+        )
+        model.mimi = build_mimi(config.mimi)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
 
 
 def check_bundle(bundle_dir: Path, manifest: Manifest) -> None:
     """Structural check run at import, after the hashes: config, weights, tokenizer agree."""
     import_pocket()
     config = read_config(bundle_dir, manifest)
-    for weights in (config.weights_path, config.flow_lm.weights_path, config.mimi.weights_path):
-        if weights is not None:
-            _safetensors_whole(Path(weights))
     from pocket_tts.modules.text_conditioner import build_tokenizer
 
     lut = config.flow_lm.lookup_table
@@ -165,6 +186,27 @@ def check_bundle(bundle_dir: Path, manifest: Manifest) -> None:
         raise BundleError(f"tokenizer does not match config.yaml: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parser failure means a bad file
         raise BundleError(f"tokenizer cannot be read ({exc.__class__.__name__})") from None
+    for weights in (config.flow_lm.weights_path, config.mimi.weights_path):
+        if weights is not None:
+            _safetensors_header(Path(weights))
+    if config.weights_path is not None:
+        # The one-file layout the hub publishes: every tensor of the model, by name.
+        found = {
+            k: tuple(v.get("shape", ()))
+            for k, v in _safetensors_header(Path(config.weights_path)).items()
+        }
+        wanted = expected_shapes(config)
+        missing = sorted(set(wanted) - set(found))
+        unexpected = sorted(set(found) - set(wanted))
+        wrong = sorted(k for k in set(wanted) & set(found) if wanted[k] != found[k])
+        if missing or unexpected or wrong:
+            example = (wrong or missing or unexpected)[0]
+            raise BundleError(
+                "the weights do not fit config.yaml "
+                f"({len(wrong)} tensors of another shape, {len(missing)} missing, "
+                f"{len(unexpected)} unexpected; e.g. '{example}'): "
+                "were they made for another language or size?"
+            )
 
 
 def build_model(bundle_dir: Path, manifest: Manifest, *, temperature: float | None = None) -> TTSModel:
