@@ -274,7 +274,11 @@ def test_weights_that_do_not_fit_the_config_are_refused(
     (bad / "config.yaml").write_text(yaml.safe_dump(config))
     m = read_manifest(bad)
     write_manifest(  # a consistent manifest: the hashes are fine, the model is not
-        bad, engine=m.engine, name=m.name, version=m.version, license=m.license,
+        bad,
+        engine=m.engine,
+        name=m.name,
+        version=m.version,
+        license=m.license,
         languages=list(m.languages),
     )
     capsys.readouterr()

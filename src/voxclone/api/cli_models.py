@@ -22,9 +22,7 @@ def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
     models = subparsers.add_parser("models", help="list, import or pull TTS models")
     msub = models.add_subparsers(dest="models_command", required=True)
     msub.add_parser("list", help="installed models: size, license, languages")
-    imp = msub.add_parser(
-        "import", help="verify and install a model bundle (directory or archive)"
-    )
+    imp = msub.add_parser("import", help="verify and install a model bundle (directory or archive)")
     imp.add_argument("engine", help="engine the bundle is for (pocket-tts)")
     imp.add_argument("path", help="bundle directory, .tar/.tar.gz/.tgz/.zip archive, or hub files")
     imp.add_argument(
@@ -67,15 +65,15 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
         from voxclone.synth.engine.models import installed_models
 
         print(f"{'ENGINE':11s} {'MODEL':24s} {'SIZE':>9s}  {'SOURCE':19s} LICENSE / LANGUAGES")
-        for m in installed_models(models_dir):
+        for info in installed_models(models_dir):
             when = (
-                datetime.fromtimestamp(m.imported_at, UTC).strftime("imported %Y-%m-%d")
-                if m.imported_at
-                else m.source
+                datetime.fromtimestamp(info.imported_at, UTC).strftime("imported %Y-%m-%d")
+                if info.imported_at
+                else info.source
             )
             print(
-                f"{m.engine:11s} {m.name:24s} {_size(m.size_bytes):>9s}  {when:19s} "
-                f"{m.license} / {', '.join(m.languages)}"
+                f"{info.engine:11s} {info.name:24s} {_size(info.size_bytes):>9s}  {when:19s} "
+                f"{info.license} / {', '.join(info.languages)}"
             )
         return 0
 

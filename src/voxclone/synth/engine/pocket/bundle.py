@@ -28,7 +28,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -335,10 +335,8 @@ def installed_bundles(models_dir: Path, engine: str) -> list[InstalledBundle]:
         except BundleError:
             continue
         imported_at = None
-        try:
+        with suppress(OSError, ValueError, KeyError, TypeError):
             imported_at = float(json.loads((entry / INSTALLED).read_text())["imported_at"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
         found.append(InstalledBundle(entry, manifest, imported_at))
     return found
 

@@ -195,7 +195,9 @@ class PocketEngine(EngineBase):
         rng = np.random.default_rng(0)
         noise = (0.01 * rng.standard_normal(self.sample_rate // 2)).astype(np.float32)
         prompt = self._prompt_from_latents(self._encode(noise, self.sample_rate), digest="warmup")
-        ids = self.tokenizer().token_ids(self.tokenizer().phonemize(WARMUP_TEXT, self._languages()[0]))
+        ids = self.tokenizer().token_ids(
+            self.tokenizer().phonemize(WARMUP_TEXT, self._languages()[0])
+        )
         for _piece in self.stream(SynthItem(token_ids=ids, prompt=prompt)):
             break
         self._warm = True
@@ -341,7 +343,9 @@ class PocketEngine(EngineBase):
         """
         prompt = item.prompt
         if not isinstance(prompt, PocketPrompt):
-            raise InvalidInput("the Pocket TTS engine speaks only with a cloned voice", field="voice")
+            raise InvalidInput(
+                "the Pocket TTS engine speaks only with a cloned voice", field="voice"
+            )
         if not item.token_ids:
             return
         if len(item.token_ids) > MAX_TOKENS * 4:
@@ -425,9 +429,7 @@ def _safetensors_metadata(blob: bytes) -> dict[str, str]:
     return {str(k): str(v) for k, v in meta.items()}
 
 
-def create_engine(
-    models_dir: Path, options: dict[str, str] | None = None
-) -> PocketEngine:
+def create_engine(models_dir: Path, options: dict[str, str] | None = None) -> PocketEngine:
     """Build the engine from string options (``VOXCLONE_ENGINE_OPTIONS``-style)."""
     opts = dict(options or {})
     try:

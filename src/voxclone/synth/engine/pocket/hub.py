@@ -83,9 +83,7 @@ def bundle_from_files(src: Path, config_name: str, dest: Path) -> Manifest:
             f"'{src.name}' needs {' and '.join(WEIGHTS_NAMES)} and one of "
             f"{', '.join(TOKENIZER_NAMES)} (or a manifest.json if it is a bundle)"
         )
-    extra = sorted(
-        p.name for p in src.iterdir() if p.name not in (weights.name, tokenizer.name)
-    )
+    extra = sorted(p.name for p in src.iterdir() if p.name not in (weights.name, tokenizer.name))
     if extra:
         raise BundleError(f"unknown file '{extra[0]}' next to the model files; remove it")
     dest.mkdir(parents=True, exist_ok=True)

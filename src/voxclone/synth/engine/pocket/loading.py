@@ -100,16 +100,17 @@ def _local(bundle_dir: Path, manifest: Manifest, value: str | None, field: str) 
 
 def read_config(bundle_dir: Path, manifest: Manifest) -> Config:
     """The bundle's config with every file reference made an absolute local path."""
-    from pydantic import ValidationError
-
     from pocket_tts.utils.config import Config
+    from pydantic import ValidationError
 
     manifest.file(CONFIG_FILE)
     try:
         raw = yaml.safe_load((bundle_dir / CONFIG_FILE).read_text(encoding="utf-8"))
         config = Config(**raw)
     except (OSError, yaml.YAMLError, TypeError, ValidationError) as exc:
-        raise BundleError(f"config.yaml is not a Pocket TTS config ({exc.__class__.__name__})")
+        raise BundleError(
+            f"config.yaml is not a Pocket TTS config ({exc.__class__.__name__})"
+        ) from None
     config.weights_path = _local(bundle_dir, manifest, config.weights_path, "weights_path")
     # Never fall back to a second file (upstream falls back to a hub download).
     config.weights_path_without_voice_cloning = None
@@ -209,7 +210,9 @@ def check_bundle(bundle_dir: Path, manifest: Manifest) -> None:
             )
 
 
-def build_model(bundle_dir: Path, manifest: Manifest, *, temperature: float | None = None) -> TTSModel:
+def build_model(
+    bundle_dir: Path, manifest: Manifest, *, temperature: float | None = None
+) -> TTSModel:
     """Instantiate the model with the bundle's weights (strict: every tensor must fit)."""
     tts = import_pocket()
     config = read_config(bundle_dir, manifest)
