@@ -18,9 +18,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
-from voxclone.synth.text.g2p import EspeakG2P  # noqa: E402
+from voxclone.synth.engine import registry  # noqa: E402
+from voxclone.synth.engine.base import (  # noqa: E402
+    EngineConfig,
+    SynthItem,  # noqa: E402
+)
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 SENTENCES = [
@@ -55,14 +57,14 @@ def blend(packs: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray
 
 
 def main() -> None:
-    engine = KokoroEngine(Path.home() / ".cache" / "voxclone" / "models")
+    engine = registry.create("kokoro", EngineConfig(Path.home() / ".cache" / "voxclone" / "models"))
     engine.warmup()
-    g2p = EspeakG2P(engine.assets.vocab)
+    g2p = engine.tokenizer()
     asr = Transcriber()
     ids = [g2p.token_ids(g2p.phonemize(s, "en-us")) for s in SENTENCES]
     results = {}
     for name, weights in CANDIDATES.items():
-        style = blend(engine.assets.packs, weights)
+        style = blend(engine.style_packs(), weights)
         wers = []
         started = time.perf_counter()
         for text, tok in zip(SENTENCES, ids, strict=True):

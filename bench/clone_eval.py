@@ -75,9 +75,11 @@ from voxclone.synth.audio.tone import (  # noqa: E402
     tone_filter_for,
 )
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
-from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
-from voxclone.synth.text.g2p import EspeakG2P  # noqa: E402
+from voxclone.synth.engine import registry  # noqa: E402
+from voxclone.synth.engine.base import (  # noqa: E402
+    EngineConfig,
+    SynthItem,  # noqa: E402
+)
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
@@ -393,10 +395,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.speakers:
         chosen = chosen[: args.speakers]
 
-    engine = KokoroEngine(MODELS_DIR)
+    engine = registry.create("kokoro", EngineConfig(MODELS_DIR))
     engine.load()
     engine.warmup()
-    g2p = EspeakG2P(engine.assets.vocab)
+    g2p = engine.tokenizer()
     tokens = [g2p.token_ids(g2p.phonemize(s, "en-us")) for s in SENTENCES]
     judge = Judge()
     encoder = SpeakerEncoder()
@@ -468,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
                 "judge": stored[f"judge_{name}"],
                 "wer": float(stored[f"wer_{name}"]),
             }
-    builtin_packs = {name: pack for name, (_, pack) in builtin_voices(engine.assets.packs).items()}
+    builtin_packs = {name: pack for name, (_, pack) in builtin_voices(engine.style_packs()).items()}
     for name, pack in builtin_packs.items():
         if name in builtins:
             continue
@@ -482,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         np.savez(cache, **flat)
 
     # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
-    atlas = VoiceAtlas.load(engine.assets.packs, args.atlas)
+    atlas = VoiceAtlas.load(engine.style_packs(), args.atlas)
     calibrator = (
         PitchCalibrator(atlas, lambda pack: synth(probe_tokens, pack), 24_000)
         if args.pitch_calibration

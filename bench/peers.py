@@ -121,7 +121,7 @@ def _first_nonempty(parts: Iterator[bytes], started: float) -> float:
 def _default_style() -> np.ndarray:
     """voxclone's default voice as a (rows, 1, 256) style table."""
     from voxclone.config import Settings
-    from voxclone.synth.engine.assets import load_packs
+    from voxclone.synth.engine.kokoro.assets import load_packs
     from voxclone.synth.voice.builtin import builtin_voices
 
     _, style = builtin_voices(load_packs())[Settings().default_voice]
@@ -254,7 +254,7 @@ def measure(system: str, repeat: int, model_path: str) -> dict[str, Any]:
 # -- the harness -------------------------------------------------------------------------
 def _model_path() -> str:
     from voxclone.config import Settings
-    from voxclone.synth.engine.assets import assemble_model
+    from voxclone.synth.engine.kokoro.assets import assemble_model
 
     return str(assemble_model(Settings().models_dir))
 

@@ -58,9 +58,11 @@ from clone_eval import (  # noqa: E402
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.tone import long_term_spectrum, tone_filter_for  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
-from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
-from voxclone.synth.text.g2p import EspeakG2P  # noqa: E402
+from voxclone.synth.engine import registry  # noqa: E402
+from voxclone.synth.engine.base import (  # noqa: E402
+    EngineConfig,
+    SynthItem,  # noqa: E402
+)
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder, normalize  # noqa: E402
@@ -128,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
 
     by_speaker = utterances_by_speaker(args.evaldata)
 
-    engine = KokoroEngine(MODELS_DIR)
+    engine = registry.create("kokoro", EngineConfig(MODELS_DIR))
     engine.load()
     engine.warmup()
-    g2p = EspeakG2P(engine.assets.vocab)
+    g2p = engine.tokenizer()
 
     def tokens(text: str) -> tuple[int, ...]:
         return g2p.token_ids(g2p.phonemize(text, "en-us"))
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     detector = SpeechDetector()
     stats = recording_statistics(judge, args.evaldata, by_speaker)
-    atlas = VoiceAtlas.load(engine.assets.packs)
+    atlas = VoiceAtlas.load(engine.style_packs())
     cloner = InstantCloner(atlas, encoder)
     refiner = StyleRefiner(
         atlas,

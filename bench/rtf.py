@@ -2,7 +2,7 @@
 
 Compares, in one run on the same phoneme ids and style vector:
   * ``raw``: one onnxruntime session called the simplest possible way;
-  * ``engine``: voxclone's KokoroEngine (``synthesize`` per chunk);
+  * ``engine``: voxclone's Kokoro engine (``synthesize`` per chunk);
   * ``service``: the whole SpeechService path (text normalization, G2P,
     scheduler, joining with pauses) that HTTP and the CLI use.
 The overhead ratio is service time / raw time. G2P is included in ``service``
@@ -32,7 +32,7 @@ from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.service.speech import SpeechRequest  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro import style_row  # noqa: E402
+from voxclone.synth.engine.kokoro.engine import style_row  # noqa: E402
 
 TEXT_5S = "The quick brown fox jumps over the lazy dog, and then it runs into the forest."
 TEXT_30S = (

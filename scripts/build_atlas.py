@@ -109,20 +109,20 @@ def _init_worker(models_dir: str, use_asr: bool, sentences: tuple[str, ...]) -> 
     import torch
 
     torch.set_num_threads(1)
-    from voxclone.synth.engine.kokoro import KokoroEngine
-    from voxclone.synth.text.g2p import EspeakG2P
+    from voxclone.synth.engine import registry
+    from voxclone.synth.engine.base import EngineConfig
     from voxclone.synth.voice.asr import Transcriber
     from voxclone.synth.voice.encoder import SpeakerEncoder
 
-    engine = KokoroEngine(Path(models_dir))
+    engine = registry.create("kokoro", EngineConfig(Path(models_dir)))
     engine.load()
-    g2p = EspeakG2P(engine.assets.vocab)
+    g2p = engine.tokenizer()
     _W["engine"] = engine
     _W["tokens"] = [g2p.token_ids(g2p.phonemize(s, "en-us")) for s in sentences]
     _W["sentences"] = sentences
     _W["encoder"] = SpeakerEncoder()
     _W["asr"] = Transcriber() if use_asr else None
-    _W["basis"] = build_basis(engine.assets.packs)
+    _W["basis"] = build_basis(engine.style_packs())
 
 
 def _measure(job: tuple[int, np.ndarray]) -> tuple[int, np.ndarray, float, float]:
@@ -161,7 +161,7 @@ def build(
     log_every: int = 10,
     resume: Path | None = None,
 ) -> dict[str, np.ndarray]:
-    from voxclone.synth.engine.assets import load_packs
+    from voxclone.synth.engine.kokoro.assets import load_packs
 
     packs = load_packs()
     basis = build_basis(packs, seed=seed)

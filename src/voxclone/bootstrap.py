@@ -1,67 +1,152 @@
-"""Composition root: build every component from one Settings object.
+"""Composition root: build every concrete component from one Settings object.
 
 Only this module (and tests) wires concrete classes together; the layers below
-receive what they need through constructors.
+receive what they need through constructors. The HTTP app, the CLI, the dev
+server and Ray Serve replicas all get their runtime (or the lighter voice
+library) from here.
+
+Engines come from the registry by name (``VOXCLONE_ENGINES``, first = the
+default). Each loaded engine gets its own text frontend, scheduler and
+speech service; a :class:`SpeechRouter` picks one per request and one
+:class:`VoiceCatalog` knows every engine's voices.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from voxclone.config import Settings
-from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
+from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
+from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.metrics import Metrics
-from voxclone.runtime.scheduler import Scheduler
+from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
+from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
-from voxclone.synth.engine.kokoro import KokoroEngine
+from voxclone.service.voices import PromptCloning, VoiceService
+from voxclone.synth.engine import registry
+from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.text.frontend import TextFrontend
-from voxclone.synth.text.g2p_router import MultiG2P
 from voxclone.synth.text.langdetect import detect_language
-from voxclone.synth.voice.builtin import builtin_voices
+
+if TYPE_CHECKING:
+    import redis
+
+    from voxclone.runtime.cache import RedisTier
 
 log = logging.getLogger(__name__)
+
+REFINE_SENTENCES = (
+    "The birch canoe slid on the smooth planks.",
+    "Glue the sheet to the dark blue background.",
+)
+
+
+@dataclass
+class EngineStack:
+    """One loaded engine and what serves speech with it."""
+
+    engine: Engine
+    scheduler: Scheduler
+    speech: SpeechService
 
 
 @dataclass
 class Runtime:
     settings: Settings
-    engine: KokoroEngine
-    scheduler: Scheduler
-    speech: SpeechService
+    engines: dict[str, EngineStack]  # in VOXCLONE_ENGINES order; the first is the default
+    speech: SpeechRouter
     catalog: VoiceCatalog
     voice_store: SqliteVoiceStore
     cache: TieredCache | None
-    voices: Any = None  # VoiceService (cloning); None when built without it
-    extras: dict[str, Any] = field(default_factory=dict)
+    job_events: JobEvents
+    voices: VoiceService | None = None  # cloning; None when built without it
+
+    @property
+    def default(self) -> EngineStack:
+        return next(iter(self.engines.values()))
+
+    @property
+    def engine(self) -> Engine:
+        """The default engine."""
+        return self.default.engine
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The default engine's scheduler."""
+        return self.default.scheduler
+
+    @property
+    def ready(self) -> bool:
+        return all(stack.engine.ready for stack in self.engines.values())
 
     def close(self) -> None:
         if self.voices is not None:
             self.voices.close()
-        self.scheduler.close()
+        for stack in self.engines.values():
+            stack.scheduler.close()
         self.voice_store.close()
 
 
+@dataclass
+class VoiceLibrary:
+    """The voice library without loaded models (CLI ``voices`` commands)."""
+
+    catalog: VoiceCatalog
+    store: SqliteVoiceStore
+    cache: TieredCache | None
+
+    def close(self) -> None:
+        self.store.close()
+
+
+# -- small builders ---------------------------------------------------------------
+
+
+def build_redis(settings: Settings, *, socket_timeout_s: float = 2.0) -> redis.Redis | None:
+    """The one way a Redis client is made (None without ``redis_url``)."""
+    if not settings.redis_url:
+        return None
+    from voxclone.runtime.redis_conn import connect
+
+    return connect(settings.redis_url, socket_timeout_s=socket_timeout_s)
+
+
 def build_cache(settings: Settings, metrics: Metrics | None = None) -> TieredCache | None:
-    tiers: list[Any] = []
+    tiers: list[MemoryTier | DiskTier | RedisTier] = []
     if settings.memory_cache_mb > 0:
         tiers.append(MemoryTier(int(settings.memory_cache_mb * (1 << 20))))
     if settings.disk_cache_mb > 0:
         tiers.append(DiskTier(settings.cache_dir, int(settings.disk_cache_mb * (1 << 20))))
-    if settings.redis_url:
-        import redis
-
+    client = build_redis(settings)
+    if client is not None:
         from voxclone.runtime.cache import RedisTier
 
-        client = redis.Redis.from_url(settings.redis_url)
         tiers.append(
             RedisTier(client, settings.redis_ttl_s, int(settings.redis_max_value_mb * (1 << 20)))
         )
     listener = metrics.cache_event if metrics is not None else None
     return TieredCache(tiers, listener=listener) if tiers else None
+
+
+def build_rate_limiter(settings: Settings) -> RateLimiter | None:
+    """The limiter for these settings, or None when rate limiting is switched off (rate <= 0)."""
+    if settings.rate_limit_per_minute <= 0:
+        return None
+    rate_per_s = settings.rate_limit_per_minute / 60.0
+    burst = max(1.0, settings.rate_limit_burst)
+    # A short timeout: the limiter sits in front of every request.
+    client = build_redis(settings, socket_timeout_s=0.5)
+    if client is not None:
+        return RedisRateLimiter(client, rate_per_s, burst)
+    return InMemoryRateLimiter(rate_per_s, burst)
 
 
 def metric_hooks(metrics: Metrics) -> ServiceHooks:
@@ -73,6 +158,51 @@ def metric_hooks(metrics: Metrics) -> ServiceHooks:
     return ServiceHooks(on_first_audio=metrics.time_to_first_audio.observe, on_rendered=on_rendered)
 
 
+def engine_config(settings: Settings, name: str) -> EngineConfig:
+    return EngineConfig(
+        settings.models_dir,
+        threads=settings.onnx_threads,
+        providers=tuple(settings.onnx_providers),
+        fast_lane_threads=settings.fast_lane_threads,
+        options=dict(settings.engine_options.get(name, {})),
+    )
+
+
+def build_engines(
+    settings: Settings, *, load: bool = True, warmup: bool = True
+) -> dict[str, Engine]:
+    """The engines ``VOXCLONE_ENGINES`` names, in order (loaded and warmed when asked)."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    engines: dict[str, Engine] = {}
+    for name in settings.engine_names:
+        engine = registry.create(name, engine_config(settings, name))
+        if load:
+            engine.load()
+            if warmup:
+                engine.warmup()
+        engines[name] = engine
+    return engines
+
+
+def build_voice_store(settings: Settings, engines: dict[str, Engine]) -> SqliteVoiceStore:
+    shapes = {name: engine.capabilities.style_shape for name, engine in engines.items()}
+    return SqliteVoiceStore(settings.db_path, style_shapes=shapes)
+
+
+def build_library(settings: Settings) -> VoiceLibrary:
+    """Catalog and store of the configured engines, without loading any model."""
+    engines = build_engines(settings, load=False)
+    store = build_voice_store(settings, engines)
+    return VoiceLibrary(VoiceCatalog(engines, store), store, build_cache(settings))
+
+
+def _default_voice(settings: Settings, engine: Engine) -> str:
+    builtins = engine.builtin_voices()
+    if settings.default_voice in builtins or not builtins:
+        return settings.default_voice
+    return next(iter(builtins))
+
+
 def build_runtime(
     settings: Settings,
     *,
@@ -81,56 +211,159 @@ def build_runtime(
     with_voices: bool = True,
 ) -> Runtime:
     """Build everything. ``metrics`` (optional) receives engine, cache and render events."""
-    settings.home.mkdir(parents=True, exist_ok=True)
-    engine = KokoroEngine(
-        settings.models_dir,
-        intra_op_threads=settings.onnx_threads,
-        providers=settings.onnx_providers,
-        fast_lane_threads=settings.fast_lane_threads,
-    )
-    engine.load()
-    if warmup:
-        engine.warmup()
-    assets = engine.assets
-    g2p = MultiG2P(assets.vocab)
-    frontend = TextFrontend(g2p, max_tokens=engine.capabilities.max_tokens)
-    store = SqliteVoiceStore(settings.db_path)
-    catalog = VoiceCatalog(builtin_voices(assets.packs), store)
-    scheduler = Scheduler(
-        engine,
-        workers=settings.workers,
-        queue_size=settings.queue_size,
-        max_batch=settings.max_batch,
-        max_wait_ms=settings.max_wait_ms,
-        default_timeout_s=settings.request_timeout_s,
-        on_batch=metrics.batch_size.observe if metrics is not None else None,
-        on_engine_failure=metrics.engine_failures.inc if metrics is not None else None,
-    )
+    engines = build_engines(settings, warmup=warmup)
+    store = build_voice_store(settings, engines)
+    catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)
-    speech = SpeechService(
-        frontend=frontend,
-        catalog=catalog,
-        scheduler=scheduler,
-        capabilities=engine.capabilities,
-        cache=cache,
-        default_voice=settings.default_voice,
-        default_language=settings.default_language,
-        max_text_chars=settings.max_text_chars,
-        detect_language=detect_language,
-        hooks=metric_hooks(metrics) if metrics is not None else None,
-    )
-    runtime = Runtime(settings, engine, scheduler, speech, catalog, store, cache)
-    if with_voices:
-        from voxclone.runtime.job_store import JobEvents
-        from voxclone.service.voices import build_voice_service
-
-        events = JobEvents()
-        runtime.voices = build_voice_service(
-            settings, engine, g2p, scheduler, store, speech.invalidate_voice, job_events=events
+    stacks: dict[str, EngineStack] = {}
+    for name, engine in engines.items():
+        caps = engine.capabilities
+        scheduler = Scheduler(
+            engine,
+            workers=settings.workers,
+            queue_size=settings.queue_size,
+            max_batch=settings.max_batch,
+            max_wait_ms=settings.max_wait_ms,
+            default_timeout_s=settings.request_timeout_s,
+            on_batch=metrics.batch_size.observe if metrics is not None else None,
+            on_engine_failure=metrics.engine_failures.inc if metrics is not None else None,
         )
-        runtime.extras["job_events"] = events
+        speech = SpeechService(
+            frontend=TextFrontend(engine.tokenizer(), max_tokens=caps.max_tokens),
+            catalog=catalog,
+            scheduler=scheduler,
+            capabilities=caps,
+            cache=cache,
+            default_voice=_default_voice(settings, engine),
+            default_language=settings.default_language,
+            max_text_chars=settings.max_text_chars,
+            detect_language=detect_language,
+            hooks=metric_hooks(metrics) if metrics is not None else None,
+        )
+        stacks[name] = EngineStack(engine, scheduler, speech)
+    router = SpeechRouter(
+        {name: stack.speech for name, stack in stacks.items()},
+        catalog,
+        default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
+    )
+    events = JobEvents()
+    runtime = Runtime(settings, stacks, router, catalog, store, cache, events)
+    if with_voices:
+        runtime.voices = build_voice_service(settings, stacks, store, router, events)
         if warmup and settings.warm_cloning:
             # Loads the speaker encoder now so the first clone meets the
             # instant-clone latency target (~27 s otherwise, on first use).
             runtime.voices.warmup()
     return runtime
+
+
+def build_voice_service(
+    settings: Settings,
+    stacks: dict[str, EngineStack],
+    store: SqliteVoiceStore,
+    router: SpeechRouter,
+    job_events: JobEvents,
+) -> VoiceService:
+    """The cloning stack: the atlas cloner for the style engine (the first one
+    whose ``clone_method`` is "style"; its style space is the atlas's), prompt
+    cloning for every prompt engine, one ingestion path in front of both."""
+    from voxclone.synth.audio.reference import prepare_reference
+    from voxclone.synth.audio.vad import SpeechDetector
+    from voxclone.synth.voice.asr import Transcriber, word_error_rate
+    from voxclone.synth.voice.atlas import VoiceAtlas
+    from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
+    from voxclone.synth.voice.encoder import SpeakerEncoder
+    from voxclone.synth.voice.pitch_calibration import PitchCalibrator
+    from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
+
+    encoder = SpeakerEncoder(cache=EmbeddingCache())
+    transcriber = Transcriber()
+
+    def reporter_for(stack: EngineStack) -> QualityReporter:
+        tokenizer = stack.engine.tokenizer()
+        scheduler = stack.scheduler
+        tokens = tokenizer.token_ids(tokenizer.phonemize(TEST_SENTENCE, "en-us"))
+
+        def speak(tok: tuple[int, ...], conditioning: object) -> np.ndarray:
+            if isinstance(conditioning, np.ndarray):
+                item = SynthItem(tok, conditioning, 1.0)
+            else:
+                item = SynthItem(tok, None, 1.0, prompt=conditioning)
+            return scheduler.run(item, priority=PRIORITY_NORMAL)
+
+        return QualityReporter(
+            encoder,
+            speak,
+            tokens,
+            transcribe=transcriber.transcribe,
+            word_error_rate=word_error_rate,
+            engine_rate=stack.engine.capabilities.sample_rate,
+        )
+
+    style = next(
+        (s for s in stacks.values() if s.engine.capabilities.clone_method == "style"), None
+    )
+    cloner = refiner = reporter = calibrator = None
+    if style is not None:
+        atlas = VoiceAtlas.load(style.engine.style_packs())
+        cloner = InstantCloner(atlas, encoder)
+        tokenizer = style.engine.tokenizer()
+        style_scheduler = style.scheduler
+
+        def tokens(text: str) -> tuple[int, ...]:
+            return tokenizer.token_ids(tokenizer.phonemize(text, "en-us"))
+
+        def synth_background(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
+            # Refinement yields to live requests.
+            return style_scheduler.run(SynthItem(tok, pack, 1.0), priority=PRIORITY_BACKGROUND)
+
+        refiner = StyleRefiner(
+            atlas,
+            encoder,
+            synth_background,
+            [tokens(s) for s in REFINE_SENTENCES],
+            list(REFINE_SENTENCES),
+            transcribe=transcriber.transcribe,
+            word_error_rate=word_error_rate,
+            config=RefineConfig(
+                auditions=settings.refine_auditions,
+                prosody_auditions=settings.refine_prosody_auditions,
+                search=settings.refine_search,
+            ),
+        )
+        reporter = reporter_for(style)
+        if settings.clone_pitch_calibration:
+            calibrator = PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
+    prompt_engines = {
+        name: PromptCloning(
+            capabilities=stack.engine.capabilities,
+            make_prompt=stack.engine.make_prompt,
+            load_prompt=stack.engine.load_prompt,
+            embed=encoder.embed,
+            reporter=reporter_for(stack),
+        )
+        for name, stack in stacks.items()
+        if stack.engine.capabilities.clone_method == "prompt"
+    }
+    loader = partial(
+        prepare_reference,
+        detector=SpeechDetector(),
+        max_bytes=int(settings.max_upload_mb * (1 << 20)),
+        max_seconds=settings.max_reference_seconds,
+    )
+    return VoiceService(
+        store=store,
+        jobs=SqliteJobStore(settings.db_path),
+        job_events=job_events,
+        cloner=cloner,
+        refiner_factory_or_refiner=refiner,
+        reference_loader=loader,
+        on_voice_changed=router.invalidate_voice,
+        refine_budget_s=settings.refine_budget_s,
+        quality_reporter=reporter,
+        pitch_calibrator=calibrator,
+        style_engine=style.engine.capabilities if style is not None else None,
+        prompt_engines=prompt_engines,
+        default_engine=router.default_engine,
+        resolve_model=router.engine_for,
+    )

@@ -31,7 +31,11 @@ class Settings(BaseSettings):
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
 
-    # Engine
+    # Engines: registry names, comma-separated, loaded at start-up; the first
+    # is the default (speaks requests that name no model). e.g. "kokoro,pocket".
+    engines: str = "kokoro"
+    # Engine-specific settings, as JSON: {"kokoro": {"optimized_cache": "false"}}.
+    engine_options: dict[str, dict[str, str]] = Field(default_factory=dict)
     onnx_threads: int = 1  # measured: 1 intra-op thread per worker beats 2 on 2 cores
     onnx_providers: list[str] = Field(default_factory=lambda: ["CPUExecutionProvider"])
     workers: int = 2  # concurrent engine calls, one intra-op thread each
@@ -82,6 +86,11 @@ class Settings(BaseSettings):
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.
     warm_cloning: bool = True
+
+    @property
+    def engine_names(self) -> list[str]:
+        names = [n.strip() for n in self.engines.split(",") if n.strip()]
+        return list(dict.fromkeys(names)) or ["kokoro"]
 
     @property
     def models_dir(self) -> Path:

@@ -72,6 +72,20 @@ class UnsupportedLanguage(InvalidInput):
     code = "unsupported_language"
 
 
+class UnknownModel(InvalidInput):
+    """A ``model`` this server does not serve; ``limit`` lists the ones it does."""
+
+    status = 400
+    code = "invalid_model"
+
+
+class VoiceModelMismatch(VoxcloneError):
+    """A voice made for one engine (or model) asked to speak with another."""
+
+    status = 409
+    code = "voice_model_mismatch"
+
+
 class NotFound(VoxcloneError):
     status = 404
     code = "not_found"

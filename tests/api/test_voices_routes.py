@@ -20,7 +20,7 @@ from voxclone.runtime.job_store import JobEvents
 def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
-    monkeypatch.setitem(runtime.extras, "job_events", service.events)
+    monkeypatch.setattr(runtime, "job_events", service.events)
     try:
         routes_voices.request_types()
     except Exception:

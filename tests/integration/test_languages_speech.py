@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxclone.synth.engine.base import SynthItem
-from voxclone.synth.engine.kokoro import KokoroEngine
+from voxclone.synth.engine import registry
+from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
-from voxclone.synth.text.g2p_router import MultiG2P
 
 pytestmark = pytest.mark.models
 
@@ -39,26 +38,26 @@ _NUCLEUS = re.compile(f"[{_VOWELS}]+")
 
 
 @pytest.fixture(scope="module")
-def engine() -> KokoroEngine:
-    built = KokoroEngine(Path.home() / ".cache" / "voxclone" / "models")
+def engine() -> Engine:
+    built = registry.create("kokoro", EngineConfig(Path.home() / ".cache" / "voxclone" / "models"))
     built.load()
     return built
 
 
 @pytest.fixture(scope="module")
-def frontend(engine: KokoroEngine) -> TextFrontend:
-    return TextFrontend(MultiG2P(engine.assets.vocab), max_tokens=engine.capabilities.max_tokens)
+def frontend(engine: Engine) -> TextFrontend:
+    return TextFrontend(engine.tokenizer(), max_tokens=engine.capabilities.max_tokens)
 
 
-def _speak(engine: KokoroEngine, chunks: list[Chunk], voice: str = "jf_alpha") -> np.ndarray:
-    pack = engine.assets.packs[voice]
+def _speak(engine: Engine, chunks: list[Chunk], voice: str = "jf_alpha") -> np.ndarray:
+    pack = engine.style_packs()[voice]
     parts = engine.synthesize([SynthItem(c.token_ids, pack, 1.0) for c in chunks])
     return np.concatenate(parts)
 
 
 @pytest.mark.parametrize("language", list(SAMPLES))
 def test_language_is_spoken_at_a_plausible_rate(
-    language: str, engine: KokoroEngine, frontend: TextFrontend
+    language: str, engine: Engine, frontend: TextFrontend
 ) -> None:
     chunks = list(frontend.plan(SAMPLES[language], language))
     phonemes = " ".join(c.phonemes for c in chunks)
@@ -76,7 +75,7 @@ def test_language_is_spoken_at_a_plausible_rate(
     assert 0.08 <= per_syllable <= 0.40, per_syllable
 
 
-def test_english_round_trip_through_whisper(engine: KokoroEngine, frontend: TextFrontend) -> None:
+def test_english_round_trip_through_whisper(engine: Engine, frontend: TextFrontend) -> None:
     from voxclone.synth.voice.asr import Transcriber, word_error_rate
 
     text = SAMPLES["en-gb"]
@@ -86,7 +85,7 @@ def test_english_round_trip_through_whisper(engine: KokoroEngine, frontend: Text
 
 
 def test_mixed_language_sentence_is_one_chunk_of_speech(
-    engine: KokoroEngine, frontend: TextFrontend
+    engine: Engine, frontend: TextFrontend
 ) -> None:
     chunks = list(frontend.plan("She said こんにちは and smiled.", "en-us"))
     assert len(chunks) == 1

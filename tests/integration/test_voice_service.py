@@ -24,9 +24,8 @@ from voxclone.service.voices import ConsentInput, EnrollRequest, VoiceService
 from voxclone.synth.audio.reference import prepare_reference
 from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum
 from voxclone.synth.audio.vad import SpeechDetector
-from voxclone.synth.engine.base import SynthItem
-from voxclone.synth.engine.kokoro import SAMPLE_RATE, KokoroEngine
-from voxclone.synth.text.g2p import EspeakG2P
+from voxclone.synth.engine import registry
+from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
 from voxclone.synth.voice.encoder import SpeakerEncoder
@@ -36,23 +35,24 @@ from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
 pytestmark = pytest.mark.models
 
 ROOT = Path(__file__).resolve().parents[2]
+KOKORO_RATE = 24_000
 MODELS = Path.home() / ".cache" / "voxclone" / "models"
 REFERENCE = ROOT / "tests" / "data" / "librispeech_3005-163389-0000.wav"
 CONSENT = ConsentInput(given=True, statement="I agree to be cloned.", given_by="tester")
 
 
 @pytest.fixture(scope="module")
-def engine() -> KokoroEngine:
-    eng = KokoroEngine(MODELS)
+def engine() -> Engine:
+    eng = registry.create("kokoro", EngineConfig(MODELS))
     eng.load()
     return eng
 
 
 @pytest.fixture()
-def service(engine: KokoroEngine, tmp_path: Path) -> Iterator[tuple[VoiceService, list[str], Any]]:
-    g2p = EspeakG2P(engine.assets.vocab)
+def service(engine: Engine, tmp_path: Path) -> Iterator[tuple[VoiceService, list[str], Any]]:
+    g2p = engine.tokenizer()
     encoder = SpeakerEncoder()
-    atlas = VoiceAtlas.load(engine.assets.packs)
+    atlas = VoiceAtlas.load(engine.style_packs())
 
     def synth(tokens: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
         return engine.synthesize([SynthItem(tokens, pack, 1.0)])[0]
@@ -74,7 +74,8 @@ def service(engine: KokoroEngine, tmp_path: Path) -> Iterator[tuple[VoiceService
     probe_tokens = g2p.token_ids(g2p.phonemize(TEST_SENTENCE, "en-us"))
     reporter = QualityReporter(encoder, synth, probe_tokens, transcribe=None, word_error_rate=None)
     db = tmp_path / "voices.sqlite3"
-    store, jobs = SqliteVoiceStore(db), SqliteJobStore(db)
+    shapes = {engine.capabilities.engine: engine.capabilities.style_shape}
+    store, jobs = SqliteVoiceStore(db, style_shapes=shapes), SqliteJobStore(db)
     changed: list[str] = []
     svc = VoiceService(
         store=store,
@@ -87,7 +88,7 @@ def service(engine: KokoroEngine, tmp_path: Path) -> Iterator[tuple[VoiceService
         ),
         on_voice_changed=changed.append,
         quality_reporter=reporter,
-        pitch_calibrator=PitchCalibrator(atlas, reporter.probe, SAMPLE_RATE),
+        pitch_calibrator=PitchCalibrator(atlas, reporter.probe, KOKORO_RATE),
     )
     yield svc, changed, (engine, tokens, jobs, store)
     svc.close()
@@ -182,9 +183,9 @@ def test_clone_carries_the_reference_recording_tone(service: Any) -> None:
     voice = ResolvedVoice.from_record(again)
     assert voice.tone is not None
     raw = engine.synthesize([SynthItem(tokens, again.style, 1.0)])[0]
-    heard = voice.tone.apply(raw, SAMPLE_RATE)
-    heard_db = long_term_spectrum(heard, SAMPLE_RATE)
-    raw_db = long_term_spectrum(raw, SAMPLE_RATE)
+    heard = voice.tone.apply(raw, KOKORO_RATE)
+    heard_db = long_term_spectrum(heard, KOKORO_RATE)
+    raw_db = long_term_spectrum(raw, KOKORO_RATE)
     assert heard_db is not None and raw_db is not None
     band = (GRID_HZ > 100) & (GRID_HZ < 7000)
     gap_before = np.abs(raw_db - matched.reference_spectrum)[band].mean()
@@ -218,9 +219,7 @@ def _load_script() -> ModuleType:
     return module
 
 
-def test_atlas_build_is_reproducible_with_a_fixed_seed(
-    engine: KokoroEngine, tmp_path: Path
-) -> None:
+def test_atlas_build_is_reproducible_with_a_fixed_seed(engine: Engine, tmp_path: Path) -> None:
     script = _load_script()
     tiny = partial(
         script.build, 2, workers=1, use_asr=False, sentences=("Good morning.",), models_dir=MODELS
@@ -234,7 +233,7 @@ def test_atlas_build_is_reproducible_with_a_fixed_seed(
     # The random part of the recipes depends on the seed, and only on it.
     from voxclone.synth.voice.style_space import build_basis
 
-    basis = build_basis(engine.assets.packs, seed=11)
+    basis = build_basis(engine.style_packs(), seed=11)
     a, b = script.make_recipes(basis, 10, 11), script.make_recipes(basis, 10, 11)
     c = script.make_recipes(basis, 10, 12)
     assert all(np.array_equal(x.timbre_coeffs, y.timbre_coeffs) for x, y in zip(a, b, strict=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from voxclone.errors import UnsupportedLanguage
-from voxclone.synth.engine.assets import load_vocab
+from voxclone.synth.engine.kokoro.assets import load_vocab
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.g2p_ja import JapaneseG2P, kana_to_phonemes
 from voxclone.synth.text.g2p_router import MultiG2P

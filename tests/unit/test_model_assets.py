@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.engine.assets import MODEL_FILENAME, assemble_model
+from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
 
 PARTS = [bytes([i]) * 200_000 for i in range(1, 5)]
 GOOD_SHA = hashlib.sha256(b"".join(PARTS)).hexdigest()
@@ -65,7 +65,7 @@ def test_concurrent_first_start_yields_one_valid_model(tmp_path: Path) -> None:
 
 @pytest.mark.models
 def test_shipped_parts_assemble_to_the_published_hash(tmp_path: Path) -> None:
-    from voxclone.synth.engine.assets import expected_sha256
+    from voxclone.synth.engine.kokoro.assets import expected_sha256
 
     path = assemble_model(tmp_path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == expected_sha256()

@@ -32,6 +32,7 @@ class FakeEngine:
 
     def __init__(self, *, native_batching: bool = False, fast_lane: bool = False) -> None:
         self._caps = EngineCapabilities(
+            engine="fake",
             model_id="fake",
             model_version="0",
             sample_rate=24_000,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -17,12 +18,20 @@ import pytest
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
 from voxclone.runtime.voice_store import (
+    _VOICE_MIGRATIONS,
+    LEGACY_ENGINE,
+    LEGACY_MODEL_ID,
     ConsentRecord,
+    SqliteDatabase,
     SqliteVoiceStore,
     VoiceRecord,
     VoiceStore,
+    apply_migrations,
     validate_voice_name,
 )
+
+# What the composition root passes: each engine's EngineCapabilities.style_shape.
+SHAPES: dict[str, tuple[int, ...] | None] = {"kokoro": (510, 1, 256)}
 
 SRC_DIR = Path(__file__).resolve().parents[2] / "src"
 
@@ -64,7 +73,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(db_path: Path):
-    with SqliteVoiceStore(db_path) as s:
+    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
         yield s
 
 
@@ -288,33 +297,127 @@ def test_concurrent_creates_from_eight_threads(store: SqliteVoiceStore) -> None:
     assert len(store.list("owner-0")) == 12
 
 
-def test_schema_version_and_migration_from_v1(db_path: Path) -> None:
-    with SqliteVoiceStore(db_path) as s:
-        assert s.schema_version == 2
-        s.create(make_record())
-    # Pretend the file was written by the version-1 schema (no listing index).
+def _legacy_file(db_path: Path, schema: int) -> VoiceRecord:
+    """A library as an older voxclone wrote it (schema ``schema``), with one voice."""
+    db = SqliteDatabase(db_path)
+    apply_migrations(db, SqliteVoiceStore.COMPONENT, _VOICE_MIGRATIONS[:schema])
+    db.close()
+    record = make_record(name="Old")
+    assert record.style is not None
     conn = sqlite3.connect(db_path)
-    conn.execute("DROP INDEX voices_owner_created")
-    conn.execute("UPDATE schema_version SET version = 1 WHERE component = 'voices'")
+    conn.execute(
+        "INSERT INTO voices (id, owner, name, name_key, language, created_at, updated_at,"
+        " version, source, quality_json) VALUES ('v_old', 'owner-a', 'Old', 'old', 'en-us',"
+        " '2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z', 1, 'instant', '{}')"
+    )
+    consent = record.consent
+    conn.execute(
+        "INSERT INTO voice_consents VALUES ('v_old', ?, ?, ?, ?)",
+        (consent.statement_sha256, consent.given_by, consent.given_at, consent.client_address),
+    )
+    for kind, array in (("embedding", record.embedding), ("style", record.style)):
+        conn.execute(
+            "INSERT INTO voice_arrays VALUES ('v_old', ?, ?, ?)",
+            (kind, json.dumps(list(array.shape)), array.astype("<f4").tobytes()),
+        )
     conn.commit()
     conn.close()
-    with SqliteVoiceStore(db_path) as s:
-        assert s.count() == 1
+    return record
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_migration_keeps_older_voices_as_kokoro_voices(db_path: Path, schema: int) -> None:
+    old = _legacy_file(db_path, schema)
+    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
+        assert s.schema_version == len(_VOICE_MIGRATIONS) == 3
+        voice = s.get("v_old", "owner-a")
+        assert (voice.engine, voice.model_id, voice.model_version) == (
+            LEGACY_ENGINE,
+            LEGACY_MODEL_ID,
+            "",
+        )
+        assert voice.prompt is None and voice.style is not None and old.style is not None
+        assert voice.style.tobytes() == old.style.tobytes()
+        assert [v.engine for v in s.list("owner-a")] == [LEGACY_ENGINE]
+        # The migrated library takes new voices, and refinements of the old one.
+        s.create(make_record(name="New"))
+        s.update_style("v_old", "owner-a", style=old.style, quality={}, source="refined")
     conn = sqlite3.connect(db_path)
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     version = conn.execute("SELECT version FROM schema_version WHERE component='voices'").fetchone()
     conn.close()
-    assert "voices_owner_created" in indexes and version == (2,)
+    assert "voices_owner_created" in indexes and version == (3,)
+
+
+PROMPT_SHAPES: dict[str, tuple[int, ...] | None] = {**SHAPES, "fakeprompt": None, "tiny": (4, 8)}
+
+
+def prompt_record(name: str = "Pat", prompt: bytes = b"\x00opaque conditioning\xff") -> VoiceRecord:
+    record = make_record(name=name)
+    record.style = None
+    record.prompt = prompt
+    record.engine, record.model_id, record.model_version = "fakeprompt", "fake-1", "abc"
+    return record
+
+
+def test_prompt_voice_round_trip_and_delete_purges_the_prompt(db_path: Path) -> None:
+    with SqliteVoiceStore(db_path, style_shapes=PROMPT_SHAPES) as s:
+        created = s.create(prompt_record())
+        loaded = s.get(created.id, "owner-a")
+        assert loaded.prompt == b"\x00opaque conditioning\xff" and loaded.style is None
+        assert (loaded.engine, loaded.model_id, loaded.model_version) == (
+            "fakeprompt",
+            "fake-1",
+            "abc",
+        )
+        summary = s.list("owner-a")[0]
+        assert (summary.engine, summary.model_id) == ("fakeprompt", "fake-1")
+        s.delete(created.id, "owner-a")
+    conn = sqlite3.connect(db_path)
+    rows = conn.execute("SELECT COUNT(*) FROM voice_prompts").fetchone()
+    conn.close()
+    assert rows == (0,)
+    assert b"opaque conditioning" not in db_path.read_bytes()
+
+
+def test_store_validates_against_each_engines_style_shape(db_path: Path) -> None:
+    with SqliteVoiceStore(db_path, style_shapes=PROMPT_SHAPES) as s:
+        # Another engine's shape is fine for that engine, wrong for Kokoro.
+        tiny = make_record(name="Tiny")
+        tiny.engine, tiny.style = "tiny", np.ones((4, 8), np.float32)
+        assert s.create(tiny).style is not None
+        kokoro_sized = make_record(name="Big")
+        kokoro_sized.engine = "tiny"
+        with pytest.raises(InvalidInput) as excinfo:
+            s.create(kokoro_sized)
+        assert excinfo.value.field == "style" and excinfo.value.limit == [4, 8]
+        # A prompt engine's voice carries a prompt, never a style array, and back.
+        with_style = prompt_record(name="Both")
+        with_style.style = np.ones((4, 8), np.float32)
+        with pytest.raises(InvalidInput, match="prompt, not a style"):
+            s.create(with_style)
+        with pytest.raises(InvalidInput) as excinfo:
+            s.create(prompt_record(name="Empty", prompt=b""))
+        assert excinfo.value.field == "prompt"
+        style_with_prompt = make_record(name="Odd")
+        style_with_prompt.prompt = b"x"
+        with pytest.raises(InvalidInput, match="style array, not a reference prompt"):
+            s.create(style_with_prompt)
+        unknown = make_record(name="Who")
+        unknown.engine = "nope"
+        with pytest.raises(InvalidInput) as excinfo:
+            s.create(unknown)
+        assert excinfo.value.field == "engine"
 
 
 def test_refuses_schema_from_the_future(db_path: Path) -> None:
-    SqliteVoiceStore(db_path).close()
+    SqliteVoiceStore(db_path, style_shapes=SHAPES).close()
     conn = sqlite3.connect(db_path)
     conn.execute("UPDATE schema_version SET version = 99 WHERE component = 'voices'")
     conn.commit()
     conn.close()
     with pytest.raises(VoxcloneError, match="newer"):
-        SqliteVoiceStore(db_path)
+        SqliteVoiceStore(db_path, style_shapes=SHAPES)
 
 
 def test_failed_statement_rolls_back_whole_voice(db_path: Path) -> None:
@@ -322,11 +425,11 @@ def test_failed_statement_rolls_back_whole_voice(db_path: Path) -> None:
         if step == "style":
             raise RuntimeError("disk full")
 
-    with SqliteVoiceStore(db_path, statement_hook=fail_after_style) as s:
+    with SqliteVoiceStore(db_path, style_shapes=SHAPES, statement_hook=fail_after_style) as s:
         with pytest.raises(RuntimeError):
             s.create(make_record())
         assert s.count() == 0
-    with SqliteVoiceStore(db_path) as s:
+    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
         assert s.create(make_record()).version == 1  # name is free again
 
 
@@ -336,7 +439,7 @@ _CRASH_SCRIPT = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
     sys.path.insert(0, sys.argv[3])
-    from test_voice_store import make_record
+    from test_voice_store import SHAPES, make_record
     from voxclone.runtime.voice_store import SqliteVoiceStore
 
     def stall(step):
@@ -344,8 +447,8 @@ _CRASH_SCRIPT = textwrap.dedent(
             print("MIDWAY", flush=True)
             time.sleep(60)
 
-    SqliteVoiceStore(Path(sys.argv[1])).create(make_record(name="Survivor"))
-    store = SqliteVoiceStore(Path(sys.argv[1]), statement_hook=stall)
+    SqliteVoiceStore(Path(sys.argv[1]), style_shapes=SHAPES).create(make_record(name="Survivor"))
+    store = SqliteVoiceStore(Path(sys.argv[1]), style_shapes=SHAPES, statement_hook=stall)
     store.create(make_record(name="Half", reference_audio=b"audio"))
     """
 )
@@ -377,7 +480,7 @@ def test_sigkill_mid_create_leaves_whole_voice_or_nothing(db_path: Path) -> None
     conn = sqlite3.connect(db_path)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     conn.close()
-    with SqliteVoiceStore(db_path) as s:
+    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
         names = [v.name for v in s.list(None)]
         assert names == ["Survivor"]
         survivor = s.list(None)[0].id

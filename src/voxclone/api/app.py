@@ -25,9 +25,8 @@ from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
 from voxclone.api.auth import Authenticator, key_db_path
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.observability import RequestContextMiddleware
-from voxclone.api.ratelimit import build_rate_limiter
 from voxclone.api.streaming import StreamSlots
-from voxclone.bootstrap import Runtime
+from voxclone.bootstrap import Runtime, build_rate_limiter
 from voxclone.config import Settings
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.metrics import Metrics

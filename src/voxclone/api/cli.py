@@ -139,32 +139,35 @@ def _progress_bar(total: int) -> Any:
 
 
 def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
-    from voxclone.runtime.voice_store import SqliteVoiceStore
-    from voxclone.service.catalog import VoiceCatalog
-    from voxclone.synth.engine.assets import load_packs
-    from voxclone.synth.voice.builtin import builtin_voices
+    from voxclone.bootstrap import build_library
 
-    settings.home.mkdir(parents=True, exist_ok=True)
-    store = SqliteVoiceStore(settings.db_path)
+    library = build_library(settings)
     try:
-        catalog = VoiceCatalog(builtin_voices(load_packs()), store)
         if args.voices_command == "list":
-            for item in catalog.listing(owner=None):
+            for item in library.catalog.listing(owner=None):
                 kind = "built-in" if item.builtin else f"cloned v{item.version}"
-                print(f"{item.id:24s} {item.name:20s} {kind:12s} {item.description}")
+                print(
+                    f"{item.id:24s} {item.name:20s} {item.engine:10s} {kind:12s} {item.description}"
+                )
             return 0
-        resolved = catalog.resolve(args.voice, owner=None)
-        if resolved.builtin:
-            raise VoxcloneError(f"'{args.voice}' is a built-in voice")
+        found = library.catalog.find_stored(args.voice, owner=None)
+        if found is None:
+            if args.voice in library.catalog.builtin_names:
+                raise VoxcloneError(f"'{args.voice}' is a built-in voice")
+            raise VoxcloneError(f"voice '{args.voice[:64]}' not found")
+        store = library.store
         if args.voices_command == "show":
             import json
 
-            record = store.get(resolved.id, None)
+            record = store.get(found.id, None)
             print(
                 json.dumps(
                     {
                         "id": record.id,
                         "name": record.name,
+                        "engine": record.engine,
+                        "model_id": record.model_id,
+                        "model_version": record.model_version,
                         "language": record.language,
                         "version": record.version,
                         "source": record.source,
@@ -175,16 +178,13 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
                 )
             )
             return 0
-        deleted = store.delete(resolved.id, None)
-        from voxclone.bootstrap import build_cache
-
-        cache = build_cache(settings)
-        if cache is not None:
-            cache.invalidate_voice(deleted.id)
+        deleted = store.delete(found.id, None)
+        if library.cache is not None:
+            library.cache.invalidate_voice(deleted.id)
         print(f"deleted {deleted.id} ({deleted.name})")
         return 0
     finally:
-        store.close()
+        library.close()
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from voxclone.config import Settings
+from voxclone.errors import VoxcloneError
 
 DEFAULT_STATEMENT = (
     "The operator of this command attests that the speaker consented to voice cloning."
@@ -62,6 +63,9 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
     audio = Path(args.reference).read_bytes()
     runtime = build_runtime(settings, warmup=False)
     service = runtime.voices
+    if service is None:  # build_runtime always wires cloning unless told not to
+        runtime.close()
+        raise VoxcloneError("voice cloning is not available")
     try:
         consent = ConsentInput(
             given=args.consent,

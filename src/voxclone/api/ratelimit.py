@@ -3,32 +3,18 @@
 The bucket key is the API key id, or the client address for anonymous
 (single-user mode) callers, so one noisy client cannot starve the others.
 With Redis every server process and replica draws from the same bucket.
+The limiter itself is built by the composition root (``bootstrap.build_rate_limiter``).
 """
 
 from __future__ import annotations
 
 import logging
 
-from voxclone.config import Settings
 from voxclone.errors import RateLimited
 from voxclone.runtime.metrics import Metrics
-from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
+from voxclone.runtime.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
-
-
-def build_rate_limiter(settings: Settings) -> RateLimiter | None:
-    """The limiter for these settings, or None when rate limiting is switched off (rate <= 0)."""
-    if settings.rate_limit_per_minute <= 0:
-        return None
-    rate_per_s = settings.rate_limit_per_minute / 60.0
-    burst = max(1.0, settings.rate_limit_burst)
-    if settings.redis_url:
-        import redis
-
-        client = redis.Redis.from_url(settings.redis_url, socket_timeout=0.5)
-        return RedisRateLimiter(client, rate_per_s, burst)
-    return InMemoryRateLimiter(rate_per_s, burst)
 
 
 def enforce_rate_limit(

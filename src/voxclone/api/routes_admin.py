@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from voxclone.api.auth import AnyCaller, authenticate_request
 from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep
 from voxclone.api.errors import error_body, retry_after_header
-from voxclone.api.routes_openai import OPENAI_MODELS, OPENAI_VOICE_ALIASES
+from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
@@ -57,7 +57,7 @@ async def metrics(request: Request) -> Response:
         m.queue_depth.set(stats.queued)
         m.circuit_open.set(1 if stats.breaker_open else 0)
         m.voices_stored.set(runtime.voice_store.count())
-    m.ready.set(1 if runtime is not None and runtime.engine.ready else 0)
+    m.ready.set(1 if runtime is not None and runtime.ready else 0)
     payload, content_type = m.render()
     return Response(payload, media_type=content_type)
 
@@ -71,7 +71,19 @@ async def info(
     settings = runtime.settings
     caps = runtime.engine.capabilities
     return {
-        "model": {"id": caps.model_id, "version": caps.model_version},
+        "model": {"id": caps.model_id, "version": caps.model_version, "engine": caps.engine},
+        "engines": {
+            name: {
+                "model_id": c.model_id,
+                "model_version": c.model_version,
+                "sample_rate": c.sample_rate,
+                "languages": sorted(c.languages),
+                "clone_method": c.clone_method,
+                "native_controls": sorted(c.native_controls),
+                "streaming": c.streaming,
+            }
+            for name, c in ((n, s.engine.capabilities) for n, s in runtime.engines.items())
+        },
         "languages": sorted(runtime.speech.languages),
         "formats": [f.value for f in AudioFormat],
         "sample_rates": list(SUPPORTED_RATES),
@@ -83,6 +95,7 @@ async def info(
             "intensity": list(INTENSITY_RANGE),
         },
         "builtin_voices": runtime.catalog.builtin_names,
+        "builtin_voices_by_engine": runtime.catalog.builtins_by_engine(),
         "default_voice": settings.default_voice,
         "limits": {
             "max_text_chars": settings.max_text_chars,
@@ -91,7 +104,10 @@ async def info(
             "rate_limit_per_minute": settings.rate_limit_per_minute,
             "rate_limit_burst": settings.rate_limit_burst,
         },
-        "openai": {"models": list(OPENAI_MODELS), "voice_aliases": OPENAI_VOICE_ALIASES},
+        "openai": {
+            "models": runtime.speech.model_names,
+            "voice_aliases": OPENAI_VOICE_ALIASES,
+        },
         "owner": principal.owner,
         "scopes": sorted(principal.scopes),
     }

@@ -2,8 +2,10 @@
 
 Unmodified OpenAI clients work against this server:
 
-* ``model``: any of :data:`OPENAI_MODELS` (all speak with the same engine);
-  other names get a 400 that lists them.
+* ``model``: OpenAI's names (``tts-1``, ``tts-1-hd``, ``gpt-4o-mini-tts``)
+  speak with the default engine; an engine name (``kokoro``) or model id
+  picks that engine (``GET /v1/models`` lists them); other names get a 400
+  that lists them.
 * ``voice``: one of our voices (built-in name, cloned voice id or name), or
   one of OpenAI's voice names, mapped by :data:`OPENAI_VOICE_ALIASES`:
   alloy, ballad, coral, fable, nova, sage, shimmer → ``clear_female``;
@@ -43,13 +45,15 @@ from voxclone.api.schemas import (
 )
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
-from voxclone.errors import InvalidInput, NotFound, VoxcloneError
+from voxclone.errors import InvalidInput, NotFound
+from voxclone.service.router import OPENAI_ALIASES, ModelInfo
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.controls import EMOTIONS, SpeechControls
 
 router = APIRouter(tags=["openai"])
 
-OPENAI_MODELS: tuple[str, ...] = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "kokoro", "voxclone")
+# Model names OpenAI clients send; the router maps them to the default engine.
+OPENAI_MODELS: tuple[str, ...] = OPENAI_ALIASES
 OPENAI_FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 PCM_RATE = 24_000
 
@@ -99,25 +103,21 @@ def emotion_from_instructions(instructions: str | None) -> str:
     return "neutral"
 
 
-def _resolve_voice_name(runtime: Runtime, voice: str, owner: str) -> str:
-    """Our name for ``voice``: the user's own voice first, then OpenAI's aliases."""
+def _resolve_voice_name(runtime: Runtime, voice: str, owner: str, engine: str) -> str | None:
+    """Our name for ``voice``: the user's own voice first, then OpenAI's aliases
+    (None: the engine's default voice, for an engine without the alias's voice)."""
     try:
-        runtime.catalog.resolve(voice, owner)
+        runtime.catalog.resolve(voice, owner, engine)
         return voice
     except NotFound:
         alias = OPENAI_VOICE_ALIASES.get(voice.lower())
         if alias is None:
             raise
-        return alias
+        return alias if alias in runtime.catalog.builtins_by_engine()[engine] else None
 
 
 def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) -> SpeechRequest:
-    if body.model not in OPENAI_MODELS:
-        raise _BadModel(
-            f"unknown model '{body.model[:40]}'; use one of {', '.join(OPENAI_MODELS)}",
-            field="model",
-            limit=list(OPENAI_MODELS),
-        )
+    engine = runtime.speech.engine_for(body.model) or runtime.speech.default_engine
     fmt = body.response_format.lower()
     if fmt not in OPENAI_FORMATS:
         raise InvalidInput(
@@ -128,17 +128,13 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
     speed = body.speed if "speed" in body.model_fields_set else None
     return SpeechRequest(
         text=body.input,
-        voice=_resolve_voice_name(runtime, body.voice, owner),
+        voice=_resolve_voice_name(runtime, body.voice, owner, engine),
+        model=engine,
         controls=SpeechControls(speed=speed, emotion=emotion_from_instructions(body.instructions)),
         format=fmt,
         sample_rate=PCM_RATE,
         owner=owner,
     )
-
-
-class _BadModel(VoxcloneError):
-    status = 400
-    code = "invalid_model"
 
 
 async def _sse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -196,6 +192,8 @@ async def audio_voices(
                 description=v.description,
                 language=v.language,
                 builtin=v.builtin,
+                engine=v.engine,
+                model_id=v.model_id,
             )
             for v in listing
         ],
@@ -203,6 +201,28 @@ async def audio_voices(
     )
 
 
+def _model_out(info: ModelInfo) -> ModelOut:
+    caps = info.capabilities
+    return ModelOut(
+        id=info.id,
+        engine=info.engine,
+        model_id=caps.model_id,
+        model_version=caps.model_version,
+        alias=info.alias,
+        default=info.default,
+        sample_rate=caps.sample_rate,
+        languages=sorted(caps.languages),
+        clone_method=caps.clone_method,
+        native_controls=sorted(caps.native_controls),
+        streaming=caps.streaming,
+    )
+
+
 @router.get("/v1/models", response_model=ModelListOut, summary="Models (OpenAI-compatible)")
-async def models(principal: TTSCaller) -> ModelListOut:
-    return ModelListOut(data=[ModelOut(id=name) for name in OPENAI_MODELS])
+async def models(principal: TTSCaller, runtime: RuntimeDep) -> ModelListOut:
+    return ModelListOut(data=[_model_out(info) for info in runtime.speech.models()])
+
+
+@router.get("/v1/models/{model_id}", response_model=ModelOut, summary="One model")
+async def model(model_id: str, principal: TTSCaller, runtime: RuntimeDep) -> ModelOut:
+    return _model_out(runtime.speech.model(model_id))

@@ -57,6 +57,7 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
     return SpeechRequest(
         text=body.text,
         voice=body.voice,
+        model=body.model,
         language=body.language,
         controls=SpeechControls(
             speed=body.speed,
@@ -140,7 +141,7 @@ async def tts(
     override = None
     if reference is not None:
         voices = get_voice_service(request)
-        override = await run_in_threadpool(voices.inline_voice, reference)
+        override = await run_in_threadpool(voices.inline_voice, reference, body.model)
     req = speech_request(body, principal.owner, override)
     if body.stream:
         return await streaming_response(request, runtime, req)

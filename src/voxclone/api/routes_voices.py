@@ -64,6 +64,10 @@ async def enroll_voice(
     match_tone: Annotated[
         bool, Form(description="give the clone the recording's tone (microphone, room, timbre)")
     ] = True,
+    model: Annotated[
+        str | None,
+        Form(description="engine to clone for (GET /v1/models); default engine if unset"),
+    ] = None,
 ) -> EnrolledVoiceOut:
     if not _consent_given(consent):
         raise InvalidInput(
@@ -89,6 +93,7 @@ async def enroll_voice(
         keep_reference=keep_reference,
         refine=refine,
         match_tone=match_tone,
+        **({"model": model} if model else {}),
     )
     voice, job = await run_in_threadpool(voices.enroll, req)
     out = VoiceOut.of(voice)
@@ -202,9 +207,7 @@ async def job_events(
     runtime: RuntimeDep,
 ) -> CancellableStreamingResponse:
     voices = get_voice_service(request)
-    events = runtime.extras.get("job_events")
-    if not isinstance(events, JobEvents):
-        raise NotReady("job progress events are not available on this server")
+    events = runtime.job_events
     # Check existence and ownership before the 200 goes out.
     await run_in_threadpool(voices.get_job, job_id, principal.owner)
     return CancellableStreamingResponse(

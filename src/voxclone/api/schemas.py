@@ -21,6 +21,10 @@ class TTSRequest(BaseModel):
 
     text: str = Field(description="text to speak")
     voice: str | None = Field(None, description="built-in voice, cloned voice id or name")
+    model: str | None = Field(
+        None,
+        description="engine to speak with (see GET /v1/models); default: the voice's own engine",
+    )
     language: str | None = Field(None, description="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
     speed: float | None = Field(None, description="0.5-2.0")
     pitch: float | None = Field(None, description="-0.5..+0.5 octave")
@@ -96,6 +100,9 @@ class VoiceOut(BaseModel):
     updated_at: str
     quality: dict[str, Any] = Field(default_factory=dict)
     has_reference_audio: bool = False
+    engine: str = Field("", description="the engine that speaks this voice")
+    model_id: str = ""
+    model_version: str = ""
 
     @classmethod
     def of(cls, voice: VoiceRecord | VoiceSummary) -> VoiceOut:
@@ -114,6 +121,9 @@ class VoiceOut(BaseModel):
             updated_at=voice.updated_at,
             quality=dict(voice.quality or {}),
             has_reference_audio=has_reference,
+            engine=voice.engine,
+            model_id=voice.model_id,
+            model_version=voice.model_version,
         )
 
 
@@ -136,6 +146,8 @@ class CatalogVoiceOut(BaseModel):
     description: str
     language: str | None
     builtin: bool
+    engine: str = Field("", description="the engine that speaks this voice")
+    model_id: str = ""
 
 
 class AudioVoicesOut(BaseModel):
@@ -144,10 +156,24 @@ class AudioVoicesOut(BaseModel):
 
 
 class ModelOut(BaseModel):
+    """OpenAI's model object, plus what the engine behind the name can do."""
+
     id: str
     object: str = "model"
     created: int = 0
     owned_by: str = "voxclone"
+    engine: str | None = None
+    model_id: str | None = None
+    model_version: str | None = None
+    alias: bool = Field(False, description="an OpenAI name standing for the default engine")
+    default: bool = Field(False, description="speaks requests that name no model")
+    sample_rate: int | None = None
+    languages: list[str] = Field(default_factory=list)
+    clone_method: str | None = Field(None, description="style or prompt")
+    native_controls: list[str] = Field(
+        default_factory=list, description="controls the model realises itself; others are DSP"
+    )
+    streaming: str | None = None
 
 
 class ModelListOut(BaseModel):

@@ -285,7 +285,7 @@ class Scheduler:
         items = [w.item for w in live]
         try:
             if exclusive:
-                outputs = self._engine.synthesize(items, exclusive=True)  # type: ignore[call-arg]
+                outputs = self._engine.synthesize(items, exclusive=True)
             else:
                 outputs = self._engine.synthesize(items)
         except Exception as exc:  # engine errors become failed futures, never a dead worker

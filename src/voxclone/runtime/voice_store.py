@@ -38,7 +38,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,7 +59,12 @@ OWNER_MAX_CHARS = 128
 LIST_MAX_LIMIT = 1000
 
 DEFAULT_EMBEDDING_SHAPE: tuple[int, ...] = (256,)
-DEFAULT_STYLE_SHAPE: tuple[int, ...] = (510, 1, 256)
+# Voices stored before engines were recorded were all made for Kokoro; the
+# schema migration gives them these values.
+LEGACY_ENGINE = "kokoro"
+LEGACY_MODEL_ID = "kokoro-82m-v1.0-int8"
+ENGINE_MAX_CHARS = 64
+PROMPT_MAX_BYTES = 64 << 20
 # Recording-tone vectors: the reference's long-term spectrum and the gain
 # curve applied to the voice, one value per point of the tone grid.
 DEFAULT_TONE_SHAPE: tuple[int, ...] = (GRID_HZ.size,)
@@ -106,13 +111,21 @@ class VoiceRecord:
     version: int
     consent: ConsentRecord
     embedding: np.ndarray
-    style: np.ndarray
+    # Style engines: the float style array. Prompt engines: None (see ``prompt``).
+    style: np.ndarray | None
     quality: dict[str, Any]
     source: str
     reference_audio: bytes | None = None
     # Optional recording-tone data: None for voices made without it.
     reference_spectrum: np.ndarray | None = None
     tone_db: np.ndarray | None = None
+    # The engine (registry name) and weights the voice was made for; another
+    # engine or model refuses it.
+    engine: str = LEGACY_ENGINE
+    model_id: str = LEGACY_MODEL_ID
+    model_version: str = ""
+    # Prompt engines: the engine's serialized conditioning (opaque bytes).
+    prompt: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,9 @@ class VoiceSummary:
     source: str
     quality: dict[str, Any] = field(default_factory=dict)
     has_reference_audio: bool = False
+    engine: str = LEGACY_ENGINE
+    model_id: str = LEGACY_MODEL_ID
+    model_version: str = ""
 
 
 @runtime_checkable
@@ -482,16 +498,30 @@ _VOICE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 2: listings page through one owner's voices by creation time.
     ("CREATE INDEX voices_owner_created ON voices (owner, created_at, id)",),
+    # 3: engines as plug-ins. Every voice records the engine and weights it was
+    # made for (existing voices are Kokoro's); prompt engines store an opaque
+    # conditioning blob instead of a style array.
+    (
+        f"ALTER TABLE voices ADD COLUMN engine TEXT NOT NULL DEFAULT '{LEGACY_ENGINE}'",
+        f"ALTER TABLE voices ADD COLUMN model_id TEXT NOT NULL DEFAULT '{LEGACY_MODEL_ID}'",
+        "ALTER TABLE voices ADD COLUMN model_version TEXT NOT NULL DEFAULT ''",
+        (
+            "CREATE TABLE voice_prompts ("
+            " voice_id TEXT PRIMARY KEY REFERENCES voices (id) ON DELETE CASCADE,"
+            " data BLOB NOT NULL)"
+        ),
+    ),
 )
 
 # Every table holding a voice's data, child tables first. Deletion walks this
 # list explicitly rather than trusting ON DELETE CASCADE alone.
-_VOICE_CHILD_TABLES = ("voice_reference_audio", "voice_arrays", "voice_consents")
+_VOICE_CHILD_TABLES = ("voice_reference_audio", "voice_prompts", "voice_arrays", "voice_consents")
 
 _SUMMARY_COLUMNS = (
     "v.id, v.name, v.language, v.owner, v.created_at, v.updated_at, v.version,"
     " v.source, v.quality_json,"
-    " EXISTS (SELECT 1 FROM voice_reference_audio r WHERE r.voice_id = v.id)"
+    " EXISTS (SELECT 1 FROM voice_reference_audio r WHERE r.voice_id = v.id),"
+    " v.engine, v.model_id, v.model_version"
 )
 
 
@@ -515,6 +545,9 @@ def _summary_from_row(row: Sequence[Any]) -> VoiceSummary:
         source=row[7],
         quality=json.loads(row[8]),
         has_reference_audio=bool(row[9]),
+        engine=row[10],
+        model_id=row[11],
+        model_version=row[12],
     )
 
 
@@ -524,7 +557,13 @@ def _not_found(voice_id: str) -> NotFound:
 
 
 class SqliteVoiceStore:
-    """The voice library in a SQLite file (the embedded default)."""
+    """The voice library in a SQLite file (the embedded default).
+
+    ``style_shapes`` maps each engine voices may be written for to its
+    ``EngineCapabilities.style_shape`` (None: a prompt engine, whose voices
+    carry an opaque prompt instead of a style array). Writing a voice for an
+    engine not in the map is refused; reading never needs it.
+    """
 
     COMPONENT = "voices"
 
@@ -532,14 +571,17 @@ class SqliteVoiceStore:
         self,
         path: Path,
         *,
+        style_shapes: Mapping[str, tuple[int, ...] | None] | None = None,
         embedding_shape: tuple[int, ...] = DEFAULT_EMBEDDING_SHAPE,
-        style_shape: tuple[int, ...] = DEFAULT_STYLE_SHAPE,
         tone_shape: tuple[int, ...] = DEFAULT_TONE_SHAPE,
         statement_hook: StatementHook | None = None,
     ) -> None:
         self._db = SqliteDatabase(path)
         self._embedding_shape = tuple(embedding_shape)
-        self._style_shape = tuple(style_shape)
+        self._style_shapes: dict[str, tuple[int, ...] | None] = {
+            name: None if shape is None else tuple(shape)
+            for name, shape in (style_shapes or {}).items()
+        }
         self._tone_shape = tuple(tone_shape)
         self._hook = statement_hook
         self.schema_version = apply_migrations(self._db, self.COMPONENT, _VOICE_MIGRATIONS)
@@ -553,7 +595,8 @@ class SqliteVoiceStore:
         source = _validate_source(record.source)
         consent = _validate_consent(record.consent)
         embedding = _checked_array(record.embedding, "embedding", self._embedding_shape)
-        style = _checked_array(record.style, "style", self._style_shape)
+        engine, model_id, model_version = self._checked_model(record)
+        style, prompt = self._checked_conditioning(engine, record.style, record.prompt)
         tone_arrays = self._checked_tone(record.reference_spectrum, record.tone_db)
         quality_json = _quality_to_json(record.quality)
         if record.reference_audio is not None and not isinstance(record.reference_audio, bytes):
@@ -571,8 +614,8 @@ class SqliteVoiceStore:
             try:
                 conn.execute(
                     "INSERT INTO voices (id, owner, name, name_key, language, created_at,"
-                    " updated_at, version, source, quality_json)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    " updated_at, version, source, quality_json, engine, model_id, model_version)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
                     (
                         voice_id,
                         owner,
@@ -583,6 +626,9 @@ class SqliteVoiceStore:
                         updated_at,
                         source,
                         quality_json,
+                        engine,
+                        model_id,
+                        model_version,
                     ),
                 )
             except sqlite3.IntegrityError:
@@ -602,8 +648,14 @@ class SqliteVoiceStore:
             self._step("consent")
             self._write_array(conn, voice_id, "embedding", embedding)
             self._step("embedding")
-            self._write_array(conn, voice_id, "style", style)
-            self._step("style")
+            if style is not None:
+                self._write_array(conn, voice_id, "style", style)
+                self._step("style")
+            if prompt is not None:
+                conn.execute(
+                    "INSERT INTO voice_prompts (voice_id, data) VALUES (?, ?)", (voice_id, prompt)
+                )
+                self._step("prompt")
             for kind, array in tone_arrays.items():
                 self._write_array(conn, voice_id, kind, array)
                 self._step(kind)
@@ -624,12 +676,16 @@ class SqliteVoiceStore:
             version=1,
             consent=consent,
             embedding=embedding.copy(),
-            style=style.copy(),
+            style=_copy_or_none(style),
             quality=json.loads(quality_json),
             source=source,
             reference_audio=record.reference_audio,
             reference_spectrum=_copy_or_none(tone_arrays.get("reference_spectrum")),
             tone_db=_copy_or_none(tone_arrays.get("tone")),
+            engine=engine,
+            model_id=model_id,
+            model_version=model_version,
+            prompt=prompt,
         )
 
     def update_style(
@@ -648,7 +704,15 @@ class SqliteVoiceStore:
         The version is what audio caches key on, so audio made with the old
         style is never served for the new one.
         """
-        checked_style = _checked_array(style, "style", self._style_shape)
+        where, params = _owner_clause(owner)
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT engine FROM voices WHERE id = ?" + where, (voice_id, *params)
+            ).fetchone()
+        if row is None:
+            raise _not_found(voice_id)
+        checked_style, _ = self._checked_conditioning(row[0], style, None)
+        assert checked_style is not None
         checked_embedding = (
             None
             if embedding is None
@@ -657,7 +721,6 @@ class SqliteVoiceStore:
         checked_tone = None if tone_db is None else self._checked_tone(None, tone_db)["tone"]
         quality_json = _quality_to_json(quality)
         _validate_source(source)
-        where, params = _owner_clause(owner)
         with self._db.write() as conn:
             cursor = conn.execute(
                 "UPDATE voices SET version = version + 1, updated_at = ?, quality_json = ?,"
@@ -779,6 +842,50 @@ class SqliteVoiceStore:
 
     # -- internals ----------------------------------------------------------
 
+    def _checked_model(self, record: VoiceRecord) -> tuple[str, str, str]:
+        engine = _validate_short_text(record.engine, "engine", ENGINE_MAX_CHARS)
+        if engine not in self._style_shapes:
+            known = sorted(self._style_shapes)
+            raise InvalidInput(
+                f"voices cannot be stored for engine {engine[:32]!r}; known: {', '.join(known)}",
+                field="engine",
+                limit=known,
+            )
+        model_id = _validate_short_text(record.model_id, "model_id", ENGINE_MAX_CHARS)
+        version = record.model_version
+        if not isinstance(version, str) or len(version) > ENGINE_MAX_CHARS:
+            raise InvalidInput("model_version must be short text", field="model_version")
+        return engine, model_id, version
+
+    def _checked_conditioning(
+        self, engine: str, style: np.ndarray | None, prompt: bytes | None
+    ) -> tuple[np.ndarray | None, bytes | None]:
+        """(style, prompt) as the engine's clone method wants them: exactly one is set."""
+        if engine not in self._style_shapes:
+            raise InvalidInput(f"unknown engine {engine[:32]!r}", field="engine")
+        shape = self._style_shapes[engine]
+        if shape is None:  # a prompt engine
+            if style is not None:
+                raise InvalidInput(
+                    f"engine {engine!r} takes a reference prompt, not a style array", field="style"
+                )
+            if not isinstance(prompt, bytes) or not prompt or len(prompt) > PROMPT_MAX_BYTES:
+                raise InvalidInput(
+                    f"a prompt voice needs 1 byte to {PROMPT_MAX_BYTES >> 20} MiB of prompt data",
+                    field="prompt",
+                    limit=PROMPT_MAX_BYTES,
+                )
+            return None, prompt
+        if prompt is not None:
+            raise InvalidInput(
+                f"engine {engine!r} takes a style array, not a reference prompt", field="prompt"
+            )
+        if style is None:
+            raise InvalidInput(
+                "a style voice needs a style array", field="style", limit=list(shape)
+            )
+        return _checked_array(style, "style", shape), None
+
     def _checked_tone(
         self, reference_spectrum: np.ndarray | None, tone_db: np.ndarray | None
     ) -> dict[str, np.ndarray]:
@@ -840,7 +947,7 @@ class SqliteVoiceStore:
         where, params = _owner_clause(owner)
         row = conn.execute(
             "SELECT id, name, language, owner, created_at, updated_at, version, source,"
-            " quality_json FROM voices WHERE id = ?" + where,
+            " quality_json, engine, model_id, model_version FROM voices WHERE id = ?" + where,
             (voice_id, *params),
         ).fetchone()
         if row is None:
@@ -856,7 +963,15 @@ class SqliteVoiceStore:
                 "SELECT kind, shape_json, data FROM voice_arrays WHERE voice_id = ?", (voice_id,)
             )
         }
-        if consent_row is None or "embedding" not in arrays or "style" not in arrays:
+        prompt_row = conn.execute(
+            "SELECT data FROM voice_prompts WHERE voice_id = ?", (voice_id,)
+        ).fetchone()
+        prompt = bytes(prompt_row[0]) if prompt_row else None
+        if (
+            consent_row is None
+            or "embedding" not in arrays
+            or (("style" in arrays) == (prompt is not None))
+        ):
             # Cannot happen with atomic writes; if the file was edited by hand,
             # refuse to speak with a voice whose consent or data is missing.
             raise VoxcloneError("stored voice data is incomplete; delete and re-create the voice")
@@ -876,10 +991,14 @@ class SqliteVoiceStore:
             version=int(row[6]),
             consent=ConsentRecord(*consent_row),
             embedding=arrays["embedding"],
-            style=arrays["style"],
+            style=arrays.get("style"),
             quality=json.loads(row[8]),
             source=row[7],
             reference_audio=audio,
             reference_spectrum=arrays.get("reference_spectrum"),
             tone_db=arrays.get("tone"),
+            engine=row[9],
+            model_id=row[10],
+            model_version=row[11],
+            prompt=prompt,
         )

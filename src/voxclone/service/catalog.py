@@ -1,15 +1,29 @@
-"""Resolve a voice reference (built-in name, stored id or stored name) to a style."""
+"""Resolve a voice reference (built-in name, stored id or stored name) to what
+an engine speaks with: a style array (style engines) or a loaded prompt
+(prompt engines).
+
+Several engines may be loaded at once. Built-in voices belong to one engine
+each; a stored voice records the engine and model it was made for, and asking
+another engine to speak with it is refused (``VoiceModelMismatch``).
+"""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from voxclone.errors import NotFound
+from voxclone.errors import NotFound, VoiceModelMismatch
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.synth.audio.tone import ToneFilter
-from voxclone.synth.voice.builtin import BuiltinVoice
+from voxclone.synth.engine.base import Engine
+
+# Loaded prompts kept per (voice id, version): loading one deserializes the
+# engine's conditioning state, which a request should not pay every time.
+PROMPT_CACHE_ENTRIES = 64
 
 
 @dataclass(frozen=True)
@@ -17,17 +31,29 @@ class ResolvedVoice:
     id: str
     name: str
     version: int
-    style: np.ndarray
+    style: np.ndarray | None
     language: str | None
     builtin: bool
     # The reference recording's tone, applied after synthesis (cloned voices only).
     tone: ToneFilter | None = None
+    engine: str = ""  # registry name of the engine that speaks it
+    model_id: str = ""
+    prompt: object | None = None  # prompt engines: what Engine.load_prompt returned
 
     @classmethod
-    def from_record(cls, record: VoiceRecord) -> ResolvedVoice:
+    def from_record(cls, record: VoiceRecord, prompt: object | None = None) -> ResolvedVoice:
         tone = None if record.tone_db is None else ToneFilter(record.tone_db)
         return cls(
-            record.id, record.name, record.version, record.style, record.language, False, tone
+            record.id,
+            record.name,
+            record.version,
+            record.style,
+            record.language,
+            False,
+            tone,
+            engine=record.engine,
+            model_id=record.model_id,
+            prompt=prompt,
         )
 
 
@@ -39,46 +65,157 @@ class VoiceListing:
     language: str | None
     builtin: bool
     version: int = 1
+    engine: str = ""
+    model_id: str = ""
 
 
 class VoiceCatalog:
-    def __init__(
-        self,
-        builtins: dict[str, tuple[BuiltinVoice, np.ndarray]],
-        store: VoiceStore | None = None,
-    ) -> None:
-        self._builtins = builtins
+    """Voices of every loaded engine plus the stored library.
+
+    ``engines`` is ordered: the first is the default engine, which answers a
+    built-in name that several engines share.
+    """
+
+    def __init__(self, engines: Mapping[str, Engine], store: VoiceStore | None = None) -> None:
+        if not engines:
+            raise ValueError("a voice catalog needs at least one engine")
+        self._engines = dict(engines)
+        self._builtins = {name: engine.builtin_voices() for name, engine in self._engines.items()}
         self._store = store
+        self._prompts: OrderedDict[tuple[str, int], object] = OrderedDict()
+        self._prompt_lock = threading.Lock()
+
+    @property
+    def default_engine(self) -> str:
+        return next(iter(self._engines))
+
+    @property
+    def engine_names(self) -> tuple[str, ...]:
+        return tuple(self._engines)
 
     @property
     def builtin_names(self) -> list[str]:
-        return list(self._builtins)
+        """Every built-in voice name (a name two engines share appears once)."""
+        return list(dict.fromkeys(n for voices in self._builtins.values() for n in voices))
 
-    def resolve(self, voice: str, owner: str | None) -> ResolvedVoice:
-        if voice in self._builtins:
-            info, style = self._builtins[voice]
-            return ResolvedVoice(voice, voice, 1, style, None, True)
-        if self._store is not None:
-            record = None
-            if voice.startswith("v_"):
-                try:
-                    record = self._store.get(voice, owner)
-                except NotFound:
-                    record = None
-            if record is None and owner is not None:
-                record = self._store.find_by_name(voice, owner)
-            if record is not None:
-                return ResolvedVoice.from_record(record)
+    def builtins_by_engine(self) -> dict[str, list[str]]:
+        return {engine: list(voices) for engine, voices in self._builtins.items()}
+
+    def find_stored(self, voice: str, owner: str | None) -> VoiceRecord | None:
+        """A stored voice by id (or by name, for an owner), whatever its engine."""
+        if self._store is None:
+            return None
+        if voice.startswith("v_"):
+            try:
+                return self._store.get(voice, owner, include_reference_audio=False)
+            except NotFound:
+                pass
+        if owner is not None:
+            return self._store.find_by_name(voice, owner)
+        return None
+
+    def resolve(self, voice: str, owner: str | None, engine: str | None = None) -> ResolvedVoice:
+        """``voice`` for ``engine`` (None: whichever engine the voice belongs to)."""
+        builtin = self._builtin(voice, engine)
+        if builtin is not None:
+            return builtin
+        record = self.find_stored(voice, owner)
+        if record is not None:
+            return self._from_record(record, engine)
+        if engine is not None and any(voice in v for v in self._builtins.values()):
+            speakers = [e for e, v in self._builtins.items() if voice in v]
+            raise VoiceModelMismatch(
+                f"built-in voice '{voice[:64]}' belongs to {', '.join(speakers)}, not {engine}",
+                field="voice",
+                limit=sorted(self._builtins[engine]),
+            )
+        names = sorted(self._builtins[engine]) if engine is not None else self.builtin_names
         raise NotFound(
             f"voice '{voice[:64]}' not found; use a built-in voice or one of your cloned voices",
             field="voice",
-            limit=self.builtin_names,
+            limit=names,
         )
+
+    def _builtin(self, voice: str, engine: str | None) -> ResolvedVoice | None:
+        order = [engine] if engine is not None else list(self._builtins)
+        for name in order:
+            info = self._builtins.get(name, {}).get(voice)
+            if info is not None:
+                model = self._engines[name].capabilities.model_id
+                return ResolvedVoice(
+                    voice,
+                    voice,
+                    1,
+                    info.style,
+                    info.language,
+                    True,
+                    engine=name,
+                    model_id=model,
+                    prompt=info.prompt,
+                )
+        return None
+
+    def _from_record(self, record: VoiceRecord, engine: str | None) -> ResolvedVoice:
+        if engine is not None and record.engine != engine:
+            raise VoiceModelMismatch(
+                f"voice '{record.name[:64]}' was made for the {record.engine} engine and cannot be "
+                f"spoken by {engine}; use model '{record.engine}' or a voice made for {engine}",
+                field="voice",
+                limit=record.engine,
+            )
+        speaker = self._engines.get(record.engine)
+        if speaker is None:
+            raise VoiceModelMismatch(
+                f"voice '{record.name[:64]}' was made for the {record.engine} engine, "
+                f"which this server does not load (loaded: {', '.join(self._engines)})",
+                field="voice",
+                limit=list(self._engines),
+            )
+        model = speaker.capabilities.model_id
+        if record.model_id != model:
+            raise VoiceModelMismatch(
+                f"voice '{record.name[:64]}' was made for model {record.model_id}; this server "
+                f"runs {model}: enroll the voice again",
+                field="voice",
+                limit=model,
+            )
+        if record.prompt is None:
+            return ResolvedVoice.from_record(record)
+        return ResolvedVoice.from_record(record, self._prompt(speaker, record))
+
+    def _prompt(self, engine: Engine, record: VoiceRecord) -> object:
+        key = (record.id, record.version)
+        with self._prompt_lock:
+            if key in self._prompts:
+                self._prompts.move_to_end(key)
+                return self._prompts[key]
+        assert record.prompt is not None
+        loaded = engine.load_prompt(record.prompt)
+        with self._prompt_lock:
+            self._prompts[key] = loaded
+            while len(self._prompts) > PROMPT_CACHE_ENTRIES:
+                self._prompts.popitem(last=False)
+        return loaded
+
+    def forget(self, voice_id: str) -> None:
+        """Drop loaded prompts of a changed or deleted voice."""
+        with self._prompt_lock:
+            for key in [k for k in self._prompts if k[0] == voice_id]:
+                del self._prompts[key]
 
     def listing(self, owner: str | None) -> list[VoiceListing]:
         out = [
-            VoiceListing(name, name, info.description, None, True)
-            for name, (info, _) in self._builtins.items()
+            VoiceListing(
+                name,
+                name,
+                info.description,
+                info.language,
+                True,
+                engine=engine,
+                model_id=self._engines[engine].capabilities.model_id,
+            )
+            for engine, voices in self._builtins.items()
+            for name, info in voices.items()
         ]
         if self._store is not None:
             for summary in self._store.list(owner, limit=1000, offset=0):
@@ -90,6 +227,8 @@ class VoiceCatalog:
                         summary.language,
                         False,
                         summary.version,
+                        engine=summary.engine,
+                        model_id=summary.model_id,
                     )
                 )
         return out

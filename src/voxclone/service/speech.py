@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class SpeechRequest:
     format: str = "wav"
     sample_rate: int = 24_000
     owner: str | None = None
+    # Which engine speaks: a registry name, a model id or an alias (see
+    # service/router.py); None = the voice's own engine, else the default.
+    model: str | None = None
     # An already-resolved voice (e.g. an inline reference clip cloned for this
     # request only); takes precedence over ``voice``.
     voice_override: ResolvedVoice | None = None
@@ -79,6 +82,8 @@ class ServiceHooks:
 
 
 class SpeechService:
+    """Speech with one engine (its frontend, scheduler and capabilities)."""
+
     def __init__(
         self,
         *,
@@ -114,6 +119,10 @@ class SpeechService:
         return self._catalog
 
     @property
+    def capabilities(self) -> EngineCapabilities:
+        return self._caps
+
+    @property
     def languages(self) -> tuple[str, ...]:
         return self._frontend.languages
 
@@ -130,11 +139,23 @@ class SpeechService:
             )
         parse_format(req.format)
         check_rate(req.sample_rate)
-        voice = req.voice_override or self._catalog.resolve(
-            req.voice or self._default_voice, req.owner
-        )
+        voice = self._voice_for(req)
         language = self._language_for(req, voice)
         return voice, language
+
+    def _voice_for(self, req: SpeechRequest) -> ResolvedVoice:
+        engine = self._caps.engine
+        if req.voice_override is None:
+            return self._catalog.resolve(req.voice or self._default_voice, req.owner, engine)
+        if req.voice_override.engine not in ("", engine):
+            from voxclone.errors import VoiceModelMismatch
+
+            raise VoiceModelMismatch(
+                f"this voice was made for the {req.voice_override.engine} engine, not {engine}",
+                field="voice",
+                limit=req.voice_override.engine,
+            )
+        return req.voice_override
 
     def _language_for(self, req: SpeechRequest, voice: ResolvedVoice) -> str:
         if req.language:
@@ -156,6 +177,8 @@ class SpeechService:
 
     def _key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
         return cache_key(
+            # The same voice name may exist in two engines.
+            engine=self._caps.engine,
             model=self._caps.model_id,
             model_version=self._caps.model_version,
             voice=voice.id,
@@ -269,7 +292,9 @@ class SpeechService:
         progress: Callable[[int], None] | None = None,
     ) -> Iterator[np.ndarray]:
         """Yield post-processed, joined float32 audio at the engine rate."""
-        controls = req.controls.resolve()
+        controls = replace(
+            req.controls.resolve(), native_speed="speed" in self._caps.native_controls
+        )
         joiner = PieceJoiner(self.sample_rate)
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
@@ -325,7 +350,9 @@ class SpeechService:
                 return False
             first = chunk.index == 0
             priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
-            item = SynthItem(chunk.token_ids, voice.style, controls.engine_speed)
+            item = SynthItem(
+                chunk.token_ids, voice.style, controls.engine_speed, prompt=voice.prompt
+            )
             future = self._scheduler.submit(
                 item, priority=priority, cancelled=gone, admitted=not first
             )
@@ -385,9 +412,7 @@ class SpeechService:
 
     def text_size(self, req: SpeechRequest) -> int:
         """Characters the planner will speak (for progress bars)."""
-        language = self._language_for(
-            req, self._catalog.resolve(req.voice or self._default_voice, req.owner)
-        )
+        language = self._language_for(req, self._voice_for(req))
         return sum(len(s) for s in self._frontend.prepare(req.text, language))
 
     def invalidate_voice(self, voice_id: str) -> None:

@@ -1,6 +1,12 @@
 """Voice library use cases: enroll (instant clone + quality report), refine in
 the background, rename, delete with everything derived from it, inline clones.
 
+Enrollment follows the engine's ``clone_method``: ``"style"`` engines get an
+atlas clone in their style space (instant clone, refinement, tone match);
+``"prompt"`` engines get the engine's own conditioning prompt computed from
+the same cleaned reference. Consent, the quality report and deletion are the
+same for both.
+
 Privacy (DESIGN.md §1.5): consent is required and recorded as a hash of the
 statement; raw reference audio is stored only when the user asks; deleting a
 voice deletes its rows and jobs and tells the audio caches to drop what was
@@ -13,17 +19,20 @@ import contextlib
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from voxclone.errors import Cancelled, InvalidInput, NotFound, VoxcloneError
+from voxclone.errors import Cancelled, InvalidInput, NotFound, UnknownModel, VoxcloneError
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
 from voxclone.runtime.voice_store import (
+    LEGACY_ENGINE,
+    LEGACY_MODEL_ID,
     ConsentRecord,
     VoiceRecord,
     VoiceStore,
@@ -33,22 +42,16 @@ from voxclone.runtime.voice_store import (
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
+from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.clone import (
     InstantCloner,
-    RefineConfig,
     RefineProgress,
     StyleRefiner,
 )
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
-from voxclone.synth.voice.prosody import PitchStats
+from voxclone.synth.voice.prosody import PitchStats, pitch_stats
 from voxclone.synth.voice.quality_report import QualityReporter, reference_warnings
 from voxclone.synth.voice.style_space import VoiceRecipe
-
-if TYPE_CHECKING:
-    from voxclone.config import Settings
-    from voxclone.runtime.scheduler import Scheduler
-    from voxclone.synth.engine.kokoro import KokoroEngine
-    from voxclone.synth.text.protocol import G2P
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +81,25 @@ class EnrollRequest:
     refine: bool = False
     # Give the clone the reference recording's tone (long-term spectrum).
     match_tone: bool = True
+    # The engine the voice is made for (registry name, model id or alias);
+    # None = the service's default engine.
+    model: str | None = None
 
 
 RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
+
+
+@dataclass(frozen=True)
+class PromptCloning:
+    """What enrollment needs from a ``prompt`` engine (wired by the composition root)."""
+
+    capabilities: EngineCapabilities
+    make_prompt: Callable[[np.ndarray, int], bytes]
+    load_prompt: Callable[[bytes], object]
+    # Speaker embedding of 16 kHz audio (stored with the voice, used by the report).
+    embed: Callable[[np.ndarray], np.ndarray]
+    # Speaks the report's test sentence with a loaded prompt; None: no report.
+    reporter: QualityReporter | None = None
 
 
 @dataclass(frozen=True)
@@ -98,15 +117,23 @@ class VoiceService:
         store: VoiceStore,
         jobs: JobStore,
         job_events: JobEvents,
-        cloner: InstantCloner,
-        refiner_factory_or_refiner: RefinerSource,
+        cloner: InstantCloner | None,
+        refiner_factory_or_refiner: RefinerSource | None,
         reference_loader: Callable[[bytes], ReferenceAudio],
         on_voice_changed: Callable[[str], None],
         refine_budget_s: float = 180.0,
         quality_reporter: QualityReporter | None = None,
         pitch_calibrator: PitchCalibrator | None = None,
         refine_workers: int = 1,
+        style_engine: EngineCapabilities | None = None,
+        prompt_engines: Mapping[str, PromptCloning] | None = None,
+        default_engine: str | None = None,
+        resolve_model: Callable[[str | None], str | None] | None = None,
     ) -> None:
+        """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
+        (None when no style engine is loaded); ``style_engine`` names it in the
+        records. ``prompt_engines`` maps engine names to their prompt cloning.
+        ``resolve_model`` turns a request's ``model`` into an engine name."""
         self._store = store
         self._jobs = jobs
         self._events = job_events
@@ -123,19 +150,63 @@ class VoiceService:
         self._deleted: set[str] = set()
         self._inline: OrderedDict[str, ResolvedVoice] = OrderedDict()
         self._inline_lock = threading.Lock()
+        self._style_caps = style_engine
+        self._prompt_engines = dict(prompt_engines or {})
+        style_name = style_engine.engine if style_engine is not None else None
+        self._default_engine = default_engine or style_name
+        self._resolve_model = resolve_model
 
     def warmup(self) -> None:
         """Load the speaker encoder before the first request (call at start-up)."""
-        self._cloner.warmup()
+        if self._cloner is not None:
+            self._cloner.warmup()
+
+    # -- engines ------------------------------------------------------------------
+    def _engine_for(self, model: str | None) -> str | None:
+        """The engine a voice for ``model`` is made with (None: the style engine
+        of a service wired without engine names, as in older tests)."""
+        engine = self._resolve_model(model) if self._resolve_model is not None else model
+        return engine or self._default_engine
+
+    def _prompt_cloning(self, engine: str | None) -> PromptCloning | None:
+        if engine is not None and engine in self._prompt_engines:
+            return self._prompt_engines[engine]
+        style_name = self._style_caps.engine if self._style_caps is not None else None
+        if self._cloner is None or (engine is not None and style_name not in (None, engine)):
+            known = sorted({*self._prompt_engines, *([style_name] if style_name else [])})
+            raise UnknownModel(
+                f"voices cannot be cloned for model '{str(engine)[:40]}' on this server; "
+                f"use one of {', '.join(known)}",
+                field="model",
+                limit=known,
+            )
+        return None
+
+    def _cloner_or_fail(self) -> InstantCloner:
+        if self._cloner is None:
+            raise UnknownModel("no style engine is loaded on this server", field="model")
+        return self._cloner
 
     # -- enrollment ---------------------------------------------------------------
     def enroll(self, req: EnrollRequest) -> tuple[VoiceRecord, JobRecord | None]:
         consent = _checked_consent(req.consent)
+        prompt_engine = self._prompt_cloning(self._engine_for(req.model))
+        if prompt_engine is not None and req.refine:
+            raise InvalidInput(
+                "refinement searches a style space; this engine clones from a prompt",
+                field="refine",
+            )
         reference = self._load_reference(req.audio)
-        clone = self._cloner.clone(reference.samples16k)
+        if prompt_engine is not None:
+            return self._enroll_prompt(req, consent, reference, prompt_engine), None
+        cloner = self._cloner_or_fail()
+        clone = cloner.clone(reference.samples16k)
+        engine, model_id, model_version = self._style_identity()
         voice = self._spoken(clone.recipe, clone.pitch.median_hz)
         spectrum, tone = self._tone_of(reference, voice.probe, match=req.match_tone)
-        quality = self._quality(reference, clone.embedding, voice.probe, tone, clone.pitch)
+        quality = self._quality(
+            self._reporter, reference, clone.embedding, voice.probe, tone, clone.pitch
+        )
         quality["style_recipe"] = _recipe_to_json(voice.recipe)
         quality["instant_clone_s"] = round(clone.seconds, 3)
         quality["tone_match"] = tone is not None
@@ -158,10 +229,63 @@ class VoiceService:
                 reference_audio=req.audio if req.keep_reference else None,
                 reference_spectrum=spectrum,
                 tone_db=None if tone is None else tone.gain_db,
+                engine=engine,
+                model_id=model_id,
+                model_version=model_version,
             )
         )
         job = self.start_refine(record.id, req.owner) if req.refine else None
         return record, job
+
+    def _style_identity(self) -> tuple[str, str, str]:
+        """(engine, model id, model version) recorded with a style voice."""
+        caps = self._style_caps
+        if caps is None:  # wired without engine names: the store's legacy default
+            return LEGACY_ENGINE, LEGACY_MODEL_ID, ""
+        return caps.engine, caps.model_id, caps.model_version
+
+    def _enroll_prompt(
+        self,
+        req: EnrollRequest,
+        consent: ConsentRecord,
+        reference: ReferenceAudio,
+        cloning: PromptCloning,
+    ) -> VoiceRecord:
+        """The engine's conditioning from the cleaned reference, stored with the voice."""
+        audio, rate = reference.samples16k, reference.sample_rate
+        started = time.perf_counter()
+        blob = cloning.make_prompt(audio, rate)
+        clone_s = time.perf_counter() - started
+        embedding = cloning.embed(audio)
+        pitch = pitch_stats(audio, rate)
+        probe = None
+        if cloning.reporter is not None:
+            probe = cloning.reporter.probe(cloning.load_prompt(blob))
+        quality = self._quality(cloning.reporter, reference, embedding, probe, None, pitch)
+        quality["clone_method"] = "prompt"
+        quality["instant_clone_s"] = round(clone_s, 3)
+        caps = cloning.capabilities
+        return self._store.create(
+            VoiceRecord(
+                id="",
+                name=req.name,
+                language=req.language,
+                owner=req.owner,
+                created_at="",
+                updated_at="",
+                version=1,
+                consent=consent,
+                embedding=np.asarray(embedding, np.float32),
+                style=None,
+                quality=quality,
+                source="instant",
+                reference_audio=req.audio if req.keep_reference else None,
+                engine=caps.engine,
+                model_id=caps.model_id,
+                model_version=caps.model_version,
+                prompt=blob,
+            )
+        )
 
     def _spoken(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
         """``recipe`` made to speak at ``pitch_hz`` (when a calibrator is wired),
@@ -174,9 +298,9 @@ class VoiceService:
                 "shift_semitones": round(12.0 * calibrated.shift_octaves, 2),
                 "renders": calibrated.syntheses,
             }
-            style = self._cloner.atlas.basis.pack(calibrated.recipe)
+            style = self._cloner_or_fail().atlas.basis.pack(calibrated.recipe)
             return SpokenVoice(calibrated.recipe, style, calibrated.probe, info)
-        style = self._cloner.atlas.basis.pack(recipe)
+        style = self._cloner_or_fail().atlas.basis.pack(recipe)
         probe = self._reporter.probe(style) if self._reporter is not None else None
         return SpokenVoice(recipe, style, probe, None)
 
@@ -199,15 +323,16 @@ class VoiceService:
 
     def _quality(
         self,
+        reporter: QualityReporter | None,
         reference: ReferenceAudio,
         embedding: np.ndarray,
         probe: np.ndarray | None,
         tone: ToneFilter | None,
         pitch: PitchStats,
     ) -> dict[str, Any]:
-        if self._reporter is not None and probe is not None:
-            heard = probe if tone is None else tone.apply(probe, self._reporter.sample_rate)
-            report = self._reporter.report(
+        if reporter is not None and probe is not None:
+            heard = probe if tone is None else tone.apply(probe, reporter.sample_rate)
+            report = reporter.report(
                 reference, embedding, heard, reference_pitch_hz=pitch.median_hz
             )
             return report.to_dict()
@@ -219,19 +344,48 @@ class VoiceService:
             "reference_pitch_hz": round(pitch.median_hz, 1),
         }
 
-    def inline_voice(self, audio: bytes) -> ResolvedVoice:
+    def inline_voice(self, audio: bytes, model: str | None = None) -> ResolvedVoice:
         """Instant clone for one request; never stored (cached briefly by content hash)."""
-        voice_id = "inline-" + hashlib.sha256(audio).hexdigest()[:16]
+        engine = self._engine_for(model)
+        prompt_engine = self._prompt_cloning(engine)
+        digest = hashlib.sha256(audio).hexdigest()[:16]
+        voice_id = f"inline-{digest}" if prompt_engine is None else f"inline-{engine}-{digest}"
         with self._inline_lock:
             hit = self._inline.get(voice_id)
             if hit is not None:
                 self._inline.move_to_end(voice_id)
                 return hit
         reference = self._load_reference(audio)
-        clone = self._cloner.clone(reference.samples16k)
-        spoken = self._spoken(clone.recipe, clone.pitch.median_hz)
-        _, tone = self._tone_of(reference, spoken.probe, match=True)
-        voice = ResolvedVoice(voice_id, "inline reference", 1, spoken.style, None, False, tone)
+        if prompt_engine is not None:
+            caps = prompt_engine.capabilities
+            blob = prompt_engine.make_prompt(reference.samples16k, reference.sample_rate)
+            voice = ResolvedVoice(
+                voice_id,
+                "inline reference",
+                1,
+                None,
+                None,
+                False,
+                engine=caps.engine,
+                model_id=caps.model_id,
+                prompt=prompt_engine.load_prompt(blob),
+            )
+        else:
+            clone = self._cloner_or_fail().clone(reference.samples16k)
+            spoken = self._spoken(clone.recipe, clone.pitch.median_hz)
+            _, tone = self._tone_of(reference, spoken.probe, match=True)
+            engine_name, model_id, _ = self._style_identity()
+            voice = ResolvedVoice(
+                voice_id,
+                "inline reference",
+                1,
+                spoken.style,
+                None,
+                False,
+                tone,
+                engine=engine_name,
+                model_id=model_id,
+            )
         with self._inline_lock:
             self._inline[voice_id] = voice
             while len(self._inline) > INLINE_CACHE_ENTRIES:
@@ -272,6 +426,12 @@ class VoiceService:
                 value=budget,
             )
         record = self._store.get(voice_id, owner, include_reference_audio=False)
+        if record.style is None or self._cloner is None:
+            raise InvalidInput(
+                "only voices of a style engine can be refined; this voice is a "
+                f"{record.engine} prompt voice",
+                field="voice_id",
+            )
         job = self._jobs.create(kind=REFINE_JOB_KIND, owner=owner, voice_id=voice_id)
         self._publish(job)
         self._executor.submit(self._run_refine, job.id, record, budget)
@@ -287,6 +447,8 @@ class VoiceService:
 
     def _refiner(self, budget_s: float) -> StyleRefiner:
         source = self._refiner_source
+        if source is None:
+            raise UnknownModel("no style engine is loaded on this server", field="model")
         if isinstance(source, StyleRefiner):
             return source.with_budget(budget_s)
         return source(budget_s)
@@ -318,9 +480,10 @@ class VoiceService:
 
             start = self._start_recipe(record)
             refiner = self._refiner(budget_s)
+            cloner = self._cloner_or_fail()
             pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
             # Alternatives speak with the start's (pitch-calibrated) prosody half.
-            alternatives = self._cloner.alternatives(
+            alternatives = cloner.alternatives(
                 record.embedding, pitch_hz, refiner.config.auditions, prosody=start.prosody_weights
             )
             # A voice enrolled without tone matching stays without it.
@@ -330,9 +493,7 @@ class VoiceService:
                 start,
                 reference_spectrum=spectrum,
                 alternatives=alternatives,
-                prosodies=self._cloner.prosody_alternatives(
-                    pitch_hz, refiner.config.prosody_auditions
-                ),
+                prosodies=cloner.prosody_alternatives(pitch_hz, refiner.config.prosody_auditions),
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),
             )
@@ -404,7 +565,8 @@ class VoiceService:
             return _recipe_from_json(stored)
         # Older records: derive the instant recipe again from the stored embedding.
         pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
-        return self._cloner.clone_from(record.embedding, PitchStats(pitch_hz, 0.0, 0.0, 0.0)).recipe
+        cloner = self._cloner_or_fail()
+        return cloner.clone_from(record.embedding, PitchStats(pitch_hz, 0.0, 0.0, 0.0)).recipe
 
     def _update(self, job_id: str, **fields: Any) -> None:
         self._publish(self._jobs.update(job_id, **fields))
@@ -456,94 +618,4 @@ def _recipe_from_json(data: dict[str, Any]) -> VoiceRecipe:
         np.asarray(data["timbre_weights"], np.float32),
         np.asarray(data["timbre_coeffs"], np.float32),
         np.asarray(data["prosody_weights"], np.float32),
-    )
-
-
-REFINE_SENTENCES = (
-    "The birch canoe slid on the smooth planks.",
-    "Glue the sheet to the dark blue background.",
-)
-
-
-def build_voice_service(
-    settings: Settings,
-    engine: KokoroEngine,
-    g2p: G2P,
-    scheduler: Scheduler,
-    store: VoiceStore,
-    on_voice_changed: Callable[[str], None],
-    *,
-    jobs: JobStore | None = None,
-    job_events: JobEvents | None = None,
-) -> VoiceService:
-    """Wire the cloning stack for the composition root."""
-    from functools import partial
-
-    from voxclone.runtime.cache import EmbeddingCache
-    from voxclone.runtime.job_store import SqliteJobStore
-    from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
-    from voxclone.synth.audio.reference import prepare_reference
-    from voxclone.synth.audio.vad import SpeechDetector
-    from voxclone.synth.engine.base import SynthItem
-    from voxclone.synth.voice.asr import Transcriber, word_error_rate
-    from voxclone.synth.voice.atlas import VoiceAtlas
-    from voxclone.synth.voice.encoder import SpeakerEncoder
-    from voxclone.synth.voice.quality_report import TEST_SENTENCE
-
-    encoder = SpeakerEncoder(cache=EmbeddingCache())
-    atlas = VoiceAtlas.load(engine.assets.packs)
-    cloner = InstantCloner(atlas, encoder)
-    transcriber = Transcriber()
-
-    def tokens(text: str) -> tuple[int, ...]:
-        return g2p.token_ids(g2p.phonemize(text, "en-us"))
-
-    def synth_foreground(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
-        return scheduler.run(SynthItem(tok, pack, 1.0), priority=PRIORITY_NORMAL)
-
-    def synth_background(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
-        # Refinement yields to live requests.
-        return scheduler.run(SynthItem(tok, pack, 1.0), priority=PRIORITY_BACKGROUND)
-
-    refiner = StyleRefiner(
-        atlas,
-        encoder,
-        synth_background,
-        [tokens(s) for s in REFINE_SENTENCES],
-        list(REFINE_SENTENCES),
-        transcribe=transcriber.transcribe,
-        word_error_rate=word_error_rate,
-        config=RefineConfig(
-            auditions=settings.refine_auditions,
-            prosody_auditions=settings.refine_prosody_auditions,
-            search=settings.refine_search,
-        ),
-    )
-    reporter = QualityReporter(
-        encoder,
-        synth_foreground,
-        tokens(TEST_SENTENCE),
-        transcribe=transcriber.transcribe,
-        word_error_rate=word_error_rate,
-    )
-    detector = SpeechDetector()
-    loader = partial(
-        prepare_reference,
-        detector=detector,
-        max_bytes=int(settings.max_upload_mb * (1 << 20)),
-        max_seconds=settings.max_reference_seconds,
-    )
-    return VoiceService(
-        store=store,
-        jobs=jobs if jobs is not None else SqliteJobStore(settings.db_path),
-        job_events=job_events if job_events is not None else JobEvents(),
-        cloner=cloner,
-        refiner_factory_or_refiner=refiner,
-        reference_loader=loader,
-        on_voice_changed=on_voice_changed,
-        refine_budget_s=settings.refine_budget_s,
-        quality_reporter=reporter,
-        pitch_calibrator=PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
-        if settings.clone_pitch_calibration
-        else None,
     )

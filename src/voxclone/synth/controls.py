@@ -198,10 +198,15 @@ class ResolvedControls:
     f0_range: float = 1.0
     pause: float = 1.0
     whisper: bool = False
+    # False for an engine without its own duration control: all of the speed
+    # change is then WSOLA time-scaling after synthesis.
+    native_speed: bool = True
 
     @property
     def engine_speed(self) -> float:
         """The speed passed to the model; faster tempos are finished by WSOLA."""
+        if not self.native_speed:
+            return 1.0
         return min(self.speed, ENGINE_SPEED_MAX)
 
     @property

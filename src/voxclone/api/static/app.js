@@ -524,8 +524,12 @@ function renderVoiceSelect() {
     const group = document.createElement("optgroup");
     group.label = label;
     for (const voice of voices) {
-      const text = voice.description ? `${voice.name} — ${voice.description}` : voice.name;
-      group.append(new Option(text, voice.id));
+      const described = voice.description ? `${voice.name} — ${voice.description}` : voice.name;
+      // Which engine speaks it: two engines may ship a voice of the same name.
+      const text = voice.engine ? `${described} [${voice.engine}]` : described;
+      const option = new Option(text, voice.id);
+      if (voice.engine) option.dataset.engine = voice.engine;
+      group.append(option);
     }
     select.append(group);
   }
@@ -578,6 +582,7 @@ function renderVoiceItem(voice) {
   meta.className = "voice-meta";
   const created = voice.created_at ? new Date(voice.created_at) : null;
   meta.textContent = [
+    voice.engine ? `engine ${voice.engine}` : null,
     voice.language,
     `v${voice.version ?? 1}`,
     voice.source,
@@ -791,9 +796,13 @@ function updateCounter() {
 }
 
 function speechRequest(format) {
+  const select = $("speak-voice");
+  const chosen = select.selectedOptions[0];
   const request = {
     text: $("speak-text").value,
-    voice: $("speak-voice").value || undefined,
+    voice: select.value || undefined,
+    // The engine of the chosen option (built-in names may repeat across engines).
+    model: chosen?.dataset.engine || undefined,
     language: $("speak-language").value,
     emotion: $("speak-emotion").value,
     intensity: Number($("speak-intensity").value),

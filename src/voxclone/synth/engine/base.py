@@ -1,40 +1,132 @@
-"""The engine contract: phoneme ids + style vector + speed in, float audio out.
+"""The engine contract: what a speech model can do and how the rest of
+voxclone talks to it.
 
-Everything above the engine (text frontend, cloning, scheduling, encoding) is
-engine-agnostic; a stronger model supplied by an operator only has to
-implement this protocol.
+Everything above ``synth/engine/`` (text frontend, cloning, scheduling,
+encoding, the API) talks to an engine only through this module, so a second
+model is one subpackage plus one line in :mod:`voxclone.synth.engine.registry`
+(recipe: docs/architecture.md, "Extension points").
+
+An engine:
+
+* says what it can do (:class:`EngineCapabilities`);
+* says how text enters it (:meth:`Engine.tokenizer`): a phoneme engine
+  (Kokoro) turns text into phonemes and phonemes into its vocabulary ids, a
+  text engine returns the normalized text unchanged from ``phonemize`` and
+  its own tokenizer's ids from ``token_ids``;
+* clones in one of two ways (``clone_method``): ``"style"`` engines are
+  conditioned on a float style array the cloner computes in the engine's style
+  space (:meth:`Engine.style_packs` is the space's basis); ``"prompt"`` engines
+  build an opaque conditioning prompt from cleaned reference audio
+  (:meth:`Engine.make_prompt`, serialized to bytes for the voice store) and
+  load it back for synthesis (:meth:`Engine.load_prompt`);
+* ships built-in voices (:meth:`Engine.builtin_voices`);
+* turns a batch of :class:`SynthItem` into float32 mono waveforms
+  (:meth:`Engine.synthesize`).
+
+:class:`EngineBase` supplies the optional parts' defaults, so an engine
+subclasses it and overrides what it supports.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from voxclone.errors import InvalidInput
+
+CloneMethod = Literal["style", "prompt"]
+InputKind = Literal["phonemes", "text"]
+# "chunk": one synthesize call returns one text chunk's audio (the scheduler
+# streams chunk by chunk). "frame": the model itself produces audio frame by
+# frame; through the scheduler it is still consumed per chunk today.
+StreamGranularity = Literal["chunk", "frame"]
+Control = Literal["speed", "pitch", "energy", "emotion"]
+ALL_CONTROLS: frozenset[str] = frozenset({"speed", "pitch", "energy", "emotion"})
 
 
 @dataclass(frozen=True)
 class EngineCapabilities:
-    model_id: str
-    model_version: str
+    """What one loaded engine can do. ``engine`` + ``model_id`` + ``model_version``
+    identify the weights: stored voices and cache keys record all three."""
+
+    engine: str  # registry name, e.g. "kokoro"
+    model_id: str  # e.g. "kokoro-82m-v1.0-int8"
+    model_version: str  # e.g. the first 12 hex digits of the weights' SHA-256
     sample_rate: int
-    max_tokens: int  # phoneme ids per call, excluding the boundary tokens
-    style_shape: tuple[int, ...]
+    max_tokens: int  # token ids per call, excluding any boundary tokens the engine adds
     native_batching: bool  # can one call synthesize several items
     languages: tuple[str, ...] = ()
+    clone_method: CloneMethod = "style"
+    input_kind: InputKind = "phonemes"  # what the engine's tokenizer consumes
+    streaming: StreamGranularity = "chunk"
+    # Controls the model realises itself (e.g. Kokoro's duration control for
+    # ``speed``); the others are post-processing DSP (synth/audio/post.py).
+    native_controls: frozenset[str] = frozenset()
+    # Shape of a stored style array (style engines); None for prompt engines.
+    style_shape: tuple[int, ...] | None = None
+    # Range of ``SynthItem.speed`` the engine accepts (1.0 only: no native speed).
+    speed_range: tuple[float, float] = (1.0, 1.0)
     providers: tuple[str, ...] = ()
     # The engine can run one call on all cores (``synthesize(..., exclusive=True)``);
     # the scheduler uses it for a stream's first chunk when nothing else runs.
     fast_lane: bool = False
 
+    @property
+    def post_controls(self) -> frozenset[str]:
+        """Controls voxclone applies after synthesis for this engine."""
+        return ALL_CONTROLS - self.native_controls
+
+    @property
+    def key(self) -> str:
+        """Identity of the weights, for cache keys and voice records."""
+        return f"{self.engine}/{self.model_id}@{self.model_version}"
+
 
 @dataclass(frozen=True)
 class SynthItem:
-    """One model call's worth of input."""
+    """One model call's worth of input.
+
+    ``token_ids`` come from the same engine's :meth:`Engine.tokenizer`. A style
+    engine reads ``style`` ([rows, 1, dims] pack or a single [dims] vector); a
+    prompt engine reads ``prompt``, the object its :meth:`Engine.load_prompt`
+    returned for the voice.
+    """
 
     token_ids: tuple[int, ...]
-    style: np.ndarray = field(repr=False)  # [rows, 1, dims] pack or a single [dims] vector
+    style: np.ndarray | None = field(default=None, repr=False)
     speed: float = 1.0
+    prompt: object | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class EngineVoice:
+    """A built-in voice of one engine: a style array or a loaded prompt."""
+
+    name: str
+    description: str
+    style: np.ndarray | None = field(default=None, repr=False)
+    prompt: object | None = field(default=None, repr=False)
+    language: str | None = None
+    sex: str = "?"
+
+
+class Tokenizer(Protocol):
+    """How text enters an engine (the text frontend's only view of it)."""
+
+    @property
+    def languages(self) -> tuple[str, ...]: ...
+
+    def phonemize(self, text: str, language: str) -> str:
+        """The engine's input units for ``text`` (already normalized for speech):
+        phonemes for a phoneme engine, the text itself for a text engine."""
+        ...
+
+    def token_ids(self, units: str) -> tuple[int, ...]:
+        """Ids of ``units`` (what ``phonemize`` returned) in the engine's vocabulary."""
+        ...
 
 
 @runtime_checkable
@@ -45,14 +137,67 @@ class Engine(Protocol):
     @property
     def ready(self) -> bool: ...
 
+    @property
+    def load_seconds(self) -> float | None: ...
+
     def load(self) -> None: ...
 
     def warmup(self) -> None: ...
 
-    def synthesize(self, batch: list[SynthItem]) -> list[np.ndarray]:
+    def tokenizer(self) -> Tokenizer: ...
+
+    def builtin_voices(self) -> dict[str, EngineVoice]: ...
+
+    def style_packs(self) -> dict[str, np.ndarray]:
+        """Style engines: the named style arrays the cloner's style space is built on."""
+        ...
+
+    def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
+        """Prompt engines: conditioning for the voice speaking in ``audio``
+        (mono float32, already cleaned: trimmed, VAD-checked, normalized),
+        serialized for the voice store."""
+        ...
+
+    def load_prompt(self, blob: bytes) -> object:
+        """Prompt engines: a serialized prompt back in the form ``SynthItem.prompt`` takes."""
+        ...
+
+    def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
         """Return one mono float32 waveform per item, in order.
 
-        Engines whose capabilities say ``fast_lane`` also accept
-        ``exclusive=True``: the caller guarantees no other call runs meanwhile.
+        ``exclusive=True``: the caller guarantees no other call runs meanwhile
+        (engines without ``fast_lane`` ignore it).
         """
         ...
+
+
+class EngineBase:
+    """Defaults for the optional parts of :class:`Engine`."""
+
+    load_seconds: float | None = None
+
+    def builtin_voices(self) -> dict[str, EngineVoice]:
+        return {}
+
+    def style_packs(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
+        raise InvalidInput(
+            "this engine clones from style vectors, not from a reference prompt", field="model"
+        )
+
+    def load_prompt(self, blob: bytes) -> object:
+        raise InvalidInput("this engine takes no reference prompt", field="model")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What the composition root tells an engine factory (from Settings)."""
+
+    models_dir: Path  # VOXCLONE_HOME/models: where engines keep weights and caches
+    threads: int = 1  # intra-op threads per call
+    providers: tuple[str, ...] = ()
+    fast_lane_threads: int = 0
+    # Engine-specific settings (Settings.engine_options[name]).
+    options: dict[str, str] = field(default_factory=dict)

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -91,7 +92,9 @@ class QualityReporter:
     def __init__(
         self,
         encoder: SpeakerEncoder,
-        synthesize: SynthesizeFn,
+        # (tokens, conditioning) -> audio: a style array for style engines, a
+        # loaded prompt for prompt engines.
+        synthesize: SynthesizeFn | Callable[[tuple[int, ...], Any], np.ndarray],
         test_tokens: tuple[int, ...],
         *,
         transcribe: TranscribeFn | None,
@@ -111,8 +114,9 @@ class QualityReporter:
     def sample_rate(self) -> int:
         return self._rate
 
-    def probe(self, style: np.ndarray) -> np.ndarray:
-        """The test sentence spoken with ``style`` (engine rate, before any post-processing)."""
+    def probe(self, style: Any) -> np.ndarray:
+        """The test sentence spoken with ``style`` (or a prompt engine's loaded
+        prompt), at the engine rate, before any post-processing."""
         return self._synthesize(self._tokens, style)
 
     def report(

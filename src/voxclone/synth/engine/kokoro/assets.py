@@ -60,7 +60,7 @@ def shipped_parts() -> list[bytes]:
 
 
 @contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
@@ -93,7 +93,7 @@ def assemble_model(
     expected = sha256 or expected_sha256()
     target = models_dir / MODEL_FILENAME
     marker = target.with_suffix(".sha256")
-    with _exclusive_lock(models_dir / ".assemble.lock"):
+    with exclusive_lock(models_dir / ".assemble.lock"):
         if target.exists() and _trusted(target, marker, expected, verify_existing):
             return target
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")

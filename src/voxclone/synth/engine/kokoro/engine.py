@@ -17,8 +17,15 @@ import numpy as np
 import onnxruntime as ort
 
 from voxclone.errors import InvalidInput, ModelAssetError
-from voxclone.synth.engine.assets import KokoroAssets, load_assets
-from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+from voxclone.synth.engine.base import (
+    EngineBase,
+    EngineCapabilities,
+    EngineVoice,
+    SynthItem,
+    Tokenizer,
+)
+from voxclone.synth.engine.kokoro import ort_cache
+from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +37,11 @@ SPEED_RANGE = (0.5, 2.0)
 WARMUP_TOKENS = (50, 83, 54, 57, 135, 16, 65, 87, 54, 46, 4)  # "həloʊ wɜld."
 
 
-class KokoroEngine:
+ENGINE_NAME = "kokoro"
+MODEL_ID = "kokoro-82m-v1.0-int8"
+
+
+class KokoroEngine(EngineBase):
     """Runs the Kokoro ONNX model. Construct, then ``load()`` and ``warmup()``."""
 
     def __init__(
@@ -42,6 +53,7 @@ class KokoroEngine:
         providers: list[str] | None = None,
         assets: KokoroAssets | None = None,
         fast_lane_threads: int = 0,
+        optimized_cache: bool = True,
     ) -> None:
         self._models_dir = models_dir
         self._intra = intra_op_threads
@@ -55,7 +67,13 @@ class KokoroEngine:
         self._fast_threads = fast_lane_threads if fast_lane_threads > intra_op_threads else 0
         self._fast_session: ort.InferenceSession | None = None
         self._load_lock = threading.Lock()
+        # Sessions load ONNX Runtime's optimized graph saved under models_dir
+        # (ort_cache.py) instead of optimizing the source graph every start.
+        self._optimized_cache = optimized_cache
+        self.optimized_graph: Path | None = None  # the cached copy in use, if any
         self._warm = False
+        self._tokenizer: Tokenizer | None = None
+        self._builtins: dict[str, EngineVoice] | None = None
         self.load_seconds: float | None = None
         # Inputs vary in length, so ONNX Runtime's CPU arena keeps growing to the
         # largest seen; shrinking it after each run stopped RSS creep in the soak
@@ -73,15 +91,45 @@ class KokoroEngine:
     @property
     def capabilities(self) -> EngineCapabilities:
         return EngineCapabilities(
-            model_id="kokoro-82m-v1.0-int8",
+            engine=ENGINE_NAME,
+            model_id=MODEL_ID,
             model_version=self.assets.model_sha256[:12],
             sample_rate=SAMPLE_RATE,
             max_tokens=MAX_TOKENS,
-            style_shape=(MAX_TOKENS, 1, STYLE_DIMS),
             native_batching=False,
+            languages=self.tokenizer().languages,
+            clone_method="style",
+            input_kind="phonemes",
+            streaming="chunk",
+            # Kokoro's duration control; pitch, energy and emotion are DSP.
+            native_controls=frozenset({"speed"}),
+            style_shape=(MAX_TOKENS, 1, STYLE_DIMS),
+            speed_range=SPEED_RANGE,
             providers=tuple(self._providers()),
             fast_lane=self._fast_threads > 0,
         )
+
+    # -- how text and voices enter ----------------------------------------
+    def tokenizer(self) -> Tokenizer:
+        """espeak-ng / pyopenjtalk / misaki phonemes → Kokoro vocabulary ids."""
+        if self._tokenizer is None:
+            from voxclone.synth.text.g2p_router import MultiG2P
+
+            self._tokenizer = MultiG2P(self.assets.vocab)
+        return self._tokenizer
+
+    def style_packs(self) -> dict[str, np.ndarray]:
+        return self.assets.packs
+
+    def builtin_voices(self) -> dict[str, EngineVoice]:
+        if self._builtins is None:
+            from voxclone.synth.voice.builtin import builtin_voices
+
+            self._builtins = {
+                name: EngineVoice(name, info.description, style=style, sex=info.sex)
+                for name, (info, style) in builtin_voices(self.assets.packs).items()
+            }
+        return self._builtins
 
     @property
     def ready(self) -> bool:
@@ -114,10 +162,19 @@ class KokoroEngine:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if not spinning:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        providers = self._providers()
+
+        def session(path: str, options: ort.SessionOptions) -> ort.InferenceSession:
+            return ort.InferenceSession(path, sess_options=options, providers=providers)
+
         try:
-            return ort.InferenceSession(
-                str(self.assets.model_path), sess_options=opts, providers=self._providers()
-            )
+            if self._optimized_cache:
+                key = ort_cache.cache_key(self.assets.model_sha256, providers)
+                cache = ort_cache.OptimizedModelCache(self._models_dir, self.assets.model_path, key)
+                opened = cache.open(opts, session)
+                self.optimized_graph = cache.path
+                return opened
+            return session(str(self.assets.model_path), opts)
         except Exception as exc:  # onnxruntime raises its own hierarchy
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
 
@@ -152,6 +209,8 @@ class KokoroEngine:
             )
         if not SPEED_RANGE[0] <= item.speed <= SPEED_RANGE[1]:
             raise InvalidInput("speed out of range", field="speed", limit=list(SPEED_RANGE))
+        if item.style is None:
+            raise InvalidInput("this voice was not made for the Kokoro engine", field="voice")
         style = style_row(item.style, len(tokens))
         audio = session.run(
             None,

@@ -1,0 +1,177 @@
+"""SpeechRouter: one speech surface over every loaded engine.
+
+Each loaded engine has its own :class:`SpeechService` (frontend, scheduler,
+capabilities). A request picks one by ``model``:
+
+* an engine's registry name (``kokoro``) or its model id
+  (``kokoro-82m-v1.0-int8``) → that engine;
+* an OpenAI model name (:data:`OPENAI_ALIASES`: ``tts-1`` …) → the default
+  engine, so unmodified OpenAI clients keep working;
+* no model → the engine the voice belongs to (a cloned voice records it;
+  a built-in name is looked up in the default engine first);
+* anything else → 400 listing the names this server answers to.
+
+The router has the same surface as a SpeechService (synthesize, stream,
+render_audio, text_size …), so callers need not know how many engines run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from voxclone.errors import NotFound, UnknownModel
+from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.speech import SpeechRequest, SpeechResult, SpeechService
+from voxclone.synth.engine.base import EngineCapabilities
+
+# OpenAI's model names, kept for its clients: they speak with the default engine.
+OPENAI_ALIASES: tuple[str, ...] = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "voxclone")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One name a request's ``model`` may use."""
+
+    id: str
+    engine: str
+    capabilities: EngineCapabilities
+    alias: bool  # an OpenAI name standing for the default engine
+    default: bool  # speaks when a request names no model
+
+
+class SpeechRouter:
+    def __init__(
+        self,
+        services: Mapping[str, SpeechService],
+        catalog: VoiceCatalog,
+        *,
+        aliases: tuple[str, ...] = OPENAI_ALIASES,
+        default_voices: Mapping[str, str] | None = None,
+    ) -> None:
+        if not services:
+            raise ValueError("a speech router needs at least one engine")
+        self._services = dict(services)
+        self._catalog = catalog
+        self._aliases = aliases
+        self._default_voices = dict(default_voices or {})
+
+    # -- models ---------------------------------------------------------------
+    @property
+    def default_engine(self) -> str:
+        return next(iter(self._services))
+
+    @property
+    def services(self) -> dict[str, SpeechService]:
+        return dict(self._services)
+
+    def models(self) -> list[ModelInfo]:
+        """Engine names first (the default one first), then model ids, then aliases."""
+        default = self.default_engine
+        out: list[ModelInfo] = []
+        for name, service in self._services.items():
+            out.append(ModelInfo(name, name, service.capabilities, False, name == default))
+        for name, service in self._services.items():
+            model_id = service.capabilities.model_id
+            if model_id not in self._services:
+                out.append(ModelInfo(model_id, name, service.capabilities, False, False))
+        caps = self._services[default].capabilities
+        out.extend(ModelInfo(alias, default, caps, True, False) for alias in self._aliases)
+        return out
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m.id for m in self.models()]
+
+    def model(self, name: str) -> ModelInfo:
+        for info in self.models():
+            if info.id == name:
+                return info
+        raise NotFound(f"model '{name[:64]}' not found", field="model", limit=self.model_names)
+
+    def engine_for(self, model: str | None) -> str | None:
+        """The engine ``model`` names (None when no model is given)."""
+        if model is None:
+            return None
+        if model in self._services:
+            return model
+        for name, service in self._services.items():
+            if service.capabilities.model_id == model:
+                return name
+        if model in self._aliases:
+            return self.default_engine
+        names = self.model_names
+        raise UnknownModel(
+            f"unknown model '{model[:40]}'; use one of {', '.join(names)}",
+            field="model",
+            limit=names,
+        )
+
+    def route(self, req: SpeechRequest) -> tuple[SpeechService, SpeechRequest]:
+        """The service that speaks ``req`` and the request with its voice resolved."""
+        engine = self.engine_for(req.model)
+        if req.voice_override is not None:
+            chosen = engine or req.voice_override.engine or self.default_engine
+            return self._service(chosen), req
+        if req.voice is None:
+            chosen = engine or self.default_engine
+            name = self._default_voices.get(chosen)
+            if name is None:
+                return self._service(chosen), req
+            voice = self._catalog.resolve(name, req.owner, chosen)
+        else:
+            voice = self._catalog.resolve(req.voice, req.owner, engine)
+            chosen = engine or voice.engine or self.default_engine
+        return self._service(chosen), replace(req, voice_override=voice)
+
+    def _service(self, engine: str) -> SpeechService:
+        service = self._services.get(engine)
+        if service is None:
+            raise UnknownModel(
+                f"the {engine} engine is not loaded on this server",
+                field="model",
+                limit=self.model_names,
+            )
+        return service
+
+    # -- the SpeechService surface -----------------------------------------------
+    @property
+    def catalog(self) -> VoiceCatalog:
+        return self._catalog
+
+    @property
+    def sample_rate(self) -> int:
+        """The default engine's rate (each service knows its own)."""
+        return self._services[self.default_engine].sample_rate
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """Languages any loaded engine speaks."""
+        return tuple(dict.fromkeys(lang for s in self._services.values() for lang in s.languages))
+
+    def synthesize(
+        self, req: SpeechRequest, *, progress: Callable[[int], None] | None = None
+    ) -> SpeechResult:
+        service, routed = self.route(req)
+        return service.synthesize(routed, progress=progress)
+
+    def stream(
+        self, req: SpeechRequest, *, cancelled: Callable[[], bool] | None = None
+    ) -> tuple[str, Iterator[bytes]]:
+        service, routed = self.route(req)
+        return service.stream(routed, cancelled=cancelled)
+
+    def render_audio(self, req: SpeechRequest) -> np.ndarray:
+        service, routed = self.route(req)
+        return service.render_audio(routed)
+
+    def text_size(self, req: SpeechRequest) -> int:
+        service, routed = self.route(req)
+        return service.text_size(routed)
+
+    def invalidate_voice(self, voice_id: str) -> None:
+        self._catalog.forget(voice_id)
+        for service in self._services.values():
+            service.invalidate_voice(voice_id)

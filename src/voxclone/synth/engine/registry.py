@@ -1,0 +1,73 @@
+"""Engine registry: name → factory, imported only when that engine is asked for.
+
+A second engine is one subpackage exposing ``create(config: EngineConfig)
+-> Engine`` plus one line in ``_BUILTIN`` (docs/architecture.md, "Extension
+points"). Importing this module imports no engine: an operator who never
+enables an engine never pays for (or needs) its dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+
+from voxclone.errors import InvalidInput, ModelAssetError
+from voxclone.synth.engine.base import Engine, EngineConfig
+
+EngineFactory = Callable[[EngineConfig], Engine]
+
+DEFAULT_ENGINE = "kokoro"
+
+# name -> "module:function". One line per engine.
+_BUILTIN: dict[str, str] = {
+    "kokoro": "voxclone.synth.engine.kokoro:create",
+}
+
+_lock = threading.Lock()
+_extra: dict[str, EngineFactory] = {}
+
+
+def register(name: str, factory: EngineFactory) -> None:
+    """Add (or replace) an engine at run time: plug-ins outside this package, tests."""
+    with _lock:
+        _extra[name] = factory
+
+
+def unregister(name: str) -> None:
+    with _lock:
+        _extra.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    """Every engine that can be asked for (not necessarily installed)."""
+    with _lock:
+        return tuple(dict.fromkeys([*_BUILTIN, *_extra]))
+
+
+def factory(name: str) -> EngineFactory:
+    with _lock:
+        extra = _extra.get(name)
+    if extra is not None:
+        return extra
+    target = _BUILTIN.get(name)
+    if target is None:
+        raise InvalidInput(
+            f"unknown engine {name[:32]!r}; known engines: {', '.join(names())}",
+            field="engine",
+            limit=list(names()),
+        )
+    module_name, _, function = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelAssetError(
+            f"engine {name!r} is not installed (its package could not be imported: {exc})"
+        ) from exc
+    made: EngineFactory = getattr(module, function)
+    return made
+
+
+def create(name: str, config: EngineConfig) -> Engine:
+    """A new, not yet loaded engine (call ``load()`` and ``warmup()``)."""
+    return factory(name)(config)
