@@ -25,7 +25,7 @@ class ModelInfo:
 
 
 def kokoro_info(models_dir: Path) -> ModelInfo:
-    from voxclone.synth.engine.assets import MODEL_FILENAME, expected_sha256
+    from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, expected_sha256
     from voxclone.synth.text.g2p import ESPEAK_VOICES
 
     path = models_dir / MODEL_FILENAME
