@@ -285,3 +285,17 @@ def test_weights_that_do_not_fit_the_config_are_refused(
     assert main(["models", "import", "pocket-tts", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "do not fit config.yaml" in err and "missing" in err
+
+
+def test_long_references_are_cut_at_a_pause_before_the_prompt_limit() -> None:
+    from voxclone.synth.engine.pocket.engine import MAX_PROMPT_S, _cut_at_pause
+
+    rate = 24_000
+    rng = np.random.default_rng(1)
+    speech = (0.3 * rng.standard_normal(int(20 * rate))).astype(np.float32)
+    pause_at = int((MAX_PROMPT_S - 1.2) * rate)
+    speech[pause_at : pause_at + rate // 10] = 0.0  # a 100 ms pause 1.2 s before the limit
+    cut = _cut_at_pause(speech, rate)
+    assert pause_at < cut.size <= pause_at + rate // 10
+    short = speech[: 5 * rate]
+    assert _cut_at_pause(short, rate) is short

@@ -59,6 +59,12 @@ log = logging.getLogger(__name__)
 
 PROMPT_FORMAT = "voxclone-pocket-prompt/1"
 MAX_TOKENS = 50  # the package's own chunk size (MAX_TOKEN_PER_CHUNK)
+# Longest prompt kept. Encoding cost, the KV state and every generated frame's
+# attention grow with the prompt; upstream offers a 30 s cut, and a few
+# seconds of clean speech already carry the voice (vendor's guidance). The cut
+# is placed at the quietest 20 ms within the last 2 s before the limit, since
+# a prompt that ends mid-word makes the model continue that word.
+MAX_PROMPT_S = 15.0
 WARMUP_TEXT = "Hello world."
 
 
@@ -252,7 +258,7 @@ class PocketEngine(EngineBase):
         samples = np.asarray(audio, dtype=np.float32).reshape(-1)
         if samples.size == 0 or not np.isfinite(samples).all():
             raise InvalidInput("the reference audio is empty or not finite", field="audio")
-        samples = resample(samples, sample_rate, self.sample_rate)
+        samples = _cut_at_pause(resample(samples, sample_rate, self.sample_rate), self.sample_rate)
         wav = end_on_pause(torch.from_numpy(samples)[None, :], self.sample_rate)
         with self._gen_lock, torch.no_grad():
             latents = self.model.mimi.encode_to_latent(wav[None, :, :])
@@ -413,6 +419,17 @@ class PocketEngine(EngineBase):
         tok = self.tokenizer()
         assert isinstance(tok, PocketTokenizer)
         return tok.text_of(ids)
+
+
+def _cut_at_pause(samples: np.ndarray, rate: int, max_s: float = MAX_PROMPT_S) -> np.ndarray:
+    limit = int(max_s * rate)
+    if samples.size <= limit:
+        return samples
+    frame = rate // 50
+    start = max(0, limit - 2 * rate) // frame
+    frames = samples[start * frame : (limit // frame) * frame].reshape(-1, frame)
+    quietest = start + int(np.argmin(np.square(frames, dtype=np.float64).mean(axis=1)))
+    return samples[: (quietest + 1) * frame]
 
 
 def _digest(blob: bytes) -> str:
