@@ -28,6 +28,7 @@ from voxclone.config import Settings
 from voxclone.errors import NotFound, VoiceModelMismatch
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.voices import ConsentInput, EnrollRequest
+from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.pocket.random_bundle import make_random_bundle
 
 pytestmark = pytest.mark.models
@@ -77,6 +78,18 @@ def test_enroll_speak_refuse_delete(runtime: Runtime) -> None:
     )
     audio, rate = sf.read(io.BytesIO(speech.audio), dtype="float32")
     assert rate == 24_000 and audio.size > rate and np.isfinite(audio).all()
+    # No native speed in the model: the service renders at 1.0 and time-stretches
+    # (random weights always generate the same length, so durations compare exactly).
+    fast = runtime.speech.synthesize(
+        SpeechRequest(
+            text="Hello there. How are you?",
+            voice=record.id,
+            owner="alice",
+            controls=SpeechControls(speed=2.0),
+        )
+    )
+    fast_audio, _ = sf.read(io.BytesIO(fast.audio), dtype="float32")
+    assert 0.4 < fast_audio.size / audio.size < 0.65
 
     with pytest.raises(VoiceModelMismatch):
         runtime.speech.synthesize(
