@@ -179,6 +179,10 @@ class PocketEngine(EngineBase):
             started = time.perf_counter()
             bundle = self.bundle
             check_sizes(bundle)
+            if not bundle.manifest.languages:
+                raise BundleError(
+                    f"model '{bundle.manifest.name}' lists no languages in its manifest.json"
+                )
             if self._torch_threads:
                 import torch
 
