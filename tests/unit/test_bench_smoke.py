@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
-OWN_MODULES = ("compare", "render_page", "run_all", "peers", "ttfa")
+OWN_MODULES = ("compare", "render_page", "run_all", "peers", "ttfa", "engines_speed")
 
 
 @pytest.mark.parametrize("name", OWN_MODULES)
@@ -256,3 +256,34 @@ def test_run_all_records_a_missing_script_without_running_it() -> None:
     )
     slow = run_all.Script("slow", "bench/rtf.py", (), None, 10)
     assert run_all.run_script(slow, quick=True)["status"].startswith("skipped")
+
+
+def test_engines_speed_page_says_pocket_quality_is_not_measured(tmp_path: Path) -> None:
+    import engines_speed
+
+    row = {
+        "load_s": 1.0,
+        "warmup_s": 1.0,
+        "rtf": 2.0,
+        "cpu_per_audio_s": 1.0,
+        "ttfa_median_s": 0.5,
+        "audio_s": 10.0,
+        "peak_rss_mb": 900.0,
+    }
+    summaries = [
+        {**row, "engine": "kokoro", "variant": "int8", "clone_s": None, "clone_cpu_s": None},
+        {
+            **row,
+            "engine": "pocket-tts",
+            "variant": "torch 1 thread(s)",
+            "rtf": 1.0,
+            "clone_s": 2.6,
+            "clone_cpu_s": 2.0,
+        },
+    ]
+    meta = {"pocket_parameters_m": 105.6, "loadavg_before": 1.0, "loadavg_after": 1.0}
+    page = engines_speed._markdown(summaries, meta)
+    assert "clone quality cannot be measured here" in page
+    assert "| torch 1 thread(s) | 0.50 | 1.00 |" in page  # same-run ratio to Kokoro
+    engines_speed._plot(summaries, tmp_path / "engines.png")
+    assert (tmp_path / "engines.png").stat().st_size > 0

@@ -1,4 +1,4 @@
-"""The ``voxclone`` command line: serve | say | clone | voices | keys | bench.
+"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | bench.
 
 Every command exits 0 on success and non-zero with a one-line reason on bad
 input; tracebacks are for bugs only.
@@ -62,8 +62,10 @@ def _parser() -> argparse.ArgumentParser:
 
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_keys import add_keys_parser
+    from voxclone.api.cli_models import add_models_parser
 
     add_keys_parser(sub)
+    add_models_parser(sub)
     add_clone_parser(sub)
     return parser
 
@@ -209,12 +211,19 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
     return run_clone(args, settings)
 
 
+def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_models import cmd_models as run_models
+
+    return run_models(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
     "serve": cmd_serve,
     "keys": cmd_keys,
     "clone": cmd_clone,
+    "models": cmd_models,
 }
 
 

@@ -22,6 +22,7 @@ DEFAULT_ENGINE = "kokoro"
 # name -> "module:function". One line per engine.
 _BUILTIN: dict[str, str] = {
     "kokoro": "voxclone.synth.engine.kokoro:create",
+    "pocket-tts": "voxclone.synth.engine.pocket:create",
 }
 
 _lock = threading.Lock()

@@ -1,0 +1,26 @@
+"""Pocket TTS (Kyutai): a reference-prompted neural cloner, weights supplied by the operator.
+
+Code MIT, weights CC-BY-4.0. The package ``pocket-tts`` is an optional extra
+(``pip install 'voxclone[pocket]'``); weights and tokenizer enter only through
+``voxclone models import pocket-tts`` (see :mod:`.bundle`), never from a hub.
+``create`` is the factory the engine registry calls.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from voxclone.synth.engine.pocket.loading import ENGINE
+
+if TYPE_CHECKING:  # pragma: no cover
+    from voxclone.synth.engine.base import EngineConfig
+    from voxclone.synth.engine.pocket.engine import PocketEngine
+
+
+def create(config: EngineConfig) -> PocketEngine:
+    from voxclone.synth.engine.pocket.engine import create_engine
+
+    return create_engine(config.models_dir, config.options)
+
+
+__all__ = ["ENGINE", "create"]
