@@ -13,6 +13,7 @@ from typing import Any
 from voxclone.config import Settings
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.metrics import Metrics
+from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
@@ -81,7 +82,7 @@ def build_runtime(
     with_voices: bool = True,
 ) -> Runtime:
     """Build everything. ``metrics`` (optional) receives engine, cache and render events."""
-    settings.home.mkdir(parents=True, exist_ok=True)
+    secure_home(settings.home)
     engine = KokoroEngine(
         settings.models_dir,
         intra_op_threads=settings.onnx_threads,

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, NotFound, VoxcloneError
+from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
 from voxclone.runtime.voice_store import (
     ConsentRecord,
@@ -56,6 +58,9 @@ REFINE_JOB_KIND = "refine"
 MAX_REFINE_BUDGET_S = 1800.0
 STATEMENT_MAX_CHARS = 2000
 INLINE_CACHE_ENTRIES = 32
+INLINE_ID_PREFIX = "inline-"
+# How often expired inline voices are looked for when no request comes.
+INLINE_SWEEP_MAX_S = 60.0
 PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
 
 
@@ -106,6 +111,9 @@ class VoiceService:
         quality_reporter: QualityReporter | None = None,
         pitch_calibrator: PitchCalibrator | None = None,
         refine_workers: int = 1,
+        inline_log: InlineVoiceLog | None = None,
+        inline_ttl_s: float = 3600.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._jobs = jobs
@@ -121,8 +129,31 @@ class VoiceService:
         self._closing = threading.Event()
         self._deleted_lock = threading.Lock()
         self._deleted: set[str] = set()
-        self._inline: OrderedDict[str, ResolvedVoice] = OrderedDict()
+        # voice id -> (voice, unix time it expires)
+        self._inline: OrderedDict[str, tuple[ResolvedVoice, float]] = OrderedDict()
         self._inline_lock = threading.Lock()
+        self._inline_log = inline_log
+        self._inline_ttl_s = inline_ttl_s
+        self._clock = clock
+        self._sweeper: threading.Thread | None = None
+        # Audio of inline voices a previous process made and never purged.
+        self._purge_orphaned_inline()
+
+    def start_inline_sweeper(self) -> None:
+        """Purge expired inline voices in the background, even when no request comes."""
+        if self._sweeper is not None:
+            return
+        interval = max(1.0, min(INLINE_SWEEP_MAX_S, self._inline_ttl_s / 4))
+
+        def sweep() -> None:
+            while not self._closing.wait(interval):
+                try:
+                    self.purge_expired_inline()
+                except Exception:  # the next sweep retries; never kill the thread
+                    log.exception("purging expired inline voices failed")
+
+        self._sweeper = threading.Thread(target=sweep, name="inline-sweeper", daemon=True)
+        self._sweeper.start()
 
     def warmup(self) -> None:
         """Load the speaker encoder before the first request (call at start-up)."""
@@ -219,24 +250,70 @@ class VoiceService:
             "reference_pitch_hz": round(pitch.median_hz, 1),
         }
 
-    def inline_voice(self, audio: bytes) -> ResolvedVoice:
-        """Instant clone for one request; never stored (cached briefly by content hash)."""
-        voice_id = "inline-" + hashlib.sha256(audio).hexdigest()[:16]
+    def inline_voice(self, audio: bytes, owner: str, consent: ConsentInput) -> ResolvedVoice:
+        """Instant clone for one request; never stored, forgotten after the inline TTL.
+
+        Cloning inline is cloning: it needs the same consent as enrollment,
+        recorded in the inline log with the voice's expiry. The id depends on
+        the owner, so tenants never share an inline voice or its cached audio.
+        """
+        record = _checked_consent(consent)
+        self.purge_expired_inline()
+        digest = hashlib.sha256(owner.encode("utf-8", "replace") + b"\0" + audio).hexdigest()
+        voice_id = INLINE_ID_PREFIX + digest[:16]
         with self._inline_lock:
             hit = self._inline.get(voice_id)
             if hit is not None:
                 self._inline.move_to_end(voice_id)
-                return hit
+                return hit[0]
         reference = self._load_reference(audio)
         clone = self._cloner.clone(reference.samples16k)
         spoken = self._spoken(clone.recipe, clone.pitch.median_hz)
         _, tone = self._tone_of(reference, spoken.probe, match=True)
         voice = ResolvedVoice(voice_id, "inline reference", 1, spoken.style, None, False, tone)
+        expires_at = self._clock() + self._inline_ttl_s
+        if self._inline_log is not None:
+            self._inline_log.record(voice_id, owner, record, expires_at)
+        evicted: list[str] = []
         with self._inline_lock:
-            self._inline[voice_id] = voice
+            self._inline[voice_id] = (voice, expires_at)
             while len(self._inline) > INLINE_CACHE_ENTRIES:
-                self._inline.popitem(last=False)
+                evicted.append(self._inline.popitem(last=False)[0])
+        for old in evicted:
+            self._purge_inline(old)
         return voice
+
+    def inline_voices(self) -> list[str]:
+        """Ids of the inline voices alive now."""
+        with self._inline_lock:
+            return list(self._inline)
+
+    def purge_expired_inline(self, now: float | None = None) -> list[str]:
+        """Forget inline voices expired at ``now`` (default: the clock's now) and
+        drop every audio cached with them."""
+        now = self._clock() if now is None else now
+        with self._inline_lock:
+            expired = [vid for vid, (_, until) in self._inline.items() if until <= now]
+            for vid in expired:
+                del self._inline[vid]
+        for vid in expired:
+            self._purge_inline(vid)
+        return expired
+
+    def _purge_inline(self, voice_id: str) -> None:
+        # The same path as a deleted voice: every cache tier drops its audio.
+        self._on_voice_changed(voice_id)
+        if self._inline_log is not None:
+            self._inline_log.mark_purged(voice_id)
+
+    def _purge_orphaned_inline(self) -> None:
+        if self._inline_log is None:
+            return
+        for voice_id in self._inline_log.pending():
+            try:
+                self._purge_inline(voice_id)
+            except Exception:  # a cache tier down at start: the next start retries
+                log.exception("purging an orphaned inline voice failed")
 
     # -- library ------------------------------------------------------------------
     def get(self, voice_id: str, owner: str) -> VoiceRecord:
@@ -420,6 +497,10 @@ class VoiceService:
     def close(self) -> None:
         self._closing.set()
         self._executor.shutdown(wait=True, cancel_futures=True)
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=5)
+        if self._inline_log is not None:
+            self._inline_log.close()
 
 
 def _checked_consent(consent: ConsentInput) -> ConsentRecord:
@@ -533,7 +614,7 @@ def build_voice_service(
         max_bytes=int(settings.max_upload_mb * (1 << 20)),
         max_seconds=settings.max_reference_seconds,
     )
-    return VoiceService(
+    service = VoiceService(
         store=store,
         jobs=jobs if jobs is not None else SqliteJobStore(settings.db_path),
         job_events=job_events if job_events is not None else JobEvents(),
@@ -546,4 +627,8 @@ def build_voice_service(
         pitch_calibrator=PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
         if settings.clone_pitch_calibration
         else None,
+        inline_log=InlineVoiceLog(settings.db_path),
+        inline_ttl_s=settings.inline_voice_ttl_s,
     )
+    service.start_inline_sweeper()
+    return service
