@@ -70,6 +70,7 @@ def test_tts_scope_alone_cannot_clone_inline(make_app: Any, fake: FakeVoiceServi
         ({"consent": "false", "consent_statement": "x"}, "consent"),
         ({"consent": "true"}, "consent_statement"),
         ({"consent": "true", "consent_statement": "   "}, "consent_statement"),
+        ({**CONSENT, "given_by": "x" * 200}, "given_by"),
     ],
 )
 def test_inline_reference_needs_consent(

@@ -145,3 +145,13 @@ def test_check_json_bounds() -> None:
     ):
         with pytest.raises(UnsafeJSON):
             check_json(bad.encode())
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/voices/%ED%A0%80", "/v1/jobs/%ED%A0%80", "/v1/voices/%F0%28%8C%BC", "/v1/jobs/%00"],
+)
+def test_invalid_utf8_in_path_ids_is_404_not_500(client: TestClient, path: str) -> None:
+    r = client.get(path)
+    assert r.status_code == 404, (r.status_code, r.text[:200])
+    assert r.json()["error"]["code"] == "not_found"

@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+import voxclone
+
+# The voxclone the tests imported, so the children run the same code.
+SRC = Path(voxclone.__file__).resolve().parents[1]
 
 
 def _mode(path: Path) -> int:

@@ -21,6 +21,7 @@ from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden, InvalidInput
 from voxclone.runtime.keys import SCOPE_VOICES_WRITE
+from voxclone.runtime.voice_store import OWNER_MAX_CHARS
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.controls import SpeechControls
 
@@ -174,12 +175,20 @@ async def _inline_voice(
         )
     if not consent.get("consent_statement", "").strip():
         raise InvalidInput("consent_statement must not be empty", field="consent_statement")
+    given_by = consent.get("given_by", "").strip() or principal.owner
+    if len(given_by) > OWNER_MAX_CHARS:
+        # The same bound as an enrolled voice's consent record.
+        raise InvalidInput(
+            f"given_by is longer than {OWNER_MAX_CHARS} characters",
+            field="given_by",
+            limit=OWNER_MAX_CHARS,
+        )
     consent_input, _ = request_types()
     voices = get_voice_service(request)
     given = consent_input(
         given=True,
         statement=consent["consent_statement"],
-        given_by=consent.get("given_by", "").strip() or principal.owner,
+        given_by=given_by,
         client_address=request.client.host if request.client else None,
     )
     return await run_in_threadpool(voices.inline_voice, reference, principal.owner, given)
