@@ -22,8 +22,10 @@ import numpy as np
 
 from voxclone.config import Settings
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
+from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.metrics import Metrics
+from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
@@ -172,7 +174,8 @@ def build_engines(
     settings: Settings, *, load: bool = True, warmup: bool = True
 ) -> dict[str, Engine]:
     """The engines ``VOXCLONE_ENGINES`` names, in order (loaded and warmed when asked)."""
-    settings.home.mkdir(parents=True, exist_ok=True)
+    # umask 077, home 0700, databases 0600: a voice library is biometric data.
+    secure_home(settings.home)
     engines: dict[str, Engine] = {}
     for name in settings.engine_names:
         engine = registry.create(name, engine_config(settings, name))
@@ -351,7 +354,7 @@ def build_voice_service(
         max_bytes=int(settings.max_upload_mb * (1 << 20)),
         max_seconds=settings.max_reference_seconds,
     )
-    return VoiceService(
+    service = VoiceService(
         store=store,
         jobs=SqliteJobStore(settings.db_path),
         job_events=job_events,
@@ -366,4 +369,8 @@ def build_voice_service(
         prompt_engines=prompt_engines,
         default_engine=router.default_engine,
         resolve_model=router.engine_for,
+        inline_log=InlineVoiceLog(settings.db_path),
+        inline_ttl_s=settings.inline_voice_ttl_s,
     )
+    service.start_inline_sweeper()
+    return service

@@ -68,6 +68,20 @@ class Settings(BaseSettings):
     require_keys: bool = False  # keys are required whenever any key exists
     rate_limit_per_minute: float = 120.0
     rate_limit_burst: float = 30.0
+    # Host headers accepted besides loopback names ("api.example.com",
+    # ".example.com" for a domain and its subdomains, "*" for any). Without keys
+    # only loopback is accepted unless listed here (DNS rebinding); with keys and
+    # an empty list any Host is.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # Browser origins allowed to call the API besides the server's own (the web
+    # UI); cors_origins are allowed too.
+    allowed_origins: list[str] = Field(default_factory=list)
+    # Inline reference clips (/v1/tts with reference=) clone a voice for one
+    # request: they need the voices:write scope and consent like enrollment.
+    inline_references: bool = True
+    # An inline voice, and every audio cached with it, is forgotten this long
+    # after its last use.
+    inline_voice_ttl_s: float = 3600.0
 
     # Cloning
     refine_budget_s: float = 180.0

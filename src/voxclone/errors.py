@@ -7,6 +7,7 @@ paths or stack traces. The CLI prints ``message`` on one line.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -33,14 +34,29 @@ class VoxcloneError(Exception):
         self.retry_after = retry_after
 
     def to_body(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        err: dict[str, Any] = {"code": self.code, "message": json_safe(self.message)}
         if self.field is not None:
-            err["field"] = self.field
+            err["field"] = json_safe(self.field)
         if self.limit is not None:
-            err["limit"] = self.limit
+            err["limit"] = json_safe(self.limit)
         if self.value is not None:
-            err["value"] = self.value
+            err["value"] = json_safe(self.value)
         return {"error": err}
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as text and strings as valid UTF-8.
+
+    The value that was refused is echoed back; when it is NaN, an infinity or
+    text with a lone surrogate, JSON cannot carry it as it is.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 class InvalidInput(VoxcloneError):

@@ -45,6 +45,7 @@ class FakeVoiceService:
         self.voices: dict[str, VoiceRecord] = {}
         self.jobs: dict[str, JobRecord] = {}
         self.enrolled: list[Any] = []
+        self.inline_consents: list[tuple[str, Any]] = []
         self._ids = itertools.count(1)
 
     def enroll(self, req: Any) -> tuple[VoiceRecord, JobRecord | None]:
@@ -92,7 +93,10 @@ class FakeVoiceService:
         self.events.publish(job)
         return job
 
-    def inline_voice(self, audio: bytes, model: str | None = None) -> Any:
+    def inline_voice(
+        self, audio: bytes, owner: str, consent: Any, model: str | None = None
+    ) -> Any:
+        self.inline_consents.append((owner, consent))
         if len(audio) < 10:
             raise AudioQualityError("reference audio is too short", field="reference")
         return self._catalog.resolve("clear_male", None)

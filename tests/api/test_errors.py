@@ -119,7 +119,7 @@ def test_healthz_answers_while_models_load_and_readyz_waits(
     monkeypatch.setattr(voxclone.bootstrap, "build_runtime", slow_build)
     app = create_app(Settings(home=tmp_path))
     app.state  # noqa: B018 - the app exists before the runtime does
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         assert c.get("/healthz").status_code == 200
         not_ready = c.get("/readyz")
         assert not_ready.status_code == 503

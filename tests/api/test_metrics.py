@@ -23,7 +23,8 @@ def _value(text: str, name: str) -> float:
 
 def test_metrics_track_synthesis_cache_and_readiness(tmp_path: Path) -> None:
     app = create_app(Settings(home=tmp_path))
-    with TestClient(app) as client:
+    # A loopback base URL: the Host guard refuses TestClient's default "testserver".
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         deadline = time.monotonic() + 120
         while client.get("/readyz").status_code != 200:
             assert time.monotonic() < deadline, "runtime never became ready"

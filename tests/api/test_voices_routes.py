@@ -136,13 +136,15 @@ def test_voice_routes_without_voice_service_are_503(client: TestClient, runtime:
 def test_tts_with_inline_reference_clip(client: TestClient, fake: FakeVoiceService) -> None:
     r = client.post(
         "/v1/tts",
-        data={"text": "Good morning."},
+        data={"text": "Good morning.", "consent": "true", "consent_statement": "I agree."},
         files={"reference": ("ref.wav", b"RIFF" + b"\0" * 200, "audio/wav")},
     )
     assert r.status_code == 200, r.text
     male = client.post("/v1/tts", json={"text": "Good morning.", "voice": "clear_male"})
     assert r.content == male.content  # the fake clones every clip as clear_male
     bad = client.post(
-        "/v1/tts", data={"text": "hi"}, files={"reference": ("r.wav", b"x", "audio/wav")}
+        "/v1/tts",
+        data={"text": "hi", "consent": "true", "consent_statement": "I agree."},
+        files={"reference": ("r.wav", b"x", "audio/wav")},
     )
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "reference"

@@ -158,10 +158,15 @@ def test_inline_voice_is_not_stored(service: Any) -> None:
     wav = io.BytesIO()
     samples, rate = sf.read(REFERENCE, dtype="float32")
     sf.write(wav, samples, rate, format="WAV")
-    voice = svc.inline_voice(wav.getvalue())
+    with pytest.raises(InvalidInput):  # inline cloning is cloning: consent first
+        svc.inline_voice(wav.getvalue(), "owner-a", ConsentInput(False, "", "tester"))
+    voice = svc.inline_voice(wav.getvalue(), "owner-a", CONSENT)
     assert voice.id.startswith("inline-") and len(voice.id) == len("inline-") + 16
     assert voice.style.shape == (510, 1, 256)
     assert svc.list("anyone") == [] and changed == []
+    # Expired: forgotten, and its cached audio purged like a deleted voice's.
+    assert svc.purge_expired_inline(now=time.time() + 2 * 3600) == [voice.id]
+    assert changed == [voice.id] and svc.inline_voices() == []
 
 
 def test_clone_carries_the_reference_recording_tone(service: Any) -> None:

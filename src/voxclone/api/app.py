@@ -24,12 +24,15 @@ import voxclone
 from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
 from voxclone.api.auth import Authenticator, key_db_path
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
+from voxclone.api.host_guard import HostGuardMiddleware
+from voxclone.api.input_guard import JSONGuardMiddleware
 from voxclone.api.observability import RequestContextMiddleware
 from voxclone.api.streaming import StreamSlots
 from voxclone.bootstrap import Runtime, build_rate_limiter
 from voxclone.config import Settings
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.metrics import Metrics
+from voxclone.runtime.private_home import secure_home
 
 log = logging.getLogger("voxclone.api")
 
@@ -98,6 +101,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         description="Self-hosted zero-shot voice-cloning text-to-speech.",
         lifespan=lifespan,
     )
+    secure_home(settings.home)  # before the first file in it is created
     keys = KeyStore(key_db_path(settings.home))
     app.state.settings = settings
     app.state.runtime = runtime
@@ -127,6 +131,15 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
             allow_headers=["*"],
             expose_headers=["X-Request-ID", "X-Cache", "Retry-After"],
         )
+    # Inside the size limit, which bounds what it buffers.
+    app.add_middleware(JSONGuardMiddleware)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.max_upload_mb * (1 << 20)))
+    # Before the body is read: a foreign page's request costs nothing.
+    app.add_middleware(
+        HostGuardMiddleware,
+        keys_active=app.state.authenticator.keys_active,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=[*settings.allowed_origins, *settings.cors_origins],
+    )
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     return app

@@ -15,6 +15,7 @@ from typing import Any
 
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.private_home import secure_home
 
 LOCAL_OWNER = "local"  # the owner of voices created without API keys (CLI, loopback API)
 EXIT_USAGE = 2
@@ -232,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     settings = Settings()
+    secure_home(settings.home)
     try:
         return COMMANDS[args.command](args, settings)
     except VoxcloneError as exc:

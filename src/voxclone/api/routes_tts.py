@@ -13,18 +13,23 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from voxclone.api.auth import TTSCaller
+from voxclone.api.auth import Principal, TTSCaller
 from voxclone.api.deps import RuntimeDep, get_voice_service
+from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import TTSRequest
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
-from voxclone.errors import InvalidInput
+from voxclone.errors import Forbidden, InvalidInput
+from voxclone.runtime.keys import SCOPE_VOICES_WRITE
+from voxclone.runtime.voice_store import OWNER_MAX_CHARS
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.controls import SpeechControls
 
 router = APIRouter(tags=["speech"])
 
 REFERENCE_FIELD = "reference"
+# Form fields that come with an inline reference: the same consent as enrollment.
+CONSENT_FIELDS = ("consent", "consent_statement", "given_by")
 # Most form fields a TTS request can carry; more is a malformed request.
 _MAX_FORM_FIELDS = 32
 
@@ -40,8 +45,21 @@ _REQUEST_BODY_DOC: dict[str, Any] = {
                         REFERENCE_FIELD: {
                             "type": "string",
                             "format": "binary",
-                            "description": "reference clip to clone for this request only",
-                        }
+                            "description": "reference clip to clone for this request only "
+                            "(needs the voices:write scope and consent, as enrollment)",
+                        },
+                        "consent": {
+                            "type": "string",
+                            "description": 'with a reference: must be "true", the speaker agreed',
+                        },
+                        "consent_statement": {
+                            "type": "string",
+                            "description": "with a reference: the consent text agreed to",
+                        },
+                        "given_by": {
+                            "type": "string",
+                            "description": "with a reference: who consented (default: caller)",
+                        },
                     },
                 }
             },
@@ -92,7 +110,10 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     return stream.response(stream.audio, media_type=stream.content_type, headers={"X-Cache": cache})
 
 
-async def _parse_body(request: Request) -> tuple[TTSRequest, bytes | None]:
+async def _parse_body(
+    request: Request,
+) -> tuple[TTSRequest, bytes | None, dict[str, str]]:
+    """(request, inline reference clip or None, consent fields sent with the clip)."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data") or content_type.startswith(
         "application/x-www-form-urlencoded"
@@ -110,6 +131,10 @@ async def _parse_body(request: Request) -> tuple[TTSRequest, bytes | None]:
                 reference = await value.read()
             else:
                 fields[key] = value
+        consent: dict[str, str] = {}
+        if reference is not None:
+            # Consent fields belong to the clip; without one they are unknown fields.
+            consent = {k: str(fields.pop(k)) for k in CONSENT_FIELDS if k in fields}
         raw: Any = fields
     elif content_type.startswith("application/json") or not content_type:
         try:
@@ -117,12 +142,63 @@ async def _parse_body(request: Request) -> tuple[TTSRequest, bytes | None]:
         except ValueError:
             raise InvalidInput("the request body is not valid JSON", field="body") from None
         reference = None
+        consent = {}
     else:
         raise InvalidInput("send application/json or multipart/form-data", field="content-type")
     try:
-        return TTSRequest.model_validate(raw), reference
+        return TTSRequest.model_validate(raw), reference, consent
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from None
+
+
+async def _inline_voice(
+    request: Request,
+    principal: Principal,
+    reference: bytes,
+    consent: dict[str, str],
+    model: str | None = None,
+) -> Any:
+    """Clone ``reference`` for this request: a clone like enrollment, with its checks."""
+    if not request.app.state.settings.inline_references:
+        raise Forbidden(
+            "inline reference clips are turned off on this server; enroll the voice "
+            "with POST /v1/voices and speak with its id",
+            field=REFERENCE_FIELD,
+        )
+    if not principal.allows(SCOPE_VOICES_WRITE):
+        raise Forbidden(
+            f"an inline reference clones a voice: the API key needs the "
+            f"'{SCOPE_VOICES_WRITE}' scope",
+            field="scope",
+            limit=SCOPE_VOICES_WRITE,
+        )
+    if consent.get("consent", "").strip().lower() != "true":
+        raise InvalidInput(
+            'cloning a voice needs the speaker\'s consent: send consent="true" and a '
+            "consent_statement with the reference",
+            field="consent",
+        )
+    if not consent.get("consent_statement", "").strip():
+        raise InvalidInput("consent_statement must not be empty", field="consent_statement")
+    given_by = consent.get("given_by", "").strip() or principal.owner
+    if len(given_by) > OWNER_MAX_CHARS:
+        # The same bound as an enrolled voice's consent record.
+        raise InvalidInput(
+            f"given_by is longer than {OWNER_MAX_CHARS} characters",
+            field="given_by",
+            limit=OWNER_MAX_CHARS,
+        )
+    consent_input, _ = request_types()
+    voices = get_voice_service(request)
+    given = consent_input(
+        given=True,
+        statement=consent["consent_statement"],
+        given_by=given_by,
+        client_address=request.client.host if request.client else None,
+    )
+    return await run_in_threadpool(
+        voices.inline_voice, reference, principal.owner, given, model
+    )
 
 
 @router.post(
@@ -137,11 +213,10 @@ async def tts(
     principal: TTSCaller,
     runtime: RuntimeDep,
 ) -> Response:
-    body, reference = await _parse_body(request)
+    body, reference, consent = await _parse_body(request)
     override = None
     if reference is not None:
-        voices = get_voice_service(request)
-        override = await run_in_threadpool(voices.inline_voice, reference, body.model)
+        override = await _inline_voice(request, principal, reference, consent, body.model)
     req = speech_request(body, principal.owner, override)
     if body.stream:
         return await streaming_response(request, runtime, req)

@@ -6,12 +6,25 @@ every surface reports the same limits; these models only check types.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from voxclone.runtime.job_store import JobRecord
 from voxclone.runtime.voice_store import VoiceRecord, VoiceSummary
+
+
+def _not_a_boolean(value: Any) -> Any:
+    # pydantic's lax mode reads JSON true as 1 (speed 1.0): a type error the
+    # client should hear about, not a silent default.
+    if isinstance(value, bool):
+        raise ValueError("a number is required, not a boolean")
+    return value
+
+
+# Numbers from JSON or form fields: finite, and never a boolean.
+Number = Annotated[float, BeforeValidator(_not_a_boolean), Field(allow_inf_nan=False)]
+Integer = Annotated[int, BeforeValidator(_not_a_boolean)]
 
 
 class TTSRequest(BaseModel):
@@ -26,13 +39,13 @@ class TTSRequest(BaseModel):
         description="engine to speak with (see GET /v1/models); default: the voice's own engine",
     )
     language: str | None = Field(None, description="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
-    speed: float | None = Field(None, description="0.5-2.0")
-    pitch: float | None = Field(None, description="-0.5..+0.5 octave")
-    energy: float | None = Field(None, description="0.8-1.2")
+    speed: Number | None = Field(None, description="0.5-2.0")
+    pitch: Number | None = Field(None, description="-0.5..+0.5 octave")
+    energy: Number | None = Field(None, description="0.8-1.2")
     emotion: str = Field("neutral", description="neutral, happy, sad, angry, surprised, ...")
-    intensity: float = Field(1.0, description="0-1 strength of the emotion")
+    intensity: Number = Field(1.0, description="0-1 strength of the emotion")
     format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
-    sample_rate: int = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
+    sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
     stream: bool = Field(False, description="stream audio as it is synthesized")
 
 
@@ -45,7 +58,7 @@ class OpenAISpeechRequest(BaseModel):
     input: str
     voice: str
     response_format: str = "mp3"
-    speed: float = 1.0
+    speed: Number = 1.0
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None
 
@@ -59,7 +72,7 @@ class RenameVoiceRequest(BaseModel):
 class RefineRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    budget_s: float | None = Field(None, gt=0, description="search time budget in seconds")
+    budget_s: Number | None = Field(None, gt=0, description="search time budget in seconds")
 
 
 class JobOut(BaseModel):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, NotFound, UnknownModel, VoxcloneError
+from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
 from voxclone.runtime.voice_store import (
     LEGACY_ENGINE,
@@ -59,6 +60,9 @@ REFINE_JOB_KIND = "refine"
 MAX_REFINE_BUDGET_S = 1800.0
 STATEMENT_MAX_CHARS = 2000
 INLINE_CACHE_ENTRIES = 32
+INLINE_ID_PREFIX = "inline-"
+# How often expired inline voices are looked for when no request comes.
+INLINE_SWEEP_MAX_S = 60.0
 PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
 
 
@@ -129,6 +133,9 @@ class VoiceService:
         prompt_engines: Mapping[str, PromptCloning] | None = None,
         default_engine: str | None = None,
         resolve_model: Callable[[str | None], str | None] | None = None,
+        inline_log: InlineVoiceLog | None = None,
+        inline_ttl_s: float = 3600.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
         (None when no style engine is loaded); ``style_engine`` names it in the
@@ -148,13 +155,36 @@ class VoiceService:
         self._closing = threading.Event()
         self._deleted_lock = threading.Lock()
         self._deleted: set[str] = set()
-        self._inline: OrderedDict[str, ResolvedVoice] = OrderedDict()
+        # voice id -> (voice, unix time it expires)
+        self._inline: OrderedDict[str, tuple[ResolvedVoice, float]] = OrderedDict()
         self._inline_lock = threading.Lock()
         self._style_caps = style_engine
         self._prompt_engines = dict(prompt_engines or {})
         style_name = style_engine.engine if style_engine is not None else None
         self._default_engine = default_engine or style_name
         self._resolve_model = resolve_model
+        self._inline_log = inline_log
+        self._inline_ttl_s = inline_ttl_s
+        self._clock = clock
+        self._sweeper: threading.Thread | None = None
+        # Audio of inline voices a previous process made and never purged.
+        self._purge_orphaned_inline()
+
+    def start_inline_sweeper(self) -> None:
+        """Purge expired inline voices in the background, even when no request comes."""
+        if self._sweeper is not None:
+            return
+        interval = max(1.0, min(INLINE_SWEEP_MAX_S, self._inline_ttl_s / 4))
+
+        def sweep() -> None:
+            while not self._closing.wait(interval):
+                try:
+                    self.purge_expired_inline()
+                except Exception:  # the next sweep retries; never kill the thread
+                    log.exception("purging expired inline voices failed")
+
+        self._sweeper = threading.Thread(target=sweep, name="inline-sweeper", daemon=True)
+        self._sweeper.start()
 
     def warmup(self) -> None:
         """Load the speaker encoder before the first request (call at start-up)."""
@@ -344,17 +374,30 @@ class VoiceService:
             "reference_pitch_hz": round(pitch.median_hz, 1),
         }
 
-    def inline_voice(self, audio: bytes, model: str | None = None) -> ResolvedVoice:
-        """Instant clone for one request; never stored (cached briefly by content hash)."""
+    def inline_voice(
+        self, audio: bytes, owner: str, consent: ConsentInput, model: str | None = None
+    ) -> ResolvedVoice:
+        """Instant clone for one request; never stored, forgotten after the inline TTL.
+
+        Cloning inline is cloning: it needs the same consent as enrollment,
+        recorded in the inline log with the voice's expiry. The id depends on
+        the owner (and the engine), so tenants never share an inline voice or
+        its cached audio.
+        """
+        record = _checked_consent(consent)
         engine = self._engine_for(model)
         prompt_engine = self._prompt_cloning(engine)
-        digest = hashlib.sha256(audio).hexdigest()[:16]
-        voice_id = f"inline-{digest}" if prompt_engine is None else f"inline-{engine}-{digest}"
+        self.purge_expired_inline()
+        salt = owner.encode("utf-8", "replace") + b"\0"
+        if prompt_engine is not None:
+            salt += f"{engine}\0".encode()
+        digest = hashlib.sha256(salt + audio).hexdigest()
+        voice_id = INLINE_ID_PREFIX + digest[:16]
         with self._inline_lock:
             hit = self._inline.get(voice_id)
             if hit is not None:
                 self._inline.move_to_end(voice_id)
-                return hit
+                return hit[0]
         reference = self._load_reference(audio)
         if prompt_engine is not None:
             caps = prompt_engine.capabilities
@@ -386,11 +429,49 @@ class VoiceService:
                 engine=engine_name,
                 model_id=model_id,
             )
+        expires_at = self._clock() + self._inline_ttl_s
+        if self._inline_log is not None:
+            self._inline_log.record(voice_id, owner, record, expires_at)
+        evicted: list[str] = []
         with self._inline_lock:
-            self._inline[voice_id] = voice
+            self._inline[voice_id] = (voice, expires_at)
             while len(self._inline) > INLINE_CACHE_ENTRIES:
-                self._inline.popitem(last=False)
+                evicted.append(self._inline.popitem(last=False)[0])
+        for old in evicted:
+            self._purge_inline(old)
         return voice
+
+    def inline_voices(self) -> list[str]:
+        """Ids of the inline voices alive now."""
+        with self._inline_lock:
+            return list(self._inline)
+
+    def purge_expired_inline(self, now: float | None = None) -> list[str]:
+        """Forget inline voices expired at ``now`` (default: the clock's now) and
+        drop every audio cached with them."""
+        now = self._clock() if now is None else now
+        with self._inline_lock:
+            expired = [vid for vid, (_, until) in self._inline.items() if until <= now]
+            for vid in expired:
+                del self._inline[vid]
+        for vid in expired:
+            self._purge_inline(vid)
+        return expired
+
+    def _purge_inline(self, voice_id: str) -> None:
+        # The same path as a deleted voice: every cache tier drops its audio.
+        self._on_voice_changed(voice_id)
+        if self._inline_log is not None:
+            self._inline_log.mark_purged(voice_id)
+
+    def _purge_orphaned_inline(self) -> None:
+        if self._inline_log is None:
+            return
+        for voice_id in self._inline_log.pending():
+            try:
+                self._purge_inline(voice_id)
+            except Exception:  # a cache tier down at start: the next start retries
+                log.exception("purging an orphaned inline voice failed")
 
     # -- library ------------------------------------------------------------------
     def get(self, voice_id: str, owner: str) -> VoiceRecord:
@@ -582,6 +663,10 @@ class VoiceService:
     def close(self) -> None:
         self._closing.set()
         self._executor.shutdown(wait=True, cancel_futures=True)
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=5)
+        if self._inline_log is not None:
+            self._inline_log.close()
 
 
 def _checked_consent(consent: ConsentInput) -> ConsentRecord:

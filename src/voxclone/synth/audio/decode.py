@@ -282,8 +282,16 @@ def _decode_pyav(data: bytes, av_format: str, max_seconds: float) -> tuple[np.nd
         if not container.streams.audio:
             raise UnsupportedMedia("the file contains no audio stream", field="audio")
         stream = container.streams.audio[0]
-        rate = int(stream.codec_context.sample_rate or 0)
-        channels = int(stream.codec_context.channels or 0)
+        codec = stream.codec_context
+        if codec is None:
+            # FFmpeg found an audio stream in a codec it has no decoder for.
+            raise UnsupportedMedia(
+                "the audio codec in this file is not supported; send WAV (PCM), FLAC, "
+                "MP3, Ogg or M4A",
+                field="audio",
+            )
+        rate = int(codec.sample_rate or 0)
+        channels = int(codec.channels or 0)
         _check_rate_and_channels(rate, channels)
         declared = _declared_seconds(container, stream)
         if declared is not None:

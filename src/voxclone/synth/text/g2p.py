@@ -19,6 +19,7 @@ import threading
 from collections.abc import Mapping
 
 from voxclone.errors import UnsupportedLanguage
+from voxclone.synth.text.espeak_temp import espeak_copies_private
 
 log = logging.getLogger(__name__)
 # phonemizer warns on every call whose word count changed (punctuation runs);
@@ -133,15 +134,18 @@ class EspeakG2P:
                 self._configured = True
             from phonemizer.backend import EspeakBackend
 
-            backend = EspeakBackend(
-                ESPEAK_VOICES[language],
-                preserve_punctuation=True,
-                with_stress=True,
-                tie=True,
-                language_switch="remove-flags",
-                words_mismatch="ignore",
-                logger=_QUIET,
-            )
+            # phonemizer copies the library per backend; the copies must not
+            # outlive loading (synth/text/espeak_temp.py).
+            with espeak_copies_private():
+                backend = EspeakBackend(
+                    ESPEAK_VOICES[language],
+                    preserve_punctuation=True,
+                    with_stress=True,
+                    tie=True,
+                    language_switch="remove-flags",
+                    words_mismatch="ignore",
+                    logger=_QUIET,
+                )
             self._backends[language] = backend
         return backend
 

@@ -132,7 +132,10 @@ class LanguageDetector:
             counts[_KANA] += counts.pop(_HAN, 0)
         script = max(counts, key=lambda s: counts[s])
         if script == _LATIN:
-            return self._latin.guess(text) or self._default
+            # lingua encodes to UTF-8: a lone surrogate (which names no
+            # language anyway) must not make detection fail.
+            clean = text.encode("utf-8", "replace").decode("utf-8")
+            return self._latin.guess(clean) or self._default
         return _SCRIPT_LANGUAGE[script]
 
     def split_language_runs(self, text: str, default: str) -> list[tuple[str, str]]:
