@@ -213,15 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
 
     def save(partial: bool) -> None:
-        """Written after every speaker, so a long run can be read (and stopped) early."""
+        """Written after every speaker, so a long run can be read (and stopped) early.
+        The plot is drawn by bench/render_page.py with the benchmark page."""
         out = dict(result, complete=not partial)
         for key in ("noise", "length", "clips"):
             if key not in out and key in previous:
                 out[key] = previous[key]  # a run of one study keeps the others' results
         args.out.write_text(json.dumps(out, indent=1, default=float))
         args.out.with_suffix(".md").write_text(markdown(out))
-        if not partial:
-            plot(out, args.out.with_suffix(".png"))
 
     rng = np.random.default_rng(0)
     singles = sorted(s for s, utts in by_speaker.items() if len(utts) == 1)
@@ -460,52 +459,6 @@ def markdown(result: dict[str, Any]) -> str:
             )
         lines.append("")
     return "\n".join(lines) + "\n"
-
-
-def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [k for k in ("noise", "length", "clips") if result.get(k)]
-    if not panels:
-        return
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
-    for ax, key in zip(axes[0], panels, strict=True):
-        block = result[key]
-        if key == "noise":
-            for den, style in ((True, "o-"), (False, "s--")):
-                pts = [t for t in block["table"] if t["denoiser"] is den]
-                ax.plot(
-                    [t["snr_db"] for t in pts],
-                    [t["judge_norm"] for t in pts],
-                    style,
-                    label="denoised" if den else "as recorded",
-                )
-            clean = [t for t in block["table"] if t["snr_db"] is None]
-            if clean:
-                ax.axhline(clean[0]["judge_norm"], color="g", lw=0.8, label="clean clip")
-            ax.axhline(block["best_builtin_norm"], color="k", lw=0.8, ls=":", label="best built-in")
-            ax.set_xlabel("SNR of the reference (dB)")
-            ax.invert_xaxis()
-        else:
-            field = "length_s" if key == "length" else "clips"
-            xs = [t[field] for t in block["table"]]
-            ax.plot(xs, [t["judge_norm"] for t in block["table"]], "o-", label="all speakers")
-            paired = block["paired"]["judge_norm"]
-            ax.plot([float(k) for k in paired], list(paired.values()), "s--", label="paired")
-            base = float(np.mean([b["judge_norm"] for b in block["baseline"].values()]))
-            ax.axhline(base, color="k", lw=0.8, ls=":", label="best built-in")
-            ax.set_xlabel("seconds of speech" if key == "length" else "recordings pooled")
-            if key == "length":
-                ax.set_xscale("log", base=2)
-                ax.set_xticks(xs, [f"{x:g}" for x in xs])
-        ax.set_ylabel("normalized judge similarity")
-        ax.set_title(key)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
