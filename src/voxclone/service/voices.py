@@ -209,6 +209,7 @@ class VoiceService:
             except VoxcloneError as exc:
                 if len(clips) > 1:  # say which recording was refused
                     exc.message = f"recording {index + 1}: {exc.message}"
+                    exc.args = (exc.message,)
                 raise
         return references
 
