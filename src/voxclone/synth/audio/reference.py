@@ -148,11 +148,8 @@ def prepare_reference(
             limit=min_snr_db,
             value=round(snr_db, 1),
         )
+    # Denoised after trimming (below), so only the speech that is kept pays for it.
     denoised = denoiser is not None and snr_db < DENOISE_BELOW_DB
-    if denoised:
-        assert denoiser is not None
-        # VAD segments stay valid: the denoiser's output is aligned with its input.
-        x16k = denoiser.denoise(x16k, REFERENCE_RATE)
     if snr_db < WARN_SNR_DB:
         warnings.append(
             f"noisy reference: signal-to-noise ratio {snr_db:.1f} dB (below {WARN_SNR_DB:g} dB); "
@@ -192,7 +189,7 @@ def prepare_reference(
 
     if speech_seconds < VERY_SHORT_SPEECH_S:
         warnings.append(
-            f"very short reference: {speech_seconds:.1f} s of speech; expect a clearly less "
+            f"very short reference: {speech_seconds:.1f} s of speech; expect a less "
             f"similar voice than from {SHORT_SPEECH_S:g} s or more (add more recordings)"
         )
     elif speech_seconds < SHORT_SPEECH_S:
@@ -200,6 +197,12 @@ def prepare_reference(
             f"short reference: {speech_seconds:.1f} s of speech; "
             f"{SHORT_SPEECH_S:g} s or more gives a closer voice"
         )
+
+    if denoised:
+        assert denoiser is not None
+        # RNNoise (~0.15 s of CPU per second of audio on this machine) learns the
+        # noise from the short pauses trimming keeps between phrases.
+        audio = denoiser.denoise(audio, REFERENCE_RATE)
 
     return ReferenceAudio(
         samples16k=loudness_normalize(audio, REFERENCE_RATE, TARGET_LUFS),
