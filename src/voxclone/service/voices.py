@@ -41,7 +41,6 @@ from voxclone.synth.voice.clone import (
 from voxclone.synth.voice.pipeline import (
     ClonedVoice,
     CloningPipeline,
-    SpokenVoice,
     VoicePrint,
     pool_prints,
 )
@@ -65,8 +64,6 @@ INLINE_CACHE_ENTRIES = 32
 PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
 # Recordings pooled into one voice per request (each is checked on its own limits).
 MAX_CLIPS = 8
-
-__all__ = ["SpokenVoice"]  # moved to synth/voice/pipeline.py; re-exported for old imports
 
 
 @dataclass(frozen=True)
