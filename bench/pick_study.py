@@ -56,7 +56,6 @@ from clone_eval import (  # noqa: E402
     utterances_by_speaker,
 )
 from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
-from voxclone.synth.audio.tone import long_term_spectrum, tone_filter_for  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import (  # noqa: E402
@@ -66,7 +65,7 @@ from voxclone.synth.engine.base import (  # noqa: E402
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder, normalize  # noqa: E402
-from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
+from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
 
 SHORT_RANGE_S = (3.0, 7.0)
@@ -148,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     stats = recording_statistics(judge, args.evaldata, by_speaker)
     atlas = VoiceAtlas.load(engine.style_packs())
     cloner = InstantCloner(atlas, encoder)
+    probe = tokens(TEST_SENTENCE)
+    # The product's pipeline: its voice print and tone match (candidates here
+    # are heard uncalibrated, at the atlas prosody for the reference's F0).
+    pipeline = CloningPipeline(cloner, probe=lambda pack: synth(probe, pack), sample_rate=24_000)
     refiner = StyleRefiner(
         atlas,
         encoder,
@@ -158,7 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         word_error_rate=None,
     )
     sentence_tokens = [tokens(s) for s in SENTENCES]
-    probe = tokens(TEST_SENTENCE)
 
     split_dir = Path(tempfile.mkdtemp(prefix="pick_study_"))
     kinds = {k.strip() for k in args.cases.split(",") if k.strip()}
@@ -178,10 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         held_out = [e for e in [case.enroll, *case.held_out] if e is not enrollment.entry]
         targets = [judge.embed(stats.audio[e["file"]]) for e in held_out]
         reference = enrollment.reference.samples16k
-        embedding = encoder.embed(reference)
+        voice_print = pipeline.voice_print([enrollment.reference])
+        embedding, pitch, spectrum = voice_print.embedding, voice_print.pitch, voice_print.spectrum
         half_embeddings = [encoder.embed(h) for h in halves_of(reference)]
-        pitch = pitch_stats(reference, 16_000)
-        spectrum = long_term_spectrum(reference, 16_000)
         prosody = atlas.prosody_for_pitch(pitch.median_hz)
 
         alternatives = cloner.eligible_nearest(embedding, pitch.median_hz, max(args.pool, 1))
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         for index in sorted(pool):
             recipe = atlas.recipe(index).with_prosody(prosody)
             pack = atlas.basis.pack(recipe)
-            tone = tone_filter_for(spectrum, synth(probe, pack), 24_000)
+            tone = pipeline.tone_for(spectrum, synth(probe, pack))
             clips = [synth(t, pack) for t in sentence_tokens]
             if tone is not None:
                 clips = [tone.apply(c, 24_000) for c in clips]

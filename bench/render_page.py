@@ -289,6 +289,50 @@ def plot_pick_study(name: str) -> Callable[[dict[str, Any], Path], Path | None]:
     return plot
 
 
+def plot_reference_robustness(data: dict[str, Any], path: Path) -> Path | None:
+    """Normalized judge similarity vs reference SNR, length and clips pooled."""
+    result = data.get("reference_robustness", {})
+    panels = [k for k in ("noise", "length", "clips") if result.get(k)]
+    if not panels:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    for ax, key in zip(axes[0], panels, strict=True):
+        block = result[key]
+        if key == "noise":
+            for den, style in ((True, "o-"), (False, "s--")):
+                pts = [t for t in block["table"] if t["denoiser"] is den]
+                ax.plot(
+                    [t["snr_db"] for t in pts],
+                    [t["judge_norm"] for t in pts],
+                    style,
+                    label="denoised" if den else "as recorded",
+                )
+            clean = [t for t in block["table"] if t["snr_db"] is None]
+            if clean:
+                ax.axhline(clean[0]["judge_norm"], color="g", lw=0.8, label="clean clip")
+            ax.axhline(block["best_builtin_norm"], color="k", lw=0.8, ls=":", label="best built-in")
+            ax.set_xlabel("SNR of the reference (dB)")
+            ax.invert_xaxis()
+        else:
+            field = "length_s" if key == "length" else "clips"
+            xs = [t[field] for t in block["table"]]
+            ax.plot(xs, [t["judge_norm"] for t in block["table"]], "o-", label="all speakers")
+            paired = block["paired"]["judge_norm"]
+            ax.plot([float(k) for k in paired], list(paired.values()), "s--", label="paired")
+            base = statistics.fmean(b["judge_norm"] for b in block["baseline"].values())
+            ax.axhline(base, color="k", lw=0.8, ls=":", label="best built-in")
+            ax.set_xlabel("seconds of speech" if key == "length" else "recordings pooled")
+            if key == "length":
+                ax.set_xscale("log", base=2)
+                ax.set_xticks(xs, [f"{x:g}" for x in xs])
+        ax.set_ylabel("normalized judge similarity")
+        ax.set_title(key)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(plt, fig, path)
+
+
 # -- sections ----------------------------------------------------------------------------
 def section_machine(machine: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
@@ -569,6 +613,7 @@ CLONE_SUBSECTIONS = {
     "clone_eval_repitched": "Ablation: the refine winner re-pitched after the choice",
     "pick_study": "Which instant pick carries over to the judge (policies replayed)",
     "pick_study_auditions": "Which refine audition policy carries over (policies replayed)",
+    "reference_robustness": "Reference robustness: noise, length, several recordings",
 }
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 
@@ -638,6 +683,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         "clone_similarity": plot_clone,
         "pick_study": plot_pick_study("pick_study"),
         "pick_study_auditions": plot_pick_study("pick_study_auditions"),
+        "reference_robustness": plot_reference_robustness,
     }
     for name, maker in makers.items():
         try:

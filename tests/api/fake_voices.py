@@ -36,6 +36,7 @@ class FakeEnrollRequest:
     keep_reference: bool = False
     refine: bool = False
     match_tone: bool = True
+    extra_audio: tuple[bytes, ...] = ()
 
 
 class FakeVoiceService:
@@ -71,6 +72,16 @@ class FakeVoiceService:
         self.voices[voice.id] = voice
         job = self._new_job(voice) if req.refine else None
         return voice, job
+
+    def add_recordings(self, voice_id: str, owner: str, audio: list[bytes]) -> VoiceRecord:
+        voice = self.get(voice_id, owner)
+        if any(len(clip) < 10 for clip in audio):
+            raise AudioQualityError("reference audio is too short", field="audio")
+        clips = int(voice.quality.get("clips", 1)) + len(audio)
+        quality = {**voice.quality, "clips": clips}
+        updated = replace(voice, version=voice.version + 1, quality=quality)
+        self.voices[voice_id] = updated
+        return updated
 
     def _new_job(self, voice: VoiceRecord) -> JobRecord:
         job = JobRecord(

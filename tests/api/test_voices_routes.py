@@ -148,3 +148,35 @@ def test_tts_with_inline_reference_clip(client: TestClient, fake: FakeVoiceServi
         files={"reference": ("r.wav", b"x", "audio/wav")},
     )
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "reference"
+
+
+def test_enroll_with_several_recordings_sends_them_all(
+    client: TestClient, fake: FakeVoiceService
+) -> None:
+    clips = [b"RIFF" + bytes([i]) * 200 for i in range(3)]
+    r = client.post(
+        "/v1/voices",
+        data=FORM,
+        files=[("audio", (f"ref{i}.wav", clip, "audio/wav")) for i, clip in enumerate(clips)],
+    )
+    assert r.status_code == 201, r.text
+    sent = fake.enrolled[-1]
+    assert sent.audio == clips[0] and list(sent.extra_audio) == clips[1:]
+
+
+def test_add_recordings_makes_a_new_version(client: TestClient, fake: FakeVoiceService) -> None:
+    voice = _enroll(client).json()
+    files = [("audio", (f"more{i}.wav", b"RIFF" + b"\1" * 200, "audio/wav")) for i in range(2)]
+    r = client.post(f"/v1/voices/{voice['id']}/recordings", files=files)
+    assert r.status_code == 200, r.text
+    assert r.json()["version"] == voice["version"] + 1
+    assert fake.voices[voice["id"]].quality["clips"] == 3
+
+    missing = client.post("/v1/voices/v_nope/recordings", files=files)
+    assert missing.status_code == 404
+    bad = client.post(
+        f"/v1/voices/{voice['id']}/recordings", files=[("audio", ("x.wav", b"x", "audio/wav"))]
+    )
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "audio"
+    none = client.post(f"/v1/voices/{voice['id']}/recordings", data={"x": "1"})
+    assert none.status_code == 422 and none.json()["error"]["field"] == "audio"

@@ -110,7 +110,11 @@ def test_clone_speak_listen_delete(
     page = desktop_page
     create = page.locator("#create-voice")
 
+    # Several recordings of one speaker can be chosen at once (sent as repeated fields).
+    page.set_input_files("#ref-file", [str(_reference_clip()), str(_reference_clip())])
+    assert "+1 more recording" in page.locator("#clip-name").inner_text()
     page.set_input_files("#ref-file", str(_reference_clip()))
+    assert "more recording" not in page.locator("#clip-name").inner_text()
     page.fill("#voice-name", VOICE_NAME)
     assert create.is_disabled(), "Create must stay disabled until consent is given"
     page.check("#consent")

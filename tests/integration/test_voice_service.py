@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxclone.errors import InvalidInput, NotFound
+from voxclone.errors import AudioQualityError, InvalidInput, NotFound
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import ResolvedVoice
@@ -212,6 +212,61 @@ def test_refine_auditions_atlas_voices_and_keeps_the_tone(service: Any) -> None:
     assert refined.version == 2
     assert refined.tone_db is not None and refined.tone_db.shape == GRID_HZ.shape
     assert refined.quality["refine"]["evaluations"] >= 2  # the start voice plus auditions
+
+
+def _halves(path: Path) -> tuple[bytes, bytes]:
+    x, rate = sf.read(path, dtype="float32")
+    parts = []
+    for half in (x[: x.size // 2], x[x.size // 2 :]):
+        buf = io.BytesIO()
+        sf.write(buf, half, rate, format="WAV")
+        parts.append(buf.getvalue())
+    return parts[0], parts[1]
+
+
+def test_several_recordings_pool_into_one_voice_and_can_be_added_later(service: Any) -> None:
+    svc, changed, (_, _, _, store) = service
+    first, second = _halves(REFERENCE)
+    encoder = SpeakerEncoder()
+    loader = partial(
+        prepare_reference, detector=SpeechDetector(), max_bytes=10 << 20, max_seconds=60.0
+    )
+    refs = [loader(first), loader(second)]
+    seconds = [r.speech_seconds for r in refs]
+    pooled = sum(s * encoder.embed(r.samples16k) for s, r in zip(seconds, refs, strict=True))
+    pooled /= np.linalg.norm(pooled)
+
+    both, _ = svc.enroll(
+        EnrollRequest(first, "two clips", "owner-m", CONSENT, extra_audio=(second,))
+    )
+    assert both.quality["clips"] == 2
+    assert both.quality["reference_seconds"] == pytest.approx(sum(seconds), abs=0.02)
+    # The stored print is the duration-weighted mean of the clips' embeddings.
+    assert float(both.embedding @ pooled) > 0.999
+
+    # One clip now, the other added later: the same pooled print, as a new version.
+    one, _ = svc.enroll(EnrollRequest(first, "one clip", "owner-m", CONSENT))
+    assert one.quality["clips"] == 1
+    added = svc.add_recordings(one.id, "owner-m", [second])
+    assert added.version == one.version + 1 and added.source == "instant"
+    assert added.quality["clips"] == 2 and added.quality["recordings_added"] == 1
+    assert float(added.embedding @ both.embedding) > 0.999
+    assert added.quality["reference_pitch_hz"] == pytest.approx(
+        both.quality["reference_pitch_hz"], rel=0.01
+    )
+    assert store.get(one.id, "owner-m").reference_spectrum is not None
+    assert changed[-1] == one.id  # caches made with the old version are dropped
+
+    # A refused recording is named by its position; nothing is stored.
+    silence = io.BytesIO()
+    sf.write(silence, np.zeros(48_000, np.float32), 16_000, format="WAV")
+    with pytest.raises(AudioQualityError, match="recording 2"):
+        svc.enroll(
+            EnrollRequest(first, "bad", "owner-m", CONSENT, extra_audio=(silence.getvalue(),))
+        )
+    assert store.find_by_name("bad", "owner-m") is None
+    with pytest.raises(NotFound):
+        svc.add_recordings("v_missing", "owner-m", [second])
 
 
 def _load_script() -> ModuleType:

@@ -31,7 +31,14 @@ from voxclone.synth.audio.quality import (
     integrated_loudness,
     loudness_normalize,
 )
-from voxclone.synth.audio.reference import ReferenceAudio, prepare_reference
+from voxclone.synth.audio.reference import (
+    DENOISE_BELOW_DB,
+    MIN_SNR_DB,
+    MIN_SPEECH_S,
+    WARN_SNR_DB,
+    ReferenceAudio,
+    prepare_reference,
+)
 from voxclone.synth.audio.resample import resample
 from voxclone.synth.audio.vad import SpeechDetector, plan_pieces
 
@@ -484,28 +491,55 @@ def test_silent_reference_is_refused(detector: SpeechDetector) -> None:
             prepare_reference(wav_bytes(x, 16_000), detector=detector, **LIMITS)
 
 
-def test_noisy_reference_is_refused_and_slightly_noisy_warned(
+def test_noisy_reference_is_graded_denoised_warned_or_refused(
     speech: np.ndarray, detector: SpeechDetector
 ) -> None:
     rng = np.random.default_rng(5)
     power = np.mean(speech**2)
-    very_noisy = speech + rng.standard_normal(speech.shape[0]) * np.sqrt(power / 10 ** (5 / 10))
-    with pytest.raises(AudioQualityError, match="noisy") as err:
-        prepare_reference(wav_bytes(very_noisy, 16_000), detector=detector, **LIMITS)
-    assert err.value.limit == 15.0 and err.value.value < 15.0
 
-    a_bit_noisy = speech + rng.standard_normal(speech.shape[0]) * np.sqrt(power / 10 ** (18 / 10))
-    ref = prepare_reference(wav_bytes(a_bit_noisy, 16_000), detector=detector, **LIMITS)
-    assert 15.0 <= ref.snr_db < 20.0
-    assert any(w.startswith("noisy reference") for w in ref.warnings)
+    def with_noise(snr_db: float) -> bytes:
+        noise = rng.standard_normal(speech.shape[0]) * np.sqrt(power / 10 ** (snr_db / 10))
+        return wav_bytes(speech + noise, 16_000)
+
+    # 10 dB was refused by the old 15 dB floor: now denoised and accepted, with a warning.
+    ref = prepare_reference(with_noise(10), detector=detector, **LIMITS)
+    assert ref.denoised and MIN_SNR_DB <= ref.snr_db < WARN_SNR_DB
+    assert any(w.startswith("noisy reference") and "removed" in w for w in ref.warnings)
+    # Denoised below DENOISE_BELOW_DB, but no warning above WARN_SNR_DB.
+    ref = prepare_reference(with_noise(22.5), detector=detector, **LIMITS)
+    assert ref.denoised and WARN_SNR_DB <= ref.snr_db < DENOISE_BELOW_DB
+    assert not any(w.startswith("noisy reference") for w in ref.warnings)
+    # Without a denoiser the warning says the noise stays in.
+    ref = prepare_reference(with_noise(12), detector=detector, denoiser=None, **LIMITS)
+    assert not ref.denoised
+    assert any("carry the noise" in w for w in ref.warnings)
+    # Hopeless: refused, naming the limit.
+    with pytest.raises(AudioQualityError, match="noisy") as err:
+        prepare_reference(with_noise(MIN_SNR_DB - 4), detector=detector, **LIMITS)
+    assert err.value.limit == MIN_SNR_DB and err.value.value < MIN_SNR_DB
+
+
+def test_clean_reference_is_not_denoised(speech: np.ndarray, detector: SpeechDetector) -> None:
+    ref = prepare_reference(wav_bytes(speech, 16_000), detector=detector, **LIMITS)
+    assert not ref.denoised and ref.snr_db >= DENOISE_BELOW_DB
 
 
 def test_too_little_speech_is_refused(speech: np.ndarray, detector: SpeechDetector) -> None:
-    first_words = speech[: int(2.0 * 16_000)]
+    first_word = speech[: int(1.2 * 16_000)]
     with pytest.raises(AudioQualityError) as err:
-        prepare_reference(wav_bytes(first_words, 16_000), detector=detector, **LIMITS)
-    assert err.value.limit == 3.0
-    assert 0.0 < err.value.value < 3.0
+        prepare_reference(wav_bytes(first_word, 16_000), detector=detector, **LIMITS)
+    assert err.value.limit == MIN_SPEECH_S
+    assert 0.0 < err.value.value < MIN_SPEECH_S
+
+
+def test_two_seconds_of_speech_are_accepted_with_a_warning(
+    speech: np.ndarray, detector: SpeechDetector
+) -> None:
+    # A 2-second clip was refused by the old 3-second minimum.
+    first_words = speech[: int(2.2 * 16_000)]
+    ref = prepare_reference(wav_bytes(first_words, 16_000), detector=detector, **LIMITS)
+    assert MIN_SPEECH_S <= ref.speech_seconds < 3.0
+    assert any(w.startswith("very short reference") for w in ref.warnings)
 
 
 def test_short_speech_gets_a_warning(male_speech: np.ndarray, detector: SpeechDetector) -> None:

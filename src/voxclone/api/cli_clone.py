@@ -1,4 +1,7 @@
-"""``voxclone clone ref.wav --name alice [--refine] [--keep-reference]``.
+"""``voxclone clone a.wav [b.wav …] --name alice [--refine] [--keep-reference]``
+and ``voxclone clone more.wav --add-to alice`` (a new version of the voice).
+
+Several files are recordings of the same speaker, pooled into one voice.
 
 Consent: the person running the command attests that the speaker agreed;
 the statement (or the default attestation) is recorded as a hash with the
@@ -25,10 +28,17 @@ DEFAULT_STATEMENT = (
 
 def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
-        "clone", help="clone a voice from a reference recording (3–30 s of one speaker)"
+        "clone", help="clone a voice from recordings of one speaker (1.5–30 s of speech each)"
     )
-    p.add_argument("reference", help="audio file: wav, mp3, flac, ogg, m4a, …")
-    p.add_argument("--name", required=True, help="name of the new voice")
+    p.add_argument(
+        "reference", nargs="+", help="audio files of one speaker: wav, mp3, flac, ogg, m4a, …"
+    )
+    p.add_argument("--name", help="name of the new voice")
+    p.add_argument(
+        "--add-to",
+        metavar="VOICE",
+        help="add the recordings to this existing voice (name or id) instead of creating one",
+    )
     p.add_argument("--language", default="en-us", help="language the voice will mostly speak")
     p.add_argument("--owner", default="local", help="library owner (default: local)")
     p.add_argument("--model", help="engine to clone for (default: the default engine)")
@@ -61,13 +71,27 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.bootstrap import build_runtime
     from voxclone.service.voices import ConsentInput, EnrollRequest
 
-    audio = Path(args.reference).read_bytes()
+    if (args.name is None) == (args.add_to is None):
+        print("give either --name (a new voice) or --add-to VOICE", file=sys.stderr)
+        return 2
+    clips = [Path(path).read_bytes() for path in args.reference]
     runtime = build_runtime(settings, warmup=False)
     service = runtime.voices
     if service is None:  # build_runtime always wires cloning unless told not to
         runtime.close()
         raise VoxcloneError("voice cloning is not available")
     try:
+        if args.add_to is not None:
+            started = time.perf_counter()
+            voice_id = _voice_id(runtime, args.add_to, args.owner)
+            record = service.add_recordings(voice_id, args.owner, clips)
+            print(
+                f"added {len(clips)} recording(s) to '{record.name}' (version {record.version}) "
+                f"in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+            )
+            print(json.dumps(_summary(record), indent=1))
+            return 0
         consent = ConsentInput(
             given=args.consent,
             statement=args.consent_statement,
@@ -76,7 +100,8 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
         started = time.perf_counter()
         record, _ = service.enroll(
             EnrollRequest(
-                audio=audio,
+                audio=clips[0],
+                extra_audio=tuple(clips[1:]),
                 name=args.name,
                 owner=args.owner,
                 consent=consent,
@@ -100,21 +125,25 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
                 job = _wait(service, job.id, args.owner)
             print(f"refine {job.state}: {job.message}", file=sys.stderr)
             record = service.get(record.id, args.owner)
-        print(
-            json.dumps(
-                {
-                    "id": record.id,
-                    "name": record.name,
-                    "version": record.version,
-                    "source": record.source,
-                    "quality": _public_quality(record.quality),
-                },
-                indent=1,
-            )
-        )
+        print(json.dumps(_summary(record), indent=1))
     finally:
         runtime.close()
     return 0
+
+
+def _summary(record: Any) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "name": record.name,
+        "version": record.version,
+        "source": record.source,
+        "quality": _public_quality(record.quality),
+    }
+
+
+def _voice_id(runtime: Any, name_or_id: str, owner: str) -> str:
+    found = runtime.voice_store.find_by_name(name_or_id, owner)
+    return found.id if found is not None else name_or_id
 
 
 def _wait(service: Any, job_id: str, owner: str) -> Any:

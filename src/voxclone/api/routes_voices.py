@@ -48,12 +48,18 @@ def _consent_given(value: str) -> bool:
     "/v1/voices",
     status_code=status.HTTP_201_CREATED,
     response_model=EnrolledVoiceOut,
-    summary="Clone a voice from a reference recording (consent required)",
+    summary="Clone a voice from one or more reference recordings (consent required)",
 )
 async def enroll_voice(
     request: Request,
     principal: VoiceWriter,
-    audio: Annotated[UploadFile, File(description="3-30 s of speech, any common format")],
+    audio: Annotated[
+        list[UploadFile],
+        File(
+            description="1.5-30 s of speech, any common format; repeat the field to send "
+            "several recordings of the same speaker (pooled into one voice)"
+        ),
+    ],
     name: Annotated[str, Form(description="a name for the voice, unique per owner")],
     consent: Annotated[str, Form(description='must be "true": the speaker agreed')],
     consent_statement: Annotated[str, Form(description="the consent text agreed to")],
@@ -78,9 +84,10 @@ async def enroll_voice(
         raise InvalidInput("consent_statement must not be empty", field="consent_statement")
     voices = get_voice_service(request)
     consent_input, enroll_request = request_types()
-    data = await audio.read()
+    data = [await clip.read() for clip in audio]
     req = enroll_request(
-        audio=data,
+        audio=data[0],
+        extra_audio=tuple(data[1:]),
         name=name,
         owner=principal.owner,
         consent=consent_input(
@@ -98,6 +105,26 @@ async def enroll_voice(
     voice, job = await run_in_threadpool(voices.enroll, req)
     out = VoiceOut.of(voice)
     return EnrolledVoiceOut(**out.model_dump(), job=JobOut.of(job) if job else None)
+
+
+@router.post(
+    "/v1/voices/{voice_id}/recordings",
+    response_model=VoiceOut,
+    summary="Add recordings of the speaker to a voice (re-cloned as a new version)",
+)
+async def add_recordings(
+    voice_id: str,
+    request: Request,
+    principal: VoiceWriter,
+    audio: Annotated[
+        list[UploadFile],
+        File(description="more recordings of the same speaker; repeat the field for several"),
+    ],
+) -> VoiceOut:
+    voices = get_voice_service(request)
+    data = [await clip.read() for clip in audio]
+    updated = await run_in_threadpool(voices.add_recordings, voice_id, principal.owner, data)
+    return VoiceOut.of(updated)
 
 
 @router.get("/v1/voices", response_model=VoiceListOut, summary="Your cloned voices")

@@ -171,6 +171,7 @@ class VoiceStore(Protocol):
         source: str,
         embedding: np.ndarray | None = None,
         tone_db: np.ndarray | None = None,
+        reference_spectrum: np.ndarray | None = None,
     ) -> VoiceRecord: ...
 
     def rename(self, voice_id: str, owner: str | None, name: str) -> VoiceRecord: ...
@@ -698,8 +699,10 @@ class SqliteVoiceStore:
         source: str,
         embedding: np.ndarray | None = None,
         tone_db: np.ndarray | None = None,
+        reference_spectrum: np.ndarray | None = None,
     ) -> VoiceRecord:
-        """Replace the style (and optionally embedding and tone curve); bump ``version``.
+        """Replace the style (and optionally embedding, tone curve and the
+        reference's long-term spectrum, e.g. after a recording was added); bump ``version``.
 
         The version is what audio caches key on, so audio made with the old
         style is never served for the new one.
@@ -718,7 +721,7 @@ class SqliteVoiceStore:
             if embedding is None
             else _checked_array(embedding, "embedding", self._embedding_shape)
         )
-        checked_tone = None if tone_db is None else self._checked_tone(None, tone_db)["tone"]
+        tone_arrays = self._checked_tone(reference_spectrum, tone_db)
         quality_json = _quality_to_json(quality)
         _validate_source(source)
         with self._db.write() as conn:
@@ -735,9 +738,9 @@ class SqliteVoiceStore:
             if checked_embedding is not None:
                 self._write_array(conn, voice_id, "embedding", checked_embedding, replace=True)
                 self._step("embedding")
-            if checked_tone is not None:
-                self._write_array(conn, voice_id, "tone", checked_tone, replace=True)
-                self._step("tone")
+            for kind, array in tone_arrays.items():
+                self._write_array(conn, voice_id, kind, array, replace=True)
+                self._step(kind)
         return self.get(voice_id, owner)
 
     def rename(self, voice_id: str, owner: str | None, name: str) -> VoiceRecord:

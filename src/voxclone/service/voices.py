@@ -41,13 +41,18 @@ from voxclone.runtime.voice_store import (
     utc_now_iso,
 )
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.synth.audio.reference import ReferenceAudio
-from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
+from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.clone import (
     InstantCloner,
     RefineProgress,
     StyleRefiner,
+)
+from voxclone.synth.voice.pipeline import (
+    ClonedVoice,
+    CloningPipeline,
+    VoicePrint,
+    pool_prints,
 )
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats
@@ -64,6 +69,8 @@ INLINE_ID_PREFIX = "inline-"
 # How often expired inline voices are looked for when no request comes.
 INLINE_SWEEP_MAX_S = 60.0
 PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
+# Recordings pooled into one voice per request (each is checked on its own limits).
+MAX_CLIPS = 8
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,8 @@ class EnrollRequest:
     # The engine the voice is made for (registry name, model id or alias);
     # None = the service's default engine.
     model: str | None = None
+    # More recordings of the same speaker, pooled with ``audio`` (weighted by speech).
+    extra_audio: tuple[bytes, ...] = ()
 
 
 RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
@@ -104,14 +113,6 @@ class PromptCloning:
     embed: Callable[[np.ndarray], np.ndarray]
     # Speaks the report's test sentence with a loaded prompt; None: no report.
     reporter: QualityReporter | None = None
-
-
-@dataclass(frozen=True)
-class SpokenVoice:
-    recipe: VoiceRecipe
-    style: np.ndarray
-    probe: np.ndarray | None  # the quality report's test sentence in this voice
-    calibration: dict[str, Any] | None  # pitch calibration figures, when one ran
 
 
 class VoiceService:
@@ -150,7 +151,19 @@ class VoiceService:
         self._on_voice_changed = on_voice_changed
         self._refine_budget_s = refine_budget_s
         self._reporter = quality_reporter
-        self._calibrator = pitch_calibrator
+        # The style engine's cloning pipeline (None when no style engine is loaded).
+        self._pipeline = (
+            CloningPipeline(
+                cloner,
+                probe=quality_reporter.probe if quality_reporter is not None else None,
+                sample_rate=quality_reporter.sample_rate
+                if quality_reporter is not None
+                else 24_000,
+                calibrator=pitch_calibrator,
+            )
+            if cloner is not None
+            else None
+        )
         self._executor = ThreadPoolExecutor(max_workers=refine_workers, thread_name_prefix="refine")
         self._closing = threading.Event()
         self._deleted_lock = threading.Lock()
@@ -217,6 +230,11 @@ class VoiceService:
             raise UnknownModel("no style engine is loaded on this server", field="model")
         return self._cloner
 
+    def _pipeline_or_fail(self) -> CloningPipeline:
+        if self._pipeline is None:
+            raise UnknownModel("no style engine is loaded on this server", field="model")
+        return self._pipeline
+
     # -- enrollment ---------------------------------------------------------------
     def enroll(self, req: EnrollRequest) -> tuple[VoiceRecord, JobRecord | None]:
         consent = _checked_consent(req.consent)
@@ -226,22 +244,12 @@ class VoiceService:
                 "refinement searches a style space; this engine clones from a prompt",
                 field="refine",
             )
-        reference = self._load_reference(req.audio)
+        references = self._references((req.audio, *req.extra_audio))
         if prompt_engine is not None:
+            reference = combine_references(references)
             return self._enroll_prompt(req, consent, reference, prompt_engine), None
-        cloner = self._cloner_or_fail()
-        clone = cloner.clone(reference.samples16k)
         engine, model_id, model_version = self._style_identity()
-        voice = self._spoken(clone.recipe, clone.pitch.median_hz)
-        spectrum, tone = self._tone_of(reference, voice.probe, match=req.match_tone)
-        quality = self._quality(
-            self._reporter, reference, clone.embedding, voice.probe, tone, clone.pitch
-        )
-        quality["style_recipe"] = _recipe_to_json(voice.recipe)
-        quality["instant_clone_s"] = round(clone.seconds, 3)
-        quality["tone_match"] = tone is not None
-        if voice.calibration is not None:
-            quality["pitch_calibration"] = voice.calibration
+        cloned = self._pipeline_or_fail().clone(references, match_tone=req.match_tone)
         record = self._store.create(
             VoiceRecord(
                 id="",
@@ -252,13 +260,13 @@ class VoiceService:
                 updated_at="",
                 version=1,
                 consent=consent,
-                embedding=clone.embedding.astype(np.float32),
-                style=voice.style.astype(np.float32),
-                quality=quality,
+                embedding=cloned.print.embedding.astype(np.float32),
+                style=cloned.voice.style.astype(np.float32),
+                quality=self._quality(references, cloned),
                 source="instant",
                 reference_audio=req.audio if req.keep_reference else None,
-                reference_spectrum=spectrum,
-                tone_db=None if tone is None else tone.gain_db,
+                reference_spectrum=cloned.print.spectrum,
+                tone_db=None if cloned.tone is None else cloned.tone.gain_db,
                 engine=engine,
                 model_id=model_id,
                 model_version=model_version,
@@ -291,7 +299,7 @@ class VoiceService:
         probe = None
         if cloning.reporter is not None:
             probe = cloning.reporter.probe(cloning.load_prompt(blob))
-        quality = self._quality(cloning.reporter, reference, embedding, probe, None, pitch)
+        quality = _prompt_quality(cloning.reporter, reference, embedding, probe, pitch)
         quality["clone_method"] = "prompt"
         quality["instant_clone_s"] = round(clone_s, 3)
         caps = cloning.capabilities
@@ -317,62 +325,92 @@ class VoiceService:
             )
         )
 
-    def _spoken(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
-        """``recipe`` made to speak at ``pitch_hz`` (when a calibrator is wired),
-        with its probe sentence: the audio the tone match and the quality
-        report are derived from."""
-        if self._calibrator is not None:
-            calibrated = self._calibrator.calibrate(recipe, pitch_hz)
-            info = {
-                "clone_pitch_hz": round(calibrated.measured_hz, 1),
-                "shift_semitones": round(12.0 * calibrated.shift_octaves, 2),
-                "renders": calibrated.syntheses,
-            }
-            style = self._cloner_or_fail().atlas.basis.pack(calibrated.recipe)
-            return SpokenVoice(calibrated.recipe, style, calibrated.probe, info)
-        style = self._cloner_or_fail().atlas.basis.pack(recipe)
-        probe = self._reporter.probe(style) if self._reporter is not None else None
-        return SpokenVoice(recipe, style, probe, None)
+    def add_recordings(self, voice_id: str, owner: str, audio: list[bytes]) -> VoiceRecord:
+        """Pool more recordings into a stored voice and clone it again (a new version).
 
-    def _tone_of(
-        self, reference: ReferenceAudio, probe: np.ndarray | None, *, match: bool
-    ) -> tuple[np.ndarray | None, ToneFilter | None]:
-        """(reference spectrum, tone filter) for a new voice heard in ``probe``.
-
-        The spectrum is kept even when ``match`` is off, so the tone can be
-        matched later.
+        The stored print (embedding, pitch, spectrum, speech seconds) is pooled
+        with the new clips', so the first recordings need not have been kept.
+        A refined voice becomes an instant one again: it was refined towards
+        the old print.
         """
-        spectrum = long_term_spectrum(reference.samples16k, reference.sample_rate)
-        return spectrum, self._tone_for(spectrum if match else None, probe)
-
-    def _tone_for(self, spectrum: np.ndarray | None, probe: np.ndarray | None) -> ToneFilter | None:
-        """The reference's recording tone for a voice heard in ``probe`` (None: no match)."""
-        if spectrum is None or probe is None or self._reporter is None:
-            return None
-        return tone_filter_for(spectrum, probe, self._reporter.sample_rate)
-
-    def _quality(
-        self,
-        reporter: QualityReporter | None,
-        reference: ReferenceAudio,
-        embedding: np.ndarray,
-        probe: np.ndarray | None,
-        tone: ToneFilter | None,
-        pitch: PitchStats,
-    ) -> dict[str, Any]:
-        if reporter is not None and probe is not None:
-            heard = probe if tone is None else tone.apply(probe, reporter.sample_rate)
-            report = reporter.report(
-                reference, embedding, heard, reference_pitch_hz=pitch.median_hz
+        record = self._store.get(voice_id, owner, include_reference_audio=False)
+        if record.style is None:
+            raise InvalidInput(
+                "this voice's engine clones from a prompt: enroll it again with every "
+                "recording instead of adding one",
+                field="audio",
             )
-            return report.to_dict()
-        return {
-            "similarity": None,
-            "wer": None,
-            "warnings": reference_warnings(reference, None),
-            "reference_seconds": round(reference.speech_seconds, 2),
-            "reference_pitch_hz": round(pitch.median_hz, 1),
-        }
+        references = self._references(tuple(audio))
+        stored = _stored_print(record)
+        pooled = self._pipeline_or_fail().voice_print(references)
+        if stored is not None:
+            pooled = pool_prints([stored, pooled])
+        cloned = self._pipeline_or_fail().clone_print(pooled, match_tone=record.tone_db is not None)
+        quality = self._quality(references, cloned)
+        quality["recordings_added"] = int(record.quality.get("recordings_added", 0)) + len(audio)
+        updated = self._store.update_style(
+            record.id,
+            owner,
+            style=cloned.voice.style.astype(np.float32),
+            quality=quality,
+            source="instant",
+            embedding=cloned.print.embedding.astype(np.float32),
+            tone_db=None if cloned.tone is None else cloned.tone.gain_db,
+            reference_spectrum=cloned.print.spectrum,
+        )
+        self._on_voice_changed(record.id)
+        return updated
+
+    def _references(self, clips: tuple[bytes, ...]) -> list[ReferenceAudio]:
+        if not 1 <= len(clips) <= MAX_CLIPS:
+            raise InvalidInput(
+                f"send 1 to {MAX_CLIPS} recordings of the speaker",
+                field="audio",
+                limit=MAX_CLIPS,
+                value=len(clips),
+            )
+        references = []
+        for index, data in enumerate(clips):
+            try:
+                references.append(self._load_reference(data))
+            except VoxcloneError as exc:
+                if len(clips) > 1:  # say which recording was refused
+                    exc.message = f"recording {index + 1}: {exc.message}"
+                    exc.args = (exc.message,)
+                raise
+        return references
+
+    def _quality(self, references: list[ReferenceAudio], cloned: ClonedVoice) -> dict[str, Any]:
+        """The quality report of a new clone, plus what re-cloning it later needs."""
+        reference = combine_references(references)
+        voice, pitch = cloned.voice, cloned.print.pitch
+        if self._reporter is not None and voice.probe is not None:
+            tone = cloned.tone
+            heard = (
+                voice.probe if tone is None else tone.apply(voice.probe, self._reporter.sample_rate)
+            )
+            quality = self._reporter.report(
+                reference, cloned.print.embedding, heard, reference_pitch_hz=pitch.median_hz
+            ).to_dict()
+        else:
+            quality = {
+                "similarity": None,
+                "wer": None,
+                "warnings": reference_warnings(reference, None),
+                "reference_seconds": round(reference.speech_seconds, 2),
+                "reference_pitch_hz": round(pitch.median_hz, 1),
+            }
+        quality["style_recipe"] = _recipe_to_json(voice.recipe)
+        quality["instant_clone_s"] = round(cloned.instant_seconds, 3)
+        quality["enroll_s"] = round(cloned.seconds, 3)
+        quality["tone_match"] = cloned.tone is not None
+        quality["clips"] = cloned.print.clips
+        # The pooled print's totals, so a recording added later is weighted right.
+        quality["reference_seconds"] = round(cloned.print.speech_seconds, 2)
+        quality["reference_pitch"] = cloned.print.pitch_json()
+        if voice.calibration is not None:
+            quality["pitch_calibration"] = voice.calibration
+        return quality
 
     def inline_voice(
         self, audio: bytes, owner: str, consent: ConsentInput, model: str | None = None
@@ -414,18 +452,16 @@ class VoiceService:
                 prompt=prompt_engine.load_prompt(blob),
             )
         else:
-            clone = self._cloner_or_fail().clone(reference.samples16k)
-            spoken = self._spoken(clone.recipe, clone.pitch.median_hz)
-            _, tone = self._tone_of(reference, spoken.probe, match=True)
+            cloned = self._pipeline_or_fail().clone([reference], match_tone=True)
             engine_name, model_id, _ = self._style_identity()
             voice = ResolvedVoice(
                 voice_id,
                 "inline reference",
                 1,
-                spoken.style,
+                cloned.voice.style,
                 None,
                 False,
-                tone,
+                cloned.tone,
                 engine=engine_name,
                 model_id=model_id,
             )
@@ -561,32 +597,20 @@ class VoiceService:
 
             start = self._start_recipe(record)
             refiner = self._refiner(budget_s)
-            cloner = self._cloner_or_fail()
             pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
-            # Alternatives speak with the start's (pitch-calibrated) prosody half.
-            alternatives = cloner.alternatives(
-                record.embedding, pitch_hz, refiner.config.auditions, prosody=start.prosody_weights
-            )
             # A voice enrolled without tone matching stays without it.
             spectrum = record.reference_spectrum if record.tone_db is not None else None
-            result = refiner.refine(
+            result, tone = self._pipeline_or_fail().refine(
+                refiner,
                 record.embedding,
                 start,
-                reference_spectrum=spectrum,
-                alternatives=alternatives,
-                prosodies=cloner.prosody_alternatives(pitch_hz, refiner.config.prosody_auditions),
+                pitch_hz,
+                spectrum,
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),
             )
             tone_db = record.tone_db
             if result.improved and spectrum is not None:
-                # Derived like at enrollment (from the report's probe sentence), so
-                # an instant and a refined voice get their tone the same way. The
-                # pitch is left as heard: the refiner chose this voice as it
-                # sounded, and re-pitching it after the choice undid the gain
-                # (docs/benchmarks.md, cloning ablation).
-                probe = self._reporter.probe(result.style) if self._reporter else None
-                tone = self._tone_for(spectrum, probe)
                 tone_db = None if tone is None else tone.gain_db
             quality = dict(record.quality)
             quality.update(
@@ -690,6 +714,31 @@ def _checked_consent(consent: ConsentInput) -> ConsentRecord:
     )
 
 
+def _stored_print(record: VoiceRecord) -> VoicePrint | None:
+    """A stored voice's pooled print (None: too old a record to pool with)."""
+    quality = record.quality
+    seconds = float(quality.get("reference_seconds") or 0.0)
+    if seconds <= 0:
+        return None
+    stats = quality.get("reference_pitch")
+    if isinstance(stats, dict):
+        pitch = PitchStats(
+            float(stats["median_hz"]),
+            float(stats["low_hz"]),
+            float(stats["high_hz"]),
+            float(stats["voiced_fraction"]),
+        )
+    else:  # older records keep the median only
+        pitch = PitchStats(float(quality.get("reference_pitch_hz") or 0.0), 0.0, 0.0, 0.0)
+    return VoicePrint(
+        embedding=np.asarray(record.embedding, np.float32),
+        pitch=pitch,
+        spectrum=record.reference_spectrum,
+        speech_seconds=seconds,
+        clips=int(quality.get("clips", 1)),
+    )
+
+
 def _recipe_to_json(recipe: VoiceRecipe) -> dict[str, list[float]]:
     return {
         "timbre_weights": [round(float(x), 6) for x in recipe.timbre_weights],
@@ -704,3 +753,24 @@ def _recipe_from_json(data: dict[str, Any]) -> VoiceRecipe:
         np.asarray(data["timbre_coeffs"], np.float32),
         np.asarray(data["prosody_weights"], np.float32),
     )
+
+
+def _prompt_quality(
+    reporter: QualityReporter | None,
+    reference: ReferenceAudio,
+    embedding: np.ndarray,
+    probe: np.ndarray | None,
+    pitch: PitchStats,
+) -> dict[str, Any]:
+    """The quality report of a prompt voice (its test sentence heard as spoken)."""
+    if reporter is not None and probe is not None:
+        return reporter.report(
+            reference, embedding, probe, reference_pitch_hz=pitch.median_hz
+        ).to_dict()
+    return {
+        "similarity": None,
+        "wer": None,
+        "warnings": reference_warnings(reference, None),
+        "reference_seconds": round(reference.speech_seconds, 2),
+        "reference_pitch_hz": round(pitch.median_hz, 1),
+    }

@@ -199,6 +199,7 @@ function fillSelect(select, items, preferred) {
 const state = {
   info: FALLBACK_INFO,
   clip: null, // {blob, name}: the reference clip chosen by upload or recording
+  extraClips: [], // further recordings of the same speaker (multiple-file upload)
   builtinVoices: [],
   clonedVoices: [],
   jobs: new Map(), // voice id -> latest job JSON, for refine progress bars
@@ -231,17 +232,22 @@ function initSettings() {
 // Clone: clip selection (upload or microphone), consent, enrollment
 // --------------------------------------------------------------------------------------
 
-function setClip(blob, name) {
+// ``extra``: further recordings of the same speaker (a multiple-file upload),
+// sent as repeated "audio" fields and pooled into one voice by the server.
+function setClip(blob, name, extra = []) {
   const limitMb = Number(state.info.limits.max_upload_mb) || FALLBACK_INFO.limits.max_upload_mb;
-  if (blob.size > limitMb * 1024 * 1024) {
+  const total = [blob, ...extra].reduce((sum, part) => sum + part.size, 0);
+  if (total > limitMb * 1024 * 1024) {
     state.clip = null;
+    state.extraClips = [];
     showError($("clone-alert"), {
-      message: `The clip is ${(blob.size / 1048576).toFixed(1)} MB; uploads may be at most ${limitMb} MB.`,
+      message: `The upload is ${(total / 1048576).toFixed(1)} MB; uploads may be at most ${limitMb} MB.`,
       field: "audio",
     });
   } else {
     clearError($("clone-alert"));
     state.clip = { blob, name };
+    state.extraClips = extra;
   }
   const summary = $("clip-summary");
   const preview = $("clip-preview");
@@ -250,7 +256,8 @@ function setClip(blob, name) {
     const url = URL.createObjectURL(blob);
     preview.dataset.url = url;
     preview.src = url;
-    $("clip-name").textContent = name;
+    const more = state.extraClips.length;
+    $("clip-name").textContent = more ? `${name} (+${more} more recording${more > 1 ? "s" : ""})` : name;
     summary.hidden = false;
   } else {
     preview.removeAttribute("src");
@@ -352,6 +359,7 @@ async function createVoice(event) {
   clearError(alert);
   const data = new FormData();
   data.append("audio", state.clip.blob, state.clip.name);
+  for (const extra of state.extraClips || []) data.append("audio", extra, extra.name);
   data.append("name", $("voice-name").value.trim());
   data.append("language", $("clone-language").value);
   data.append("consent", "true");
@@ -403,8 +411,8 @@ function showQuality(voice) {
 
 function initClone() {
   $("ref-file").addEventListener("change", (event) => {
-    const file = event.target.files[0];
-    if (file) setClip(file, file.name);
+    const [file, ...extra] = event.target.files;
+    if (file) setClip(file, file.name, extra);
   });
   $("rec-start").addEventListener("click", startRecording);
   $("rec-stop").addEventListener("click", stopRecording);

@@ -90,6 +90,10 @@ class InstantCloner:
     def atlas(self) -> VoiceAtlas:
         return self._atlas
 
+    @property
+    def encoder(self) -> SpeakerEncoder:
+        return self._encoder
+
     def warmup(self) -> None:
         """Load the encoder now (torch + weights take seconds), not on the first clone."""
         rng = np.random.default_rng(0)

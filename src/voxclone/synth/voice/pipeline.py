@@ -1,0 +1,269 @@
+"""The cloning pipeline: one or more references → a voice that speaks like them.
+
+    references → voice print (embedding, pitch, long-term spectrum; pooled
+    over clips, weighted by their speech seconds) → instant clone (atlas
+    lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
+    recording-tone filter
+
+and, later, the refinement wiring (alternatives that speak with the start's
+calibrated prosody half, the winner's tone from the probe sentence).
+
+``VoiceService`` and the benchmarks (``bench/clone_eval.py``,
+``bench/pick_study.py``, ``bench/reference_robustness.py``) all call this
+object, so what is measured is what the product does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
+from voxclone.synth.voice.clone import (
+    ENCODER_RATE,
+    InstantClone,
+    InstantCloner,
+    RefineProgress,
+    RefineResult,
+    StyleRefiner,
+)
+from voxclone.synth.voice.encoder import normalize
+from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
+from voxclone.synth.voice.prosody import PitchStats, pitch_stats
+from voxclone.synth.voice.style_space import VoiceRecipe
+
+
+class SpeechClip(Protocol):
+    """What the pipeline needs of a prepared reference (``ReferenceAudio``)."""
+
+    @property
+    def samples16k(self) -> np.ndarray: ...
+
+    @property
+    def speech_seconds(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class VoicePrint:
+    """What a voice is cloned from, pooled over its recordings."""
+
+    embedding: np.ndarray  # product encoder, L2-normalized
+    pitch: PitchStats
+    spectrum: np.ndarray | None  # long-term spectrum in dB (synth/audio/tone.py)
+    speech_seconds: float  # total, the weight of this print when pooled again
+    clips: int
+
+    def pitch_json(self) -> dict[str, float]:
+        p = self.pitch
+        return {
+            "median_hz": round(p.median_hz, 2),
+            "low_hz": round(p.low_hz, 2),
+            "high_hz": round(p.high_hz, 2),
+            "voiced_fraction": round(p.voiced_fraction, 4),
+        }
+
+
+def pool_prints(prints: Sequence[VoicePrint]) -> VoicePrint:
+    """Duration-weighted pooling: the mean embedding (re-normalized), pitch
+    statistics averaged in octaves over the prints that have them, and the
+    spectra averaged in dB (each is level-normalized already)."""
+    if not prints:
+        raise ValueError("at least one voice print is needed")
+    if len(prints) == 1:
+        return prints[0]
+    weights = np.array([max(p.speech_seconds, 1e-3) for p in prints], dtype=np.float64)
+    pairs = list(zip(weights, prints, strict=True))
+    embedding = normalize(np.sum([w * p.embedding.astype(np.float64) for w, p in pairs], axis=0))
+    spectra = [(w, p.spectrum) for w, p in pairs if p.spectrum is not None]
+    spectrum = None
+    if spectra:
+        total = sum(w for w, _ in spectra)
+        spectrum = (sum(w * s.astype(np.float64) for w, s in spectra) / total).astype(np.float32)
+    return VoicePrint(
+        embedding=embedding.astype(np.float32),
+        pitch=_pool_pitch([p.pitch for p in prints], weights),
+        spectrum=spectrum,
+        speech_seconds=float(sum(p.speech_seconds for p in prints)),
+        clips=sum(p.clips for p in prints),
+    )
+
+
+def _pool_pitch(stats: Sequence[PitchStats], weights: np.ndarray) -> PitchStats:
+    """Weighted means in octaves over the clips where a pitch was found."""
+    voiced = [(w, s) for w, s in zip(weights, stats, strict=True) if s.median_hz > 0]
+    if not voiced:
+        return PitchStats(0.0, 0.0, 0.0, 0.0)
+
+    def log_mean(values: list[tuple[float, float]]) -> float:
+        values = [(w, v) for w, v in values if v > 0]
+        if not values:
+            return 0.0
+        total = sum(w for w, _ in values)
+        return float(2.0 ** (sum(w * np.log2(v) for w, v in values) / total))
+
+    total = sum(w for w, _ in voiced)
+    return PitchStats(
+        log_mean([(w, s.median_hz) for w, s in voiced]),
+        log_mean([(w, s.low_hz) for w, s in voiced]),
+        log_mean([(w, s.high_hz) for w, s in voiced]),
+        float(sum(w * s.voiced_fraction for w, s in voiced) / total),
+    )
+
+
+@dataclass(frozen=True)
+class SpokenVoice:
+    recipe: VoiceRecipe
+    style: np.ndarray
+    probe: np.ndarray | None  # the quality report's test sentence in this voice
+    calibration: dict[str, Any] | None  # pitch calibration figures, when one ran
+    measured_hz: float = 0.0  # probe's median F0 after calibration (0.0: not calibrated)
+    seconds: float = 0.0  # calibration and probe renders
+
+
+@dataclass(frozen=True)
+class ClonedVoice:
+    print: VoicePrint
+    instant: InstantClone
+    voice: SpokenVoice
+    tone: ToneFilter | None  # None when tone matching is off or unmeasurable
+    print_seconds: float  # embeddings, pitch and spectra of the references
+    seconds: float  # the whole clone, end to end
+
+    @property
+    def instant_seconds(self) -> float:
+        """Voice print + atlas lookup (what "instant clone" has always timed)."""
+        return self.print_seconds + self.instant.seconds
+
+
+class CloningPipeline:
+    def __init__(
+        self,
+        cloner: InstantCloner,
+        *,
+        probe: ProbeFn | None,
+        sample_rate: int = 24_000,
+        calibrator: PitchCalibrator | None = None,
+    ) -> None:
+        """``probe`` renders the quality report's test sentence with a style pack
+        (None: no probe, so no tone match and no calibration); ``calibrator``
+        moves the prosody half until that sentence has the reference's F0."""
+        self._cloner = cloner
+        self._probe = probe
+        self._rate = sample_rate
+        self._calibrator = calibrator
+
+    @property
+    def cloner(self) -> InstantCloner:
+        return self._cloner
+
+    @property
+    def sample_rate(self) -> int:
+        return self._rate
+
+    def voice_print(self, references: Sequence[SpeechClip]) -> VoicePrint:
+        """The pooled print of one speaker's references."""
+        prints = [
+            VoicePrint(
+                embedding=self._cloner.encoder.embed(ref.samples16k),
+                pitch=pitch_stats(ref.samples16k, ENCODER_RATE),
+                spectrum=long_term_spectrum(ref.samples16k, ENCODER_RATE),
+                speech_seconds=float(ref.speech_seconds),
+                clips=1,
+            )
+            for ref in references
+        ]
+        return pool_prints(prints)
+
+    def clone(self, references: Sequence[SpeechClip], *, match_tone: bool = True) -> ClonedVoice:
+        started = time.perf_counter()
+        voice_print = self.voice_print(references)
+        print_seconds = time.perf_counter() - started
+        return self.clone_print(
+            voice_print, match_tone=match_tone, started=started, print_seconds=print_seconds
+        )
+
+    def clone_print(
+        self,
+        voice_print: VoicePrint,
+        *,
+        match_tone: bool = True,
+        started: float | None = None,
+        print_seconds: float = 0.0,
+    ) -> ClonedVoice:
+        """Clone from a print already measured (e.g. a stored voice's, pooled with a new clip)."""
+        started = time.perf_counter() if started is None else started
+        instant = self._cloner.clone_from(voice_print.embedding, voice_print.pitch)
+        voice = self.speak(instant.recipe, voice_print.pitch.median_hz)
+        tone = self.tone_for(voice_print.spectrum if match_tone else None, voice.probe)
+        return ClonedVoice(
+            voice_print, instant, voice, tone, print_seconds, time.perf_counter() - started
+        )
+
+    def speak(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
+        """``recipe`` made to speak at ``pitch_hz`` (when a calibrator is wired),
+        with its probe sentence: the audio the tone match and the quality
+        report are derived from."""
+        began = time.perf_counter()
+        pack = self._cloner.atlas.basis.pack
+        if self._calibrator is not None and self._probe is not None:
+            calibrated = self._calibrator.calibrate(recipe, pitch_hz)
+            info = {
+                "clone_pitch_hz": round(calibrated.measured_hz, 1),
+                "shift_semitones": round(12.0 * calibrated.shift_octaves, 2),
+                "renders": calibrated.syntheses,
+            }
+            return SpokenVoice(
+                calibrated.recipe,
+                pack(calibrated.recipe),
+                calibrated.probe,
+                info,
+                calibrated.measured_hz,
+                time.perf_counter() - began,
+            )
+        style = pack(recipe)
+        probe = self._probe(style) if self._probe is not None else None
+        return SpokenVoice(recipe, style, probe, None, 0.0, time.perf_counter() - began)
+
+    def tone_for(self, spectrum: np.ndarray | None, probe: np.ndarray | None) -> ToneFilter | None:
+        """The reference's recording tone for a voice heard in ``probe`` (None: no match)."""
+        if spectrum is None or probe is None:
+            return None
+        return tone_filter_for(spectrum, probe, self._rate)
+
+    def refine(
+        self,
+        refiner: StyleRefiner,
+        embedding: np.ndarray,
+        start: VoiceRecipe,
+        pitch_hz: float,
+        spectrum: np.ndarray | None,
+        *,
+        on_progress: Callable[[RefineProgress], None] | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> tuple[RefineResult, ToneFilter | None]:
+        """Refine ``start`` (the stored, calibrated instant voice); returns the
+        result and, when it improved and ``spectrum`` is given, its tone derived
+        like at enrollment (from the probe sentence). The winner keeps the pitch
+        it was heard with: re-pitching it after the choice undid the gain
+        (docs/benchmarks.md, cloning ablation)."""
+        # Alternatives speak with the start's (pitch-calibrated) prosody half.
+        alternatives = self._cloner.alternatives(
+            embedding, pitch_hz, refiner.config.auditions, prosody=start.prosody_weights
+        )
+        result = refiner.refine(
+            embedding,
+            start,
+            reference_spectrum=spectrum,
+            alternatives=alternatives,
+            prosodies=self._cloner.prosody_alternatives(pitch_hz, refiner.config.prosody_auditions),
+            on_progress=on_progress,
+            should_cancel=should_cancel,
+        )
+        tone = None
+        if result.improved and spectrum is not None and self._probe is not None:
+            tone = self.tone_for(spectrum, self._probe(result.style))
+        return result, tone
