@@ -149,7 +149,8 @@ def main() -> None:
             }
             record["bad_request"] = {
                 "status": (r := client.post(url + "/v1/tts", json={"text": ""})).status_code,
-                "body": r.json() if r.headers.get("content-type", "").startswith("application/json")
+                "body": r.json()
+                if r.headers.get("content-type", "").startswith("application/json")
                 else r.text[:200],
             }
             record["replicas"] = replica_actor_names()

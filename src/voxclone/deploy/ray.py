@@ -108,6 +108,7 @@ app = VoxcloneIngress.bind()
 # ----------------------------------------------------------------------------
 
 APP_NAME = "voxclone"
+_INIT_ATTEMPTS = 3
 
 
 @contextmanager
@@ -129,13 +130,22 @@ def local_app(
     import ray
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(
-        _node_ip_address="127.0.0.1",
-        include_dashboard=False,
-        num_cpus=cluster_cpus,
-        log_to_driver=False,
-        configure_logging=False,
-    )
+    for attempt in range(1, _INIT_ATTEMPTS + 1):
+        try:
+            ray.init(
+                _node_ip_address="127.0.0.1",
+                include_dashboard=False,
+                num_cpus=cluster_cpus,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            break
+        except Exception as exc:
+            # Ray gives its raylet a fixed 30 s to register, which a saturated
+            # machine can miss; a second start usually makes it.
+            ray.shutdown()
+            if attempt == _INIT_ATTEMPTS or "timed out during startup" not in str(exc):
+                raise
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         deployment = VoxcloneIngress.options(
