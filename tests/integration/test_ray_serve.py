@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,13 +20,18 @@ import pytest
 
 from voxclone.deploy.netns import loopback_argv, unavailable_reason
 
-pytestmark = [pytest.mark.ray, pytest.mark.models, pytest.mark.slow]
+# On an idle 2-core machine the scenario takes ~2-3 minutes; on one shared
+# with other work, loading three replicas' models alone can take many.
+TIMEOUT_S = 1200
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.models,
+    pytest.mark.slow,
+    pytest.mark.timeout(TIMEOUT_S + 120),
+]
 
 SCENARIO = Path(__file__).with_name("ray_scenario.py")
 SRC = Path(__file__).resolve().parents[2] / "src"
-# Generous: on an idle 2-core machine the scenario takes ~2-3 minutes; on a
-# machine shared with other work model loading alone can take minutes.
-TIMEOUT_S = 900
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +49,25 @@ def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
     argv = loopback_argv([sys.executable, str(SCENARIO), str(out), str(work / "home")])
     started = time.perf_counter()
-    proc = subprocess.run(
-        argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    # Own session: on a timeout the whole group (driver and Ray) is killed.
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
+    try:
+        output, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"scenario timed out after {TIMEOUT_S} s:\n{output[-4000:]}", pytrace=False)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0 or not out.exists():
         pytest.fail(
-            f"scenario failed (rc {proc.returncode}) after {elapsed:.0f} s:\n"
-            f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}",
+            f"scenario failed (rc {proc.returncode}) after {elapsed:.0f} s:\n{output[-4000:]}",
             pytrace=False,
         )
     data: dict[str, Any] = json.loads(out.read_text())
@@ -81,8 +98,8 @@ def test_streaming_passes_through_unbuffered(record: dict[str, Any]) -> None:
     assert stream["status"] == 200
     assert stream["content_type"].startswith("audio/pcm")
     assert stream["chunks"] >= 2
-    # 16-bit mono at 24 kHz: three sentences are several seconds of audio.
-    assert stream["bytes"] / 48_000 > 4.0
+    # 16-bit mono at 24 kHz: two sentences are several seconds of audio.
+    assert stream["bytes"] / 48_000 > 3.0
     # The first audio arrives long before the last: Ray does not buffer.
     assert stream["first_byte_s"] < 0.5 * stream["total_s"], stream
 

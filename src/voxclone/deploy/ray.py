@@ -28,10 +28,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI
 from ray import serve
+from ray.serve import Deployment
 from ray.serve.config import AutoscalingConfig, BackpressureConfig
 
 from voxclone.api.deps import NOT_READY_RETRY_S
@@ -100,7 +101,9 @@ class VoxcloneIngress:
             raise RuntimeError("voxclone runtime is not loaded")
 
 
-app = VoxcloneIngress.bind()
+# The decorators turn the class into a Deployment; say so for type checkers.
+INGRESS = cast(Deployment, VoxcloneIngress)
+app = INGRESS.bind()
 
 
 # ----------------------------------------------------------------------------
@@ -148,7 +151,7 @@ def local_app(
                 raise
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        deployment = VoxcloneIngress.options(
+        deployment = INGRESS.options(
             num_replicas=replicas,
             autoscaling_config=None,
             ray_actor_options={
