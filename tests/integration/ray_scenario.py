@@ -103,7 +103,7 @@ def under_kill(client: httpx.Client, url: str) -> dict[str, Any]:
         if res.get("status") not in (200, 503):
             res["retry"] = speak(client, url, texts[i])
     # Recovery: Ray replaces the replica; new requests all succeed.
-    deadline = time.perf_counter() + 150
+    deadline = time.perf_counter() + 400  # a replacement loads its models first
     replicas = replica_actor_names()
     while time.perf_counter() < deadline:
         replicas = replica_actor_names()

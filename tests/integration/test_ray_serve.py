@@ -72,7 +72,14 @@ def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         )
     data: dict[str, Any] = json.loads(out.read_text())
     data["wall_s"] = elapsed
-    print(f"ray scenario: {elapsed:.0f} s, startup {data['startup_s']:.0f} s")
+    kill = data["kill"]
+    print(
+        f"ray scenario: {elapsed:.0f} s, startup {data['startup_s']:.0f} s, "
+        f"stream first byte {data['stream']['first_byte_s']:.1f} s of "
+        f"{data['stream']['total_s']:.1f} s, under kill: "
+        f"{[r.get('status') for r in kill['results']]}, "
+        f"replaced after {kill['recovered_after_s']:.0f} s"
+    )
     return data
 
 
