@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tests need (redis-server, chromium) if absent.
+# Install the Debian packages the tests need (redis-server, chromium, ip + unshare for Ray) if absent.
 set -euo pipefail
 missing=()
 for pkg in "$@"; do

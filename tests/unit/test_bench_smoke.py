@@ -17,7 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
-OWN_MODULES = ("compare", "render_page", "run_all", "peers", "ttfa", "engines_speed")
+OWN_MODULES = (
+    "compare",
+    "render_page",
+    "run_all",
+    "peers",
+    "ttfa",
+    "engines_speed",
+    "ray_overhead",
+)
 
 
 @pytest.mark.parametrize("name", OWN_MODULES)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.routing import Match, Mount
@@ -71,13 +72,28 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     log.info("models loaded and warmed in %.1f s", time.perf_counter() - started)
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
+def create_app(
+    settings: Settings, runtime: Runtime | None = None, *, load_in_background: bool = True
+) -> FastAPI:
+    """The app; without ``runtime`` it builds one itself (``bootstrap.build_runtime``).
+
+    ``load_in_background=False`` builds it during the lifespan start-up instead,
+    so start-up completes only once the models are warm and fails if they do
+    not load. Ray Serve needs that: it routes to a replica as soon as start-up
+    returns, and replaces a replica whose start-up failed.
+    """
     metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loader: threading.Thread | None = None
-        if app.state.runtime is None:
+        if app.state.runtime is None and not load_in_background:
+            # In a worker thread: the event loop stays free (Ray health checks).
+            await anyio.to_thread.run_sync(_load_runtime, app, settings, metrics)
+            if app.state.runtime is None:
+                app.state.keys.close()
+                raise RuntimeError(f"model loading failed: {app.state.startup_error}")
+        elif app.state.runtime is None:
             loader = threading.Thread(
                 target=_load_runtime,
                 args=(app, settings, metrics),

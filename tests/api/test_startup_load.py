@@ -1,0 +1,45 @@
+"""create_app(load_in_background=False): start-up waits for the models (Ray Serve).
+
+A host such as Ray Serve routes to a replica as soon as its ASGI start-up
+returns, so in that mode a failed model load must fail the start-up instead
+of leaving a replica that answers 503 forever. No models are needed here:
+the home's ``models`` path is a file, so loading fails at once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from voxclone.api.app import create_app
+from voxclone.config import Settings
+
+
+def unloadable_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "models").write_text("not a directory")
+    return home
+
+
+def test_blocking_start_fails_when_models_cannot_load(tmp_path: Path) -> None:
+    app = create_app(Settings(home=unloadable_home(tmp_path)), load_in_background=False)
+    with pytest.raises(RuntimeError, match="model loading failed"), TestClient(app):
+        pass
+
+
+def test_default_start_returns_at_once_and_reports_on_readyz(tmp_path: Path) -> None:
+    app = create_app(Settings(home=unloadable_home(tmp_path)))
+    with TestClient(app) as client:
+        assert client.get("/healthz").status_code == 200
+        deadline = time.monotonic() + 60
+        while True:
+            resp = client.get("/readyz")
+            if "failed" in resp.json()["error"]["message"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert resp.status_code == 503
+        assert "model loading failed" in resp.json()["error"]["message"]
