@@ -23,6 +23,7 @@ from starlette.types import Scope
 import voxclone
 from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
 from voxclone.api.auth import Authenticator, key_db_path
+from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.observability import RequestContextMiddleware
 from voxclone.api.ratelimit import build_rate_limiter
@@ -98,6 +99,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
         version=getattr(voxclone, "__version__", "0.1.0"),
         description="Self-hosted zero-shot voice-cloning text-to-speech.",
         lifespan=lifespan,
+        # FastAPI's own /docs and /redoc load scripts from a CDN; ours are local.
+        docs_url=None,
+        redoc_url=None,
     )
     keys = KeyStore(key_db_path(settings.home))
     app.state.settings = settings
@@ -110,6 +114,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
     app.state.stream_slots = StreamSlots(settings.max_concurrent_streams)
 
     install_error_handlers(app)
+    install_offline_docs(app)
     for module in (routes_admin, routes_tts, routes_openai, routes_voices):
         app.include_router(module.router)
     if STATIC_DIR.is_dir():
