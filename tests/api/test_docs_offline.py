@@ -35,8 +35,10 @@ def test_docs_pages_reference_only_local_assets(tmp_path: Path) -> None:
 
 def test_docs_assets_do_not_shadow_the_ui_or_api(tmp_path: Path) -> None:
     client = _client(tmp_path)
-    assert client.get("/docs-assets/swagger-ui-bundle.js").headers["content-type"].startswith(
-        ("application/javascript", "text/javascript")
+    assert (
+        client.get("/docs-assets/swagger-ui-bundle.js")
+        .headers["content-type"]
+        .startswith(("application/javascript", "text/javascript"))
     )
     assert client.get("/docs-assets/nothing-here.js").status_code == 404
     assert "voxclone" in client.get("/").text

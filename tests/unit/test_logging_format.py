@@ -31,8 +31,16 @@ def _emit(stream: io.StringIO) -> list[str]:
     logging.getLogger("voxclone.api").info("models loaded in %.1f s", 2.5)
     logging.getLogger("voxclone.access").info(
         "request",
-        extra={"fields": {"event": "request", "method": "GET", "route": "/v1/tts",
-                          "status": 200, "latency_ms": 12.5, "request_id": "abc"}},
+        extra={
+            "fields": {
+                "event": "request",
+                "method": "GET",
+                "route": "/v1/tts",
+                "status": 200,
+                "latency_ms": 12.5,
+                "request_id": "abc",
+            }
+        },
     )
     return stream.getvalue().splitlines()
 

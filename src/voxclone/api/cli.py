@@ -210,7 +210,8 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
         if args.voices_command == "list":
             for item in catalog.listing(owner=None):
                 kind = "built-in" if item.builtin else f"cloned v{item.version}"
-                print(f"{item.id:24s} {item.name:20s} {kind:12s} {item.description}")
+                also = f" (also: {', '.join(item.aliases)})" if item.aliases else ""
+                print(f"{item.id:24s} {item.name:20s} {kind:12s} {item.description}{also}")
             return 0
         resolved = catalog.resolve(args.voice, owner=None)
         if resolved.builtin:

@@ -46,6 +46,7 @@ from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput, NotFound, VoxcloneError
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.controls import EMOTIONS, SpeechControls
+from voxclone.synth.voice.builtin import openai_aliases
 
 router = APIRouter(tags=["openai"])
 
@@ -53,12 +54,8 @@ OPENAI_MODELS: tuple[str, ...] = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "kokor
 OPENAI_FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 PCM_RATE = 24_000
 
-OPENAI_VOICE_ALIASES: dict[str, str] = {
-    **dict.fromkeys(
-        ("alloy", "ballad", "coral", "fable", "nova", "sage", "shimmer"), "clear_female"
-    ),
-    **dict.fromkeys(("ash", "echo", "onyx", "verse"), "clear_male"),
-}
+# Defined with the built-in voices (synth/voice/builtin.py); the catalog resolves them.
+OPENAI_VOICE_ALIASES: dict[str, str] = openai_aliases()
 
 # Words in ``instructions`` that pick an emotion preset, besides the preset names.
 _EMOTION_WORDS: dict[str, str] = {
@@ -196,6 +193,7 @@ async def audio_voices(
                 description=v.description,
                 language=v.language,
                 builtin=v.builtin,
+                aliases=list(v.aliases),
             )
             for v in listing
         ],

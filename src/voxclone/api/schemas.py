@@ -136,6 +136,9 @@ class CatalogVoiceOut(BaseModel):
     description: str
     language: str | None
     builtin: bool
+    aliases: list[str] = Field(
+        default_factory=list, description="other names that select this voice (earlier, OpenAI)"
+    )
 
 
 class AudioVoicesOut(BaseModel):

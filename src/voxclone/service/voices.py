@@ -135,7 +135,9 @@ class VoiceService:
         clone = self._cloner.clone(reference.samples16k)
         voice = self._spoken(clone.recipe, clone.pitch.median_hz)
         spectrum, tone = self._tone_of(reference, voice.probe, match=req.match_tone)
-        quality = self._quality(reference, clone.embedding, voice.probe, tone, clone.pitch)
+        quality = self._quality(
+            reference, clone.embedding, voice.probe, tone, clone.pitch, style=voice.style
+        )
         quality["style_recipe"] = _recipe_to_json(voice.recipe)
         quality["instant_clone_s"] = round(clone.seconds, 3)
         quality["tone_match"] = tone is not None
@@ -204,11 +206,23 @@ class VoiceService:
         probe: np.ndarray | None,
         tone: ToneFilter | None,
         pitch: PitchStats,
+        *,
+        style: np.ndarray | None = None,
     ) -> dict[str, Any]:
         if self._reporter is not None and probe is not None:
-            heard = probe if tone is None else tone.apply(probe, self._reporter.sample_rate)
+            rate = self._reporter.sample_rate
+
+            def as_heard(audio: np.ndarray) -> np.ndarray:
+                return audio if tone is None else tone.apply(audio, rate)
+
             report = self._reporter.report(
-                reference, embedding, heard, reference_pitch_hz=pitch.median_hz
+                reference,
+                embedding,
+                as_heard(probe),
+                reference_pitch_hz=pitch.median_hz,
+                style=style,
+                heard=as_heard,
+                stock=self._cloner.atlas.closest_builtin(embedding),
             )
             return report.to_dict()
         return {
@@ -488,7 +502,7 @@ def build_voice_service(
     from voxclone.synth.voice.asr import Transcriber, word_error_rate
     from voxclone.synth.voice.atlas import VoiceAtlas
     from voxclone.synth.voice.encoder import SpeakerEncoder
-    from voxclone.synth.voice.quality_report import TEST_SENTENCE
+    from voxclone.synth.voice.quality_report import CONFIRM_SENTENCE, TEST_SENTENCE
 
     encoder = SpeakerEncoder(cache=EmbeddingCache())
     atlas = VoiceAtlas.load(engine.assets.packs)
@@ -525,6 +539,7 @@ def build_voice_service(
         tokens(TEST_SENTENCE),
         transcribe=transcriber.transcribe,
         word_error_rate=word_error_rate,
+        confirm_tokens=tokens(CONFIRM_SENTENCE),
     )
     detector = SpeechDetector()
     loader = partial(

@@ -393,6 +393,11 @@ function showQuality(voice) {
   $("q-voice").textContent = `${voice.name} (${voice.id})`;
   $("q-similarity").textContent = formatNumber(quality.similarity, 2);
   $("q-wer").textContent = formatPercent(quality.wer);
+  const stock = $("q-stock");
+  if (quality.stock_voice && typeof quality.gain_over_stock === "number") {
+    const gain = quality.gain_over_stock;
+    stock.textContent = `${gain >= 0 ? "+" : ""}${formatNumber(gain, 2)} vs ${quality.stock_voice} (${formatNumber(quality.stock_similarity, 2)})`;
+  } else stock.textContent = "—";
   const list = $("q-warnings");
   list.replaceChildren();
   const warnings = quality.warnings || [];

@@ -101,7 +101,8 @@ def prepare_reference(
     if snr_db < WARN_SNR_DB:
         warnings.append(
             f"noisy reference: signal-to-noise ratio {snr_db:.1f} dB (below {WARN_SNR_DB:g} dB); "
-            "the cloned voice may carry the noise"
+            "the cloned voice may carry the noise. Record again in a quieter room, "
+            "closer to the microphone"
         )
 
     trimmed = detector.trim_segments(x16k, REFERENCE_RATE, segments)
@@ -134,7 +135,7 @@ def prepare_reference(
     if speech_seconds < SHORT_SPEECH_S:
         warnings.append(
             f"short reference: {speech_seconds:.1f} s of speech; "
-            f"{SHORT_SPEECH_S:g} s or more gives a closer voice"
+            f"record a longer clip ({SHORT_SPEECH_S:g} to 30 s of speech) for a closer voice"
         )
 
     return ReferenceAudio(
