@@ -165,3 +165,29 @@ def test_preset_moves_the_way_it_is_documented(render, emotion: str) -> None:  #
         if np.sign(styled[name] - base[name]) != sign
     }
     assert not wrong, f"{emotion}: measured (neutral, preset) against claims {claims}: {wrong}"
+
+
+# Two sentences, so the pause between them and the file's tail count too.
+TWO_SENTENCES = (
+    "The museum opens at nine in the morning. Turn left at the next corner and walk two blocks."
+)
+
+
+@pytest.mark.parametrize("voice", ["clear_female", "clear_male"])
+def test_whole_file_is_one_over_speed_as_long(runtime: object, voice: str) -> None:
+    """Speed changes the whole file's duration by 1/speed (pauses and edges included), ±3 %.
+
+    Before: speed 2 gave 0.557× (the pauses and the tail did not scale, and the
+    model's frame rounding makes its own speed control undershoot).
+    """
+
+    def seconds(speed: float) -> float:
+        request = SpeechRequest(
+            text=TWO_SENTENCES, voice=voice, controls=SpeechControls(speed=speed)
+        )
+        return len(runtime.speech.render_audio(request)) / SR  # type: ignore[attr-defined]
+
+    base = seconds(1.0)
+    for speed in (0.5, 0.8, 1.25, 2.0):
+        ratio = seconds(speed) / base
+        assert ratio * speed == pytest.approx(1.0, abs=0.03), (speed, ratio)

@@ -11,9 +11,10 @@ Unmodified OpenAI clients work against this server:
   as an alias wins, so users can override an alias.
 * ``response_format``: mp3 (default), opus, aac, flac, wav, pcm (raw 24 kHz
   16-bit little-endian mono, as OpenAI's).
-* ``speed``: OpenAI allows 0.25-4.0; our engine keeps speech intelligible in
-  0.5-2.0 only, so values outside are refused (422 naming the limit) rather
-  than silently changed.
+* ``speed``: accepted over OpenAI's whole range, 0.25-4.0, and clamped to
+  0.5-2.0, the range in which our speech stays intelligible (the native API's
+  range; docs/benchmarks.md "Speed accuracy"). Values outside 0.25-4.0 get a
+  422 naming OpenAI's limit.
 * ``stream_format``: ``audio`` (chunked audio, default) or ``sse`` (events
   ``speech.audio.delta`` carrying base64 audio, then ``speech.audio.done``).
 * ``instructions``: free text; the first emotion it names (happy, sad,
@@ -45,7 +46,7 @@ from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput, NotFound, VoxcloneError
 from voxclone.service.speech import SpeechRequest
-from voxclone.synth.controls import EMOTIONS, SpeechControls
+from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
 from voxclone.synth.voice.builtin import openai_aliases
 
 router = APIRouter(tags=["openai"])
@@ -122,7 +123,7 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
             field="response_format",
             limit=list(OPENAI_FORMATS),
         )
-    speed = body.speed if "speed" in body.model_fields_set else None
+    speed = _openai_speed(body.speed) if "speed" in body.model_fields_set else None
     return SpeechRequest(
         text=body.input,
         voice=_resolve_voice_name(runtime, body.voice, owner),
@@ -131,6 +132,22 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
         sample_rate=PCM_RATE,
         owner=owner,
     )
+
+
+OPENAI_SPEED_RANGE = (0.25, 4.0)
+
+
+def _openai_speed(value: float) -> float:
+    """OpenAI's 0.25-4.0 clamped to our 0.5-2.0 (a client's 4.0 means "as fast as it goes")."""
+    low, high = OPENAI_SPEED_RANGE
+    if not low <= value <= high:  # NaN fails too
+        raise InvalidInput(
+            f"speed must be a number between {low} and {high}",
+            field="speed",
+            limit=list(OPENAI_SPEED_RANGE),
+            value=value,
+        )
+    return min(max(value, SPEED_RANGE[0]), SPEED_RANGE[1])
 
 
 class _BadModel(VoxcloneError):
