@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+import numpy as np
+
 from voxclone.errors import InvalidInput
 
 SPEED_RANGE = (0.5, 2.0)
@@ -34,6 +36,31 @@ INTENSITY_RANGE = (0.0, 1.0)
 # with Whisper tiny.en); faster requests are rendered at this speed and
 # time-compressed with WSOLA (synth/audio/timescale.py): 0–11 % WER at 2.0.
 ENGINE_SPEED_MAX = 1.25
+# Kokoro's own speed control is not exact: it rounds each phoneme's duration
+# to whole frames, so the audio gets ``rate(s)`` times shorter for engine
+# speed ``s``, not ``s`` times. Measured pairs (engine speed, rate), the mean
+# of clear_female and clear_male on four sentences (audible duration relative
+# to engine speed 1.0; bench/speed_accuracy.py checks the result). Requests
+# are mapped through the inverse so the user's speed is the real rate.
+ENGINE_RATE_CURVE: tuple[tuple[float, float], ...] = (
+    (0.5, 0.4985),
+    (0.9, 0.9615),
+    (1.0, 1.0),
+    (1.1, 1.0526),
+    (1.25, 1.1426),
+)
+
+
+def engine_rate(engine_speed: float) -> float:
+    """How many times shorter Kokoro's audio gets at ``engine_speed`` (measured curve)."""
+    xs, ys = zip(*ENGINE_RATE_CURVE, strict=True)
+    return float(np.interp(engine_speed, xs, ys))
+
+
+def engine_speed_for(rate: float) -> float:
+    """The engine speed whose audio is ``rate`` times shorter (inverse of :func:`engine_rate`)."""
+    xs, ys = zip(*ENGINE_RATE_CURVE, strict=True)
+    return float(np.interp(rate, ys, xs))
 
 
 @dataclass(frozen=True)
@@ -201,13 +228,14 @@ class ResolvedControls:
 
     @property
     def engine_speed(self) -> float:
-        """The speed passed to the model; faster tempos are finished by WSOLA."""
-        return min(self.speed, ENGINE_SPEED_MAX)
+        """The speed passed to the model (mapped so its real rate is ``speed``,
+        up to the fastest it speaks clearly); faster tempos are finished by WSOLA."""
+        return engine_speed_for(min(self.speed, engine_rate(ENGINE_SPEED_MAX)))
 
     @property
     def tempo(self) -> float:
         """Extra time compression applied after synthesis (1.0 = none)."""
-        return self.speed / self.engine_speed
+        return self.speed / engine_rate(self.engine_speed)
 
     @property
     def needs_dsp(self) -> bool:
