@@ -37,7 +37,9 @@ SPEEDS = (0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
 TOLERANCE = 0.03
 
 
-def measure(label: str, speeds: tuple[float, ...] = SPEEDS) -> dict[str, Any]:
+def measure(
+    label: str, speeds: tuple[float, ...] = SPEEDS, voices: tuple[str, ...] = VOICES
+) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="voxclone-bench-"))
     shared = Settings().models_dir
     if shared.is_dir():
@@ -49,7 +51,7 @@ def measure(label: str, speeds: tuple[float, ...] = SPEEDS) -> dict[str, Any]:
     out: dict[str, Any] = {}
     started = time.perf_counter()
     try:
-        for voice in VOICES:
+        for voice in voices:
             rows = {}
             for speed in sorted(set(speeds) | {1.0}):
                 result = runtime.speech.synthesize(
@@ -86,9 +88,16 @@ def measure(label: str, speeds: tuple[float, ...] = SPEEDS) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="after")
+    parser.add_argument("--speeds", help="comma-separated subset, e.g. 0.5,2.0")
+    parser.add_argument("--voices", help="comma-separated subset of " + ",".join(VOICES))
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    run = measure(args.label)
+    speeds = tuple(float(x) for x in args.speeds.split(",")) if args.speeds else SPEEDS
+    voices = tuple(args.voices.split(",")) if args.voices else VOICES
+    run = measure(args.label, speeds, voices)
+    run["command"] = "python bench/speed_accuracy.py " + " ".join(
+        f"--{k} {v}" for k, v in vars(args).items() if v
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "speed_accuracy.json"
     runs = json.loads(path.read_text()) if path.exists() else {}

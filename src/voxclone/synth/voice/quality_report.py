@@ -36,9 +36,11 @@ MAX_WINDOWS = 12  # bounds the cost on long references
 # our dev set: same 0.85, strangers 0.58).
 SEVERAL_SPEAKERS_BELOW = 0.62
 LOW_SIMILARITY = 0.65
-# Word error rate over both sentences above which a clone is called hard to
-# understand; calibrated on real references (docs/benchmarks.md, "Clone
-# quality warnings": bench/quality_warnings.py).
+# Word error rate above which a clone is called hard to understand. It is
+# judged on the test sentence and, only when that one fails, on both
+# sentences together (30 words): the field report of a clean 31.6 dB
+# reference warned at 2 slips in 15 words (13 %), which the second sentence
+# now outvotes. Not yet re-fitted on the eval set.
 HIGH_WER = 0.12
 
 
