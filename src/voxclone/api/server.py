@@ -124,6 +124,10 @@ def _announce_when_ready(server: Any, app: Any, settings: Settings) -> None:
         if getattr(app.state, "startup_error", None):
             return
         if server.started and getattr(app.state, "runtime", None) is not None:
-            print(ready_line(settings), flush=True)
+            line = ready_line(settings)
+            try:
+                print(line, flush=True)
+            except UnicodeEncodeError:  # a stdout that cannot say "—"
+                print(line.replace("—", "-"), flush=True)
             return
         time.sleep(0.1)
