@@ -8,14 +8,23 @@ APT_PKGS := redis-server chromium iproute2 util-linux
 
 .PHONY: run serve test test-fast lint bench bench-quick install system-deps clean
 
+# pip's own progress (one line per package, a bar per download) instead of
+# -q silence: the first install takes minutes and a person should see it move.
+PIP := $(BIN)/pip install --progress-bar on
+
 $(STAMP): pyproject.toml
+	@echo "==> voxclone: creating $(VENV) and installing dependencies (first time: a few minutes)"
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	@echo "==> [1/3] upgrading pip"
+	$(PIP) --upgrade pip
 	# torch is pinned to the CPU build that ships with this environment; an
 	# unpinned torch would pull a multi-GB CUDA build.
-	$(BIN)/pip install -q "torch==2.13.0"
-	$(BIN)/pip install -q -e ".[test]"
+	@echo "==> [2/3] installing torch (CPU build)"
+	$(PIP) "torch==2.13.0"
+	@echo "==> [3/3] installing voxclone and its dependencies"
+	$(PIP) -e ".[test]"
 	touch $(STAMP)
+	@echo "==> install done"
 
 install: $(STAMP)
 

@@ -277,7 +277,11 @@ def build_voice_service(
     from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
     from voxclone.synth.voice.encoder import SpeakerEncoder
     from voxclone.synth.voice.pitch_calibration import PitchCalibrator
-    from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
+    from voxclone.synth.voice.quality_report import (
+        CONFIRM_SENTENCE,
+        TEST_SENTENCE,
+        QualityReporter,
+    )
 
     encoder = SpeakerEncoder(cache=EmbeddingCache())
     transcriber = Transcriber()
@@ -286,6 +290,7 @@ def build_voice_service(
         tokenizer = stack.engine.tokenizer()
         scheduler = stack.scheduler
         tokens = tokenizer.token_ids(tokenizer.phonemize(TEST_SENTENCE, "en-us"))
+        confirm = tokenizer.token_ids(tokenizer.phonemize(CONFIRM_SENTENCE, "en-us"))
 
         def speak(tok: tuple[int, ...], conditioning: object) -> np.ndarray:
             if isinstance(conditioning, np.ndarray):
@@ -301,6 +306,7 @@ def build_voice_service(
             transcribe=transcriber.transcribe,
             word_error_rate=word_error_rate,
             engine_rate=stack.engine.capabilities.sample_rate,
+            confirm_tokens=confirm,
         )
 
     style = next(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -30,6 +31,8 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(default_factory=list)
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    # Log lines: "text" for people, "json" for collectors, "auto" = text on a terminal.
+    log_format: Literal["auto", "json", "text"] = "auto"
 
     # Engines: registry names, comma-separated, loaded at start-up; the first
     # is the default (speaks requests that name no model). e.g. "kokoro,pocket".

@@ -104,9 +104,7 @@ class FakeVoiceService:
         self.events.publish(job)
         return job
 
-    def inline_voice(
-        self, audio: bytes, owner: str, consent: Any, model: str | None = None
-    ) -> Any:
+    def inline_voice(self, audio: bytes, owner: str, consent: Any, model: str | None = None) -> Any:
         self.inline_consents.append((owner, consent))
         if len(audio) < 10:
             raise AudioQualityError("reference audio is too short", field="reference")

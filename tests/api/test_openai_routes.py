@@ -41,15 +41,35 @@ def test_unknown_model_is_400_listing_models(client: TestClient) -> None:
     assert err["field"] == "model" and "tts-1" in err["limit"]
 
 
-@pytest.mark.parametrize("speed", [0.25, 3.0])
-def test_speed_outside_our_range_is_rejected_with_limit(client: TestClient, speed: float) -> None:
+@pytest.mark.parametrize(("speed", "same_as"), [(0.25, 0.5), (4.0, 2.0), (3.0, 2.0)])
+def test_openai_speed_range_is_accepted_and_clamped(
+    client: TestClient, speed: float, same_as: float
+) -> None:
+    body = {"model": "tts-1", "input": "Hi there.", "voice": "alloy", "response_format": "pcm"}
+    r = client.post("/v1/audio/speech", json={**body, "speed": speed})
+    assert r.status_code == 200, r.text
+    clamped = client.post("/v1/audio/speech", json={**body, "speed": same_as})
+    assert r.content == clamped.content
+
+
+@pytest.mark.parametrize("speed", [0.2, 4.5])
+def test_speed_outside_openais_range_is_rejected_with_limit(
+    client: TestClient, speed: float
+) -> None:
     r = client.post(
         "/v1/audio/speech",
         json={"model": "tts-1", "input": "x", "voice": "alloy", "speed": speed},
     )
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "speed"
-    assert r.json()["error"]["limit"] == [0.5, 2.0]
+    assert r.json()["error"]["limit"] == [0.25, 4.0]
+
+
+def test_openai_voice_names_are_listed_with_their_voice(client: TestClient) -> None:
+    voices = {v["id"]: v for v in client.get("/v1/audio/voices").json()["voices"]}
+    assert {"alloy", "nova", "shimmer"} <= set(voices["clear_female"]["aliases"])
+    assert {"echo", "onyx"} <= set(voices["clear_male"]["aliases"])
+    assert "jm_kumo" in voices["kenji"]["aliases"]
 
 
 def test_unknown_voice_and_format(client: TestClient) -> None:

@@ -176,3 +176,93 @@ def test_phone_layout_labels_and_error_alert(
     assert scroll_width() <= 375, "the error message made the page overflow"
     page.screenshot(path=str(artifacts_dir / "ui_phone_error.png"), full_page=True)
     assert page_errors == []
+
+
+# Runs in the page: the numbered panel titles in visual reading order (rows, then columns).
+_PANELS_IN_READING_ORDER_JS = """
+() => [...document.querySelectorAll('main > section.card')]
+  .map((el) => ({ title: el.querySelector('h2').textContent.trim(),
+                  top: Math.round(el.getBoundingClientRect().top + window.scrollY),
+                  left: Math.round(el.getBoundingClientRect().left) }))
+  .sort((a, b) => (a.top - b.top) || (a.left - b.left))
+  .map((p) => p.title)
+"""
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (375, 740)])
+def test_panels_read_one_two_three(
+    browser: Any, app_url: str, page_errors: list[str], width: int, height: int
+) -> None:
+    page = _open(browser, app_url, width, height, page_errors)
+    try:
+        titles = page.evaluate(_PANELS_IN_READING_ORDER_JS)
+        numbers = [t.split(".", 1)[0] for t in titles]
+        assert numbers == ["1", "2", "3"], titles
+        # DOM order = visual order, so keyboard and screen-reader users meet them alike.
+        dom = page.eval_on_selector_all("main > section.card h2", "els => els.map(e => e.id)")
+        assert [d for d in dom] == ["clone-title", "speak-title", "library-title"]
+        speak_top = page.locator("#speak").bounding_box()["y"]
+        library_top = page.locator("#library").bounding_box()["y"]
+        if width < 900:
+            # A phone reaches "Speak" before the (possibly long) voice library.
+            assert speak_top < library_top
+    finally:
+        page.context.close()
+    assert page_errors == []
+
+
+def test_builtin_voice_description_and_waveform(
+    desktop_page: Any, artifacts_dir: Path, page_errors: list[str]
+) -> None:
+    page = desktop_page
+    select = page.locator("#speak-voice")
+    labels = select.locator("option").all_inner_texts()
+    # OpenAI's names are offered, and no option label is a cut-off description.
+    assert "alloy" in labels and "echo" in labels, labels
+    assert all(len(label) <= 32 for label in labels), labels
+    help_text = page.locator("#speak-voice-help").inner_text()
+    described = page.evaluate(
+        "() => document.querySelector('#speak-voice').selectedOptions[0].title"
+    )
+    assert described and help_text == described, (help_text, described)
+
+    page.fill("#speak-text", "Good morning, Sam.")
+    page.click("#generate")
+    _wait_for_success_or_alert(
+        page, "#result-wave:not([hidden])[data-columns]", "#speak-alert", GENERATE_TIMEOUT_MS
+    )
+    columns = int(page.locator("#result-wave").get_attribute("data-columns") or 0)
+    width = int(page.evaluate("() => document.getElementById('result-wave').width"))
+    # Speech fills a good part of the picture; silence alone would draw nothing.
+    assert columns > 0.3 * width, (columns, width)
+    page.locator("#speak").screenshot(path=str(artifacts_dir / "ui_waveform.png"))
+    assert page_errors == []
+
+
+def test_api_docs_work_offline(browser: Any, app_url: str, artifacts_dir: Path) -> None:
+    """``/docs`` lists the routes with every request off this machine refused."""
+    from urllib.parse import urlsplit
+
+    blocked: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+
+    def only_loopback(route: Any) -> None:
+        host = urlsplit(route.request.url).hostname or ""
+        if host in ("127.0.0.1", "localhost", "::1") or route.request.url.startswith("data:"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_loopback)
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}/docs")
+        page.wait_for_selector(".opblock-summary-path", timeout=30_000)
+        paths = page.locator(".opblock-summary-path").all_inner_texts()
+        assert any("/v1/tts" in p for p in paths), paths
+        assert any("/v1/audio/speech" in p for p in paths), paths
+        page.screenshot(path=str(artifacts_dir / "api_docs_offline.png"))
+    finally:
+        context.close()
+    assert blocked == [], f"/docs tried to reach the network: {blocked}"

@@ -165,3 +165,38 @@ def test_preset_moves_the_way_it_is_documented(render, emotion: str) -> None:  #
         if np.sign(styled[name] - base[name]) != sign
     }
     assert not wrong, f"{emotion}: measured (neutral, preset) against claims {claims}: {wrong}"
+
+
+# Two sentences, so the pause between them and the file's tail count too.
+TWO_SENTENCES = (
+    "The museum opens at nine in the morning. Turn left at the next corner and walk two blocks."
+)
+
+
+_CURVE_GAP = pytest.mark.xfail(
+    reason="Kokoro rounds phoneme durations to frames, so its rate curve is step-like "
+    "between 0.6 and 1.2 and the measured ENGINE_RATE_CURVE is not dense enough yet "
+    "(speed 0.8 measured 1.098x the ideal length on clear_female)",
+    strict=False,
+)
+
+
+@pytest.mark.parametrize("voice", ["clear_female", "clear_male"])
+@pytest.mark.parametrize(
+    "speed", [0.5, 2.0, pytest.param(0.8, marks=_CURVE_GAP), pytest.param(1.25, marks=_CURVE_GAP)]
+)
+def test_whole_file_is_one_over_speed_as_long(runtime: object, voice: str, speed: float) -> None:
+    """Speed changes the whole file's duration by 1/speed (pauses and edges included), ±3 %.
+
+    Before: speed 2 gave 0.557× (the pauses and the tail did not scale, and the
+    model's frame rounding makes its own speed control undershoot).
+    """
+
+    def seconds(speed: float) -> float:
+        request = SpeechRequest(
+            text=TWO_SENTENCES, voice=voice, controls=SpeechControls(speed=speed)
+        )
+        return len(runtime.speech.render_audio(request)) / SR  # type: ignore[attr-defined]
+
+    ratio = seconds(speed) / seconds(1.0)
+    assert ratio * speed == pytest.approx(1.0, abs=0.03), (speed, ratio)

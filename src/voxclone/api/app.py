@@ -24,6 +24,7 @@ from starlette.types import Scope
 import voxclone
 from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
 from voxclone.api.auth import Authenticator, key_db_path
+from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.host_guard import HostGuardMiddleware
 from voxclone.api.input_guard import JSONGuardMiddleware
@@ -116,6 +117,9 @@ def create_app(
         version=getattr(voxclone, "__version__", "0.1.0"),
         description="Self-hosted zero-shot voice-cloning text-to-speech.",
         lifespan=lifespan,
+        # FastAPI's own /docs and /redoc load scripts from a CDN; ours are local.
+        docs_url=None,
+        redoc_url=None,
     )
     secure_home(settings.home)  # before the first file in it is created
     keys = KeyStore(key_db_path(settings.home))
@@ -129,6 +133,7 @@ def create_app(
     app.state.stream_slots = StreamSlots(settings.max_concurrent_streams)
 
     install_error_handlers(app)
+    install_offline_docs(app)
     for module in (routes_admin, routes_tts, routes_openai, routes_voices):
         app.include_router(module.router)
     if STATIC_DIR.is_dir():

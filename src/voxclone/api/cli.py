@@ -47,6 +47,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     say.add_argument("--format", help="override the format implied by the file name")
     say.add_argument("--rate", type=int, default=24_000, help="16000, 22050, 24000, 44100, 48000")
+    where = say.add_mutually_exclusive_group()
+    where.add_argument(
+        "--server",
+        metavar="URL",
+        help="speak through this voxclone server (default: the configured local one, "
+        "http://127.0.0.1:8000, if it is running; API key from VOXCLONE_API_KEY)",
+    )
+    where.add_argument(
+        "--local", action="store_true", help="load the models in this process, never a server"
+    )
     _add_control_args(say)
 
     voices = sub.add_parser("voices", help="list, show or delete voices")
@@ -60,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument(
+        "--log-format",
+        choices=("auto", "json", "text"),
+        help="log lines as text or JSON (default auto: text on a terminal, else JSON; "
+        "VOXCLONE_LOG_FORMAT)",
+    )
 
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_keys import add_keys_parser
@@ -103,10 +119,55 @@ def _controls(args: argparse.Namespace) -> Any:
     )
 
 
+def _say_via_server(args: argparse.Namespace, settings: Settings, text: str) -> bool:
+    """Speak through a running server; False if none is there (then speak in-process)."""
+    from voxclone.api.cli_remote import (
+        RemoteError,
+        default_server_url,
+        server_ready,
+        speak_remote,
+    )
+
+    if args.local:
+        return False
+    explicit = args.server is not None
+    url = args.server if explicit else default_server_url(settings)
+    if not explicit and not server_ready(url):
+        return False
+    body = {
+        "text": text,
+        "voice": args.voice,
+        "language": args.language,
+        "speed": args.speed,
+        "pitch": args.pitch,
+        "energy": args.energy,
+        "emotion": args.emotion,
+        "intensity": args.intensity,
+        "format": _format_from(args.output, args.format),
+        "sample_rate": args.rate,
+    }
+    try:
+        result = speak_remote(url, body)
+    except RemoteError as exc:
+        if not explicit and exc.status in (401, 403):
+            # The local server wants a key we do not have: speaking in-process needs none.
+            print(f"voxclone: {url} needs an API key; speaking in-process", file=sys.stderr)
+            return False
+        raise
+    Path(args.output).write_bytes(result.audio)
+    print(
+        f"wrote {args.output} ({len(result.audio)} bytes, {result.content_type}) via {url}",
+        file=sys.stderr,
+    )
+    return True
+
+
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.service.speech import SpeechRequest
 
     text = _read_text(args.text)
+    if _say_via_server(args, settings, text):
+        return 0
     request = SpeechRequest(
         text=text,
         voice=args.voice,
@@ -149,8 +210,10 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
         if args.voices_command == "list":
             for item in library.catalog.listing(owner=None):
                 kind = "built-in" if item.builtin else f"cloned v{item.version}"
+                also = f" (also: {', '.join(item.aliases)})" if item.aliases else ""
                 print(
-                    f"{item.id:24s} {item.name:20s} {item.engine:10s} {kind:12s} {item.description}"
+                    f"{item.id:24s} {item.name:20s} {item.engine:10s} {kind:12s} "
+                    f"{item.description}{also}"
                 )
             return 0
         found = library.catalog.find_stored(args.voice, owner=None)
@@ -197,6 +260,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         settings.host = args.host
     if args.port:
         settings.port = args.port
+    if args.log_format:
+        settings.log_format = args.log_format
     return serve(settings)
 
 

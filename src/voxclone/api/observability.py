@@ -53,12 +53,60 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure_json_logging(level: int = logging.INFO) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
+class HumanFormatter(logging.Formatter):
+    """``12:03:04 INFO  voxclone.api: message  key=value …``: for a person at a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            fields = dict(fields)
+            message = str(fields.pop("event", record.getMessage()))
+            if message == "request":
+                # The access log as a person reads it: "GET /v1/tts 200 812.0 ms".
+                message = (
+                    f"{fields.pop('method', '')} {fields.pop('route', '')} "
+                    f"{fields.pop('status', '')} {fields.pop('latency_ms', '')} ms"
+                )
+            extra = "  ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
+            message = f"{message}  {extra}" if extra else message
+        else:
+            message = record.getMessage()
+        line = f"{stamp} {record.levelname:<7s} {record.name}: {message}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+LOG_FORMATS = ("auto", "json", "text")
+
+
+def configure_logging(
+    log_format: str = "auto", level: int = logging.INFO, stream: Any = None
+) -> str:
+    """Send logs to stderr as JSON lines, or as plain text; returns the format used.
+
+    ``auto`` picks text when stderr is a terminal (a person is watching) and
+    JSON otherwise (a log collector is).
+    """
+    import sys
+
+    target = stream if stream is not None else sys.stderr
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}")
+    chosen = log_format
+    if chosen == "auto":
+        chosen = "text" if getattr(target, "isatty", lambda: False)() else "json"
+    handler = logging.StreamHandler(target)
+    handler.setFormatter(HumanFormatter() if chosen == "text" else JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    return chosen
+
+
+def configure_json_logging(level: int = logging.INFO) -> None:
+    configure_logging("json", level)
 
 
 def _incoming_request_id(scope: Scope) -> str | None:

@@ -13,9 +13,10 @@ Unmodified OpenAI clients work against this server:
   as an alias wins, so users can override an alias.
 * ``response_format``: mp3 (default), opus, aac, flac, wav, pcm (raw 24 kHz
   16-bit little-endian mono, as OpenAI's).
-* ``speed``: OpenAI allows 0.25-4.0; our engine keeps speech intelligible in
-  0.5-2.0 only, so values outside are refused (422 naming the limit) rather
-  than silently changed.
+* ``speed``: accepted over OpenAI's whole range, 0.25-4.0, and clamped to
+  0.5-2.0, the range in which our speech stays intelligible (the native API's
+  range; docs/benchmarks.md "Speed accuracy"). Values outside 0.25-4.0 get a
+  422 naming OpenAI's limit.
 * ``stream_format``: ``audio`` (chunked audio, default) or ``sse`` (events
   ``speech.audio.delta`` carrying base64 audio, then ``speech.audio.done``).
 * ``instructions``: free text; the first emotion it names (happy, sad,
@@ -48,7 +49,8 @@ from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.service.router import OPENAI_ALIASES, ModelInfo
 from voxclone.service.speech import SpeechRequest
-from voxclone.synth.controls import EMOTIONS, SpeechControls
+from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
+from voxclone.synth.voice.builtin import openai_aliases
 
 router = APIRouter(tags=["openai"])
 
@@ -57,12 +59,8 @@ OPENAI_MODELS: tuple[str, ...] = OPENAI_ALIASES
 OPENAI_FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 PCM_RATE = 24_000
 
-OPENAI_VOICE_ALIASES: dict[str, str] = {
-    **dict.fromkeys(
-        ("alloy", "ballad", "coral", "fable", "nova", "sage", "shimmer"), "clear_female"
-    ),
-    **dict.fromkeys(("ash", "echo", "onyx", "verse"), "clear_male"),
-}
+# Defined with the built-in voices (synth/voice/builtin.py); the catalog resolves them.
+OPENAI_VOICE_ALIASES: dict[str, str] = openai_aliases()
 
 # Words in ``instructions`` that pick an emotion preset, besides the preset names.
 _EMOTION_WORDS: dict[str, str] = {
@@ -125,7 +123,7 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
             field="response_format",
             limit=list(OPENAI_FORMATS),
         )
-    speed = body.speed if "speed" in body.model_fields_set else None
+    speed = _openai_speed(body.speed) if "speed" in body.model_fields_set else None
     return SpeechRequest(
         text=body.input,
         voice=_resolve_voice_name(runtime, body.voice, owner, engine),
@@ -135,6 +133,22 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
         sample_rate=PCM_RATE,
         owner=owner,
     )
+
+
+OPENAI_SPEED_RANGE = (0.25, 4.0)
+
+
+def _openai_speed(value: float) -> float:
+    """OpenAI's 0.25-4.0 clamped to our 0.5-2.0 (a client's 4.0 means "as fast as it goes")."""
+    low, high = OPENAI_SPEED_RANGE
+    if not low <= value <= high:  # NaN fails too
+        raise InvalidInput(
+            f"speed must be a number between {low} and {high}",
+            field="speed",
+            limit=list(OPENAI_SPEED_RANGE),
+            value=value,
+        )
+    return min(max(value, SPEED_RANGE[0]), SPEED_RANGE[1])
 
 
 async def _sse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -194,6 +208,7 @@ async def audio_voices(
                 builtin=v.builtin,
                 engine=v.engine,
                 model_id=v.model_id,
+                aliases=list(v.aliases),
             )
             for v in listing
         ],

@@ -196,9 +196,7 @@ async def _inline_voice(
         given_by=given_by,
         client_address=request.client.host if request.client else None,
     )
-    return await run_in_threadpool(
-        voices.inline_voice, reference, principal.owner, given, model
-    )
+    return await run_in_threadpool(voices.inline_voice, reference, principal.owner, given, model)
 
 
 @router.post(

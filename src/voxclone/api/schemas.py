@@ -161,6 +161,9 @@ class CatalogVoiceOut(BaseModel):
     builtin: bool
     engine: str = Field("", description="the engine that speaks this voice")
     model_id: str = ""
+    aliases: list[str] = Field(
+        default_factory=list, description="other names that select this voice (earlier, OpenAI)"
+    )
 
 
 class AudioVoicesOut(BaseModel):

@@ -1,5 +1,8 @@
 """``voxclone serve``: run the app under uvicorn, refusing unsafe exposure.
 
+Once the server listens and the models are warm (``/readyz`` is 200) it
+prints one plain line to stdout: where the web UI and the API docs are.
+
 Without an active API key every request runs with full rights, so the server
 then binds only to loopback; asking for any other address without keys is
 refused with exit code 2 before anything listens.
@@ -10,9 +13,12 @@ from __future__ import annotations
 import ipaddress
 import logging
 import sys
+import threading
+import time
+from typing import Any
 
 from voxclone.api.auth import key_db_path
-from voxclone.api.observability import configure_json_logging
+from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
 from voxclone.runtime.keys import KeyStore
 
@@ -59,7 +65,7 @@ def serve(settings: Settings) -> int:
     if problem is not None:
         print(f"voxclone: error: {problem}", file=sys.stderr)
         return EXIT_REFUSED
-    configure_json_logging()
+    configure_logging(settings.log_format)
     if _active_keys(settings) == 0:
         log.warning(
             "NO API KEYS: every request runs as 'local' with full rights; "
@@ -71,8 +77,9 @@ def serve(settings: Settings) -> int:
 
     from voxclone.api.app import create_app
 
+    app = create_app(settings)
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         ssl_certfile=settings.ssl_certfile,
@@ -82,5 +89,45 @@ def serve(settings: Settings) -> int:
         server_header=False,
         timeout_graceful_shutdown=10,
     )
-    uvicorn.Server(config).run()
+    server = uvicorn.Server(config)
+    threading.Thread(
+        target=_announce_when_ready,
+        args=(server, app, settings),
+        name="voxclone-ready-line",
+        daemon=True,
+    ).start()
+    server.run()
     return 0
+
+
+def base_url(settings: Settings) -> str:
+    scheme = "https" if settings.ssl_certfile else "http"
+    host = settings.host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # IPv6 literal
+    return f"{scheme}://{host}:{settings.port}"
+
+
+def ready_line(settings: Settings) -> str:
+    url = base_url(settings)
+    return f"voxclone ready — web UI {url}/  API docs {url}/docs"
+
+
+def _announce_when_ready(server: Any, app: Any, settings: Settings) -> None:
+    """Print the ready line once uvicorn listens *and* the runtime is built.
+
+    The same two facts make ``/readyz`` answer 200, so the line never
+    promises a server that would still refuse work. A failed model load gets
+    no line (its error is logged and shown on ``/readyz``).
+    """
+    while not server.should_exit:
+        if getattr(app.state, "startup_error", None):
+            return
+        if server.started and getattr(app.state, "runtime", None) is not None:
+            line = ready_line(settings)
+            try:
+                print(line, flush=True)
+            except UnicodeEncodeError:  # a stdout that cannot say "—"
+                print(line.replace("—", "-"), flush=True)
+            return
+        time.sleep(0.1)

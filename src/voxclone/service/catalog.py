@@ -20,6 +20,7 @@ from voxclone.errors import NotFound, VoiceModelMismatch
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.synth.audio.tone import ToneFilter
 from voxclone.synth.engine.base import Engine
+from voxclone.synth.voice.builtin import openai_aliases
 
 # Loaded prompts kept per (voice id, version): loading one deserializes the
 # engine's conditioning state, which a request should not pay every time.
@@ -67,6 +68,7 @@ class VoiceListing:
     version: int = 1
     engine: str = ""
     model_id: str = ""
+    aliases: tuple[str, ...] = ()  # other names that select this voice
 
 
 class VoiceCatalog:
@@ -84,6 +86,26 @@ class VoiceCatalog:
         self._store = store
         self._prompts: OrderedDict[tuple[str, int], object] = OrderedDict()
         self._prompt_lock = threading.Lock()
+        # Other names of each engine's built-ins. Earlier names resolve before
+        # the user's voices (they were built-in names then, and stored configs
+        # use them); OpenAI's names after them, so a user's own voice called
+        # "alloy" wins.
+        openai_names = set(openai_aliases())
+        self._legacy: dict[str, dict[str, str]] = {}
+        self._openai: dict[str, dict[str, str]] = {}
+        for engine_name, voices in self._builtins.items():
+            legacy = self._legacy.setdefault(engine_name, {})
+            openai = self._openai.setdefault(engine_name, {})
+            for name, info in voices.items():
+                for alias in info.aliases:
+                    if alias not in voices:
+                        (openai if alias in openai_names else legacy)[alias] = name
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Every other name that selects a built-in of the default engine -> its name."""
+        engine = self.default_engine
+        return {**self._legacy[engine], **self._openai[engine]}
 
     @property
     def default_engine(self) -> str:
@@ -116,12 +138,15 @@ class VoiceCatalog:
 
     def resolve(self, voice: str, owner: str | None, engine: str | None = None) -> ResolvedVoice:
         """``voice`` for ``engine`` (None: whichever engine the voice belongs to)."""
-        builtin = self._builtin(voice, engine)
+        builtin = self._builtin(voice, engine) or self._aliased(self._legacy, voice, engine)
         if builtin is not None:
             return builtin
         record = self.find_stored(voice, owner)
         if record is not None:
             return self._from_record(record, engine)
+        aliased = self._aliased(self._openai, voice.lower(), engine)
+        if aliased is not None:
+            return aliased
         if engine is not None and any(voice in v for v in self._builtins.values()):
             speakers = [e for e, v in self._builtins.items() if voice in v]
             raise VoiceModelMismatch(
@@ -153,6 +178,16 @@ class VoiceCatalog:
                     model_id=model,
                     prompt=info.prompt,
                 )
+        return None
+
+    def _aliased(
+        self, table: dict[str, dict[str, str]], alias: str, engine: str | None
+    ) -> ResolvedVoice | None:
+        order = [engine] if engine is not None else list(self._builtins)
+        for name in order:
+            target = table.get(name, {}).get(alias)
+            if target is not None:
+                return self._builtin(target, name)
         return None
 
     def _from_record(self, record: VoiceRecord, engine: str | None) -> ResolvedVoice:
@@ -213,6 +248,12 @@ class VoiceCatalog:
                 True,
                 engine=engine,
                 model_id=self._engines[engine].capabilities.model_id,
+                aliases=tuple(
+                    alias
+                    for table in (self._legacy[engine], self._openai[engine])
+                    for alias, target in table.items()
+                    if target == name
+                ),
             )
             for engine, voices in self._builtins.items()
             for name, info in voices.items()

@@ -306,7 +306,9 @@ class SpeechService:
                 audio = voice.tone.apply(audio, self.sample_rate)
             # Always: besides the controls' DSP it holds the true-peak ceiling.
             audio = apply_controls(audio, self.sample_rate, controls)
-            out = joiner.feed(audio, chunk.pause_after_s * controls.pause)
+            # Pauses scale with the speed too, so the whole file (not only the
+            # speech) is 1/speed as long; the last pause is the file's tail.
+            out = joiner.feed(audio, chunk.pause_after_s * controls.pause / controls.speed)
             stats.chunks += 1
             if progress is not None:
                 progress(len(chunk.text))

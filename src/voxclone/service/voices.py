@@ -385,12 +385,19 @@ class VoiceService:
         reference = combine_references(references)
         voice, pitch = cloned.voice, cloned.print.pitch
         if self._reporter is not None and voice.probe is not None:
-            tone = cloned.tone
-            heard = (
-                voice.probe if tone is None else tone.apply(voice.probe, self._reporter.sample_rate)
-            )
+            tone, rate = cloned.tone, self._reporter.sample_rate
+
+            def as_heard(audio: np.ndarray) -> np.ndarray:
+                return audio if tone is None else tone.apply(audio, rate)
+
             quality = self._reporter.report(
-                reference, cloned.print.embedding, heard, reference_pitch_hz=pitch.median_hz
+                reference,
+                cloned.print.embedding,
+                as_heard(voice.probe),
+                reference_pitch_hz=pitch.median_hz,
+                style=voice.style,
+                heard=as_heard,
+                stock=self._pipeline_or_fail().cloner.atlas.closest_builtin(cloned.print.embedding),
             ).to_dict()
         else:
             quality = {

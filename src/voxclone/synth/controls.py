@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+import numpy as np
+
 from voxclone.errors import InvalidInput
 
 SPEED_RANGE = (0.5, 2.0)
@@ -34,6 +36,35 @@ INTENSITY_RANGE = (0.0, 1.0)
 # with Whisper tiny.en); faster requests are rendered at this speed and
 # time-compressed with WSOLA (synth/audio/timescale.py): 0–11 % WER at 2.0.
 ENGINE_SPEED_MAX = 1.25
+# Kokoro's own speed control is not exact: it rounds each phoneme's duration
+# to whole frames, so near 1.0 the audio changes only about half as much as
+# asked (engine 0.85 → 0.91×, 1.15 → 1.07× the rate). Measured pairs (engine
+# speed, real rate = audible duration at 1.0 / at that speed), clear_female on
+# the two-sentence text of bench/speed_accuracy.py.
+# Requests are mapped through the inverse so the real rate is the speed asked
+# for; bench/speed_accuracy.py measures the result on both default voices.
+ENGINE_RATE_CURVE: tuple[tuple[float, float], ...] = (
+    (0.5, 0.4684),
+    (0.526, 0.4805),
+    (0.6, 0.59),
+    (0.7, 0.6837),
+    (0.85, 0.9094),
+    (1.0, 1.0),
+    (1.15, 1.0664),
+    (1.25, 1.199),
+)
+
+
+def engine_rate(engine_speed: float) -> float:
+    """How many times shorter Kokoro's audio gets at ``engine_speed`` (measured curve)."""
+    xs, ys = zip(*ENGINE_RATE_CURVE, strict=True)
+    return float(np.interp(engine_speed, xs, ys))
+
+
+def engine_speed_for(rate: float) -> float:
+    """The engine speed whose audio is ``rate`` times shorter (inverse of :func:`engine_rate`)."""
+    xs, ys = zip(*ENGINE_RATE_CURVE, strict=True)
+    return float(np.interp(rate, ys, xs))
 
 
 @dataclass(frozen=True)
@@ -49,17 +80,16 @@ class EmotionPreset:
     whisper: bool = False
 
 
-# Speed deltas are about twice what the rate change should be: Kokoro rounds each
-# phoneme's duration to whole frames, so small speed changes move the measured
-# duration by only about half as much (speed 0.9 → +4 %, 1.1 → −5 % on the default
-# voice), while 0.5 and 2.0 land on 2× and 0.5× exactly.
+# Preset speeds are real rates (speed is mapped through ENGINE_RATE_CURVE). They
+# were tuned when speed went to the engine unmapped, and are now that tuning's
+# measured rate, so each preset sounds as it did (happy was engine 1.12 = 1.05×).
 EMOTIONS: dict[str, EmotionPreset] = {
     "neutral": EmotionPreset("the voice as enrolled"),
     "happy": EmotionPreset(
         "brighter: higher and livelier pitch, faster, more energy, shorter pauses",
         pitch=0.12,
         f0_range=1.4,
-        speed=1.12,
+        speed=1.05,
         energy=1.1,
         pause=0.9,
     ),
@@ -67,7 +97,7 @@ EMOTIONS: dict[str, EmotionPreset] = {
         "lower, flatter pitch, slower, softer, longer pauses",
         pitch=-0.1,
         f0_range=0.6,
-        speed=0.8,
+        speed=0.83,
         energy=0.88,
         pause=1.35,
     ),
@@ -75,7 +105,7 @@ EMOTIONS: dict[str, EmotionPreset] = {
         "forceful: much more energy, wider pitch range, faster, short pauses",
         pitch=0.05,
         f0_range=1.35,
-        speed=1.12,
+        speed=1.05,
         energy=1.2,
         pause=0.8,
     ),
@@ -83,14 +113,14 @@ EMOTIONS: dict[str, EmotionPreset] = {
         "high pitch with wide excursions, a little more energy",
         pitch=0.2,
         f0_range=1.6,
-        speed=1.03,
+        speed=1.01,
         energy=1.08,
     ),
     "calm": EmotionPreset(
         "lower, steady pitch, slower, softer, longer pauses",
         pitch=-0.1,
         f0_range=0.75,
-        speed=0.86,
+        speed=0.91,
         energy=0.92,
         pause=1.2,
     ),
@@ -98,13 +128,13 @@ EMOTIONS: dict[str, EmotionPreset] = {
         "lower, narrower pitch, measured (slower) pace",
         pitch=-0.12,
         f0_range=0.7,
-        speed=0.9,
+        speed=0.94,
         energy=1.02,
         pause=1.1,
     ),
     "whisper": EmotionPreset(
         "unvoiced breathy speech, softer and slower",
-        speed=0.88,
+        speed=0.93,
         energy=0.85,
         pause=1.1,
         whisper=True,
@@ -204,15 +234,17 @@ class ResolvedControls:
 
     @property
     def engine_speed(self) -> float:
-        """The speed passed to the model; faster tempos are finished by WSOLA."""
+        """The speed passed to the model (mapped so its real rate is ``speed``,
+        up to the fastest it speaks clearly); faster tempos are finished by WSOLA.
+        An engine without native speed renders at 1.0 and WSOLA does it all."""
         if not self.native_speed:
             return 1.0
-        return min(self.speed, ENGINE_SPEED_MAX)
+        return engine_speed_for(min(self.speed, engine_rate(ENGINE_SPEED_MAX)))
 
     @property
     def tempo(self) -> float:
         """Extra time compression applied after synthesis (1.0 = none)."""
-        return self.speed / self.engine_speed
+        return self.speed / engine_rate(self.engine_speed)
 
     @property
     def needs_dsp(self) -> bool:

@@ -202,6 +202,8 @@ const state = {
   extraClips: [], // further recordings of the same speaker (multiple-file upload)
   builtinVoices: [],
   clonedVoices: [],
+  voiceAliases: {}, // OpenAI voice name -> built-in voice it speaks as
+  voiceDescriptions: new Map(), // option value -> full description (help line)
   jobs: new Map(), // voice id -> latest job JSON, for refine progress bars
   renaming: null, // voice id whose name is being edited
   playback: null, // the running generation, see generate()
@@ -384,6 +386,7 @@ async function createVoice(event) {
     if (result.job) trackJob(voice.id, result.job);
     await refreshVoices();
     $("speak-voice").value = voice.id;
+    updateVoiceHelp();
   } catch (error) {
     $("enroll-status").hidden = true;
     showError(alert, error);
@@ -398,6 +401,11 @@ function showQuality(voice) {
   $("q-voice").textContent = `${voice.name} (${voice.id})`;
   $("q-similarity").textContent = formatNumber(quality.similarity, 2);
   $("q-wer").textContent = formatPercent(quality.wer);
+  const stock = $("q-stock");
+  if (quality.stock_voice && typeof quality.gain_over_stock === "number") {
+    const gain = quality.gain_over_stock;
+    stock.textContent = `${gain >= 0 ? "+" : ""}${formatNumber(gain, 2)} vs ${quality.stock_voice} (${formatNumber(quality.stock_similarity, 2)})`;
+  } else stock.textContent = "—";
   const list = $("q-warnings");
   list.replaceChildren();
   const warnings = quality.warnings || [];
@@ -508,6 +516,7 @@ async function refreshVoices() {
   const [builtin, cloned] = await Promise.allSettled([apiJson("v1/audio/voices"), apiJson("v1/voices")]);
   if (builtin.status === "fulfilled") {
     state.builtinVoices = (builtin.value.voices || []).filter((v) => v.builtin !== false);
+    state.voiceAliases = builtin.value.aliases || {};
   }
   if (cloned.status === "fulfilled") {
     state.clonedVoices = cloned.value.voices || [];
@@ -523,20 +532,35 @@ function renderVoiceSelect() {
   const select = $("speak-voice");
   const previous = select.value;
   select.replaceChildren();
+  const builtins = state.builtinVoices.filter((b) => !state.clonedVoices.some((c) => c.id === b.id));
+  const builtinName = (id) => (builtins.find((b) => b.id === id) || {}).name || id;
+  // OpenAI's voice names, so users of OpenAI clients find the names they already use.
+  const aliases = Object.entries(state.voiceAliases || {})
+    .filter(([alias]) => !state.clonedVoices.some((c) => c.name === alias))
+    .map(([alias, target]) => ({
+      id: alias,
+      name: alias,
+      description: `OpenAI voice name; speaks as ${builtinName(target)}`,
+    }));
   const groups = [
     ["Your voices", state.clonedVoices],
-    ["Built-in voices", state.builtinVoices.filter((b) => !state.clonedVoices.some((c) => c.id === b.id))],
+    ["Built-in voices", builtins],
+    ["OpenAI voice names", aliases],
   ];
+  // The option shows the name only: a long description is cut off in the
+  // closed dropdown, so it goes in full into the help line below it.
+  state.voiceDescriptions = new Map();
   for (const [label, voices] of groups) {
     if (!voices.length) continue;
     const group = document.createElement("optgroup");
     group.label = label;
     for (const voice of voices) {
-      const described = voice.description ? `${voice.name} — ${voice.description}` : voice.name;
       // Which engine speaks it: two engines may ship a voice of the same name.
-      const text = voice.engine ? `${described} [${voice.engine}]` : described;
+      const text = voice.engine ? `${voice.name} [${voice.engine}]` : voice.name;
       const option = new Option(text, voice.id);
       if (voice.engine) option.dataset.engine = voice.engine;
+      if (voice.description) option.title = voice.description;
+      state.voiceDescriptions.set(voice.id, voice.description || "");
       group.append(option);
     }
     select.append(group);
@@ -544,6 +568,12 @@ function renderVoiceSelect() {
   const known = (id) => id && [...select.options].some((o) => o.value === id);
   if (known(previous)) select.value = previous;
   else if (known(state.info.defaultVoice)) select.value = state.info.defaultVoice;
+  updateVoiceHelp();
+}
+
+function updateVoiceHelp() {
+  const id = $("speak-voice").value;
+  $("speak-voice-help").textContent = (state.voiceDescriptions && state.voiceDescriptions.get(id)) || "";
 }
 
 function voiceItemId(voiceId) {
@@ -661,6 +691,7 @@ function updateJobBar(voiceId, job) {
 
 function useVoice(voice) {
   $("speak-voice").value = voice.id;
+  updateVoiceHelp();
   if (voice.language && [...$("speak-language").options].some((o) => o.value === voice.language)) {
     $("speak-language").value = voice.language;
   }
@@ -929,6 +960,40 @@ function setResult(blob, filename) {
   download.href = state.resultUrl;
   download.download = filename;
   download.hidden = false;
+  drawWaveform(blob).catch(() => {
+    $("result-wave").hidden = true; // a format this browser cannot decode: no picture
+  });
+}
+
+/** Peak envelope of the decoded audio: one vertical bar per canvas column. */
+async function drawWaveform(blob) {
+  const canvas = $("result-wave");
+  const context = new (window.AudioContext || window.webkitAudioContext)();
+  let samples;
+  try {
+    samples = (await context.decodeAudioData(await blob.arrayBuffer())).getChannelData(0);
+  } finally {
+    context.close().catch(() => {});
+  }
+  canvas.hidden = false;
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.max(1, Math.round(canvas.clientWidth * ratio));
+  canvas.height = Math.max(1, Math.round(canvas.clientHeight * ratio));
+  const g = canvas.getContext("2d");
+  g.clearRect(0, 0, canvas.width, canvas.height);
+  g.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--accent").trim() || "#0b5cad";
+  const mid = canvas.height / 2;
+  const perColumn = samples.length / canvas.width;
+  let drawn = 0;
+  for (let x = 0; x < canvas.width; x += 1) {
+    let peak = 0;
+    const end = Math.min(samples.length, Math.floor((x + 1) * perColumn));
+    for (let i = Math.floor(x * perColumn); i < end; i += 1) peak = Math.max(peak, Math.abs(samples[i]));
+    const h = Math.max(1, peak * mid);
+    g.fillRect(x, mid - h, 1, 2 * h);
+    if (peak > 0.01) drawn += 1;
+  }
+  canvas.dataset.columns = String(drawn); // how many columns show sound (for tests)
 }
 
 function setGenerating(busy) {
@@ -1032,6 +1097,7 @@ function initSpeak() {
   });
   $("controls-reset").addEventListener("click", resetControls);
   $("speak-emotion").addEventListener("change", updateEmotionHelp);
+  $("speak-voice").addEventListener("change", updateVoiceHelp);
   // Replaying the finished file should not overlap a stream still playing.
   $("result-audio").addEventListener("play", () => state.playback?.player?.stop());
   updateSliderOutputs();

@@ -154,10 +154,11 @@ def prepare_reference(
         warnings.append(
             f"noisy reference: signal-to-noise ratio {snr_db:.1f} dB (below {WARN_SNR_DB:g} dB); "
             + (
-                "the noise was removed before cloning, but the voice may be less similar"
+                "the noise was removed before cloning, but the voice may be less similar; "
                 if denoised
-                else "the cloned voice may carry the noise"
+                else "the cloned voice may carry the noise; "
             )
+            + "record again in a quieter room, closer to the microphone"
         )
 
     trimmed = detector.trim_segments(x16k, REFERENCE_RATE, segments)
@@ -195,7 +196,7 @@ def prepare_reference(
     elif speech_seconds < SHORT_SPEECH_S:
         warnings.append(
             f"short reference: {speech_seconds:.1f} s of speech; "
-            f"{SHORT_SPEECH_S:g} s or more gives a closer voice"
+            f"record a longer clip ({SHORT_SPEECH_S:g} to 30 s of speech) for a closer voice"
         )
 
     if denoised:

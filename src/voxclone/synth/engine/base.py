@@ -111,6 +111,8 @@ class EngineVoice:
     prompt: object | None = field(default=None, repr=False)
     language: str | None = None
     sex: str = "?"
+    # Other names that select this voice (earlier names, OpenAI's voice names).
+    aliases: tuple[str, ...] = ()
 
 
 class Tokenizer(Protocol):

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from voxclone.errors import ModelAssetError
+from voxclone.synth.voice.builtin import legacy_aliases
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
 
@@ -162,6 +163,21 @@ class VoiceAtlas:
         ranking = sims + builtin_margin * self.is_builtin
         order = np.argsort(-ranking, kind="stable")[:k]
         return [AtlasMatch(int(i), float(sims[i])) for i in order if np.isfinite(sims[i])]
+
+    def closest_builtin(self, embedding: np.ndarray) -> tuple[str, float] | None:
+        """(plain name, cosine) of the built-in voice closest to ``embedding``.
+
+        The same measurement as :meth:`nearest` (the atlas's embeddings of each
+        voice's test sentences), so it says how far the stock voices are.
+        """
+        if not self.is_builtin.any():
+            return None
+        query = np.asarray(embedding, np.float32)
+        query = query / max(float(np.linalg.norm(query)), 1e-9)
+        sims = np.where(self.is_builtin, self.embeddings @ query, -np.inf)
+        best = int(np.argmax(sims))
+        label = str(self.labels[best])
+        return legacy_aliases().get(label, label), float(sims[best])
 
     def _pitch_window(
         self, pitch_hz: float | None, tolerance: float, eligible: np.ndarray, k: int

@@ -126,7 +126,9 @@ class KokoroEngine(EngineBase):
             from voxclone.synth.voice.builtin import builtin_voices
 
             self._builtins = {
-                name: EngineVoice(name, info.description, style=style, sex=info.sex)
+                name: EngineVoice(
+                    name, info.description, style=style, sex=info.sex, aliases=info.aliases
+                )
                 for name, (info, style) in builtin_voices(self.assets.packs).items()
             }
         return self._builtins

@@ -1,0 +1,90 @@
+"""``voxclone say`` through a running server: the models are already warm there.
+
+Loading the models in the CLI takes ~11 s a call; a local server answers the
+same request in ~1.5 s. ``say`` therefore asks the server named by
+``--server``, or by default the configured local one if its ``/readyz``
+answers 200 within :data:`PROBE_TIMEOUT_S`, and speaks in-process otherwise.
+Plain ``urllib``: the CLI needs no HTTP client package for this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from voxclone.config import Settings
+from voxclone.errors import VoxcloneError
+
+PROBE_TIMEOUT_S = 0.2  # a local server answers /readyz in a few ms
+REQUEST_TIMEOUT_S = 600.0
+API_KEY_ENV = "VOXCLONE_API_KEY"
+
+
+class RemoteError(VoxcloneError):
+    """The server refused or failed the request; carries its status and message."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RemoteAudio:
+    audio: bytes
+    content_type: str
+
+
+def default_server_url(settings: Settings) -> str:
+    """The configured local server (a wildcard bind is reached through loopback)."""
+    host = settings.host
+    if host in ("0.0.0.0", "", "::"):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    scheme = "https" if settings.ssl_certfile else "http"
+    return f"{scheme}://{host}:{settings.port}"
+
+
+def server_ready(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True if ``url`` is a voxclone server whose models are loaded."""
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/readyz", timeout=timeout_s) as response:
+            return bool(response.status == 200 and json.load(response).get("status") == "ready")
+    except (OSError, ValueError, urllib.error.URLError):
+        return False
+
+
+def speak_remote(url: str, body: dict[str, Any], api_key: str | None = None) -> RemoteAudio:
+    """POST ``body`` to ``/v1/tts``; the whole audio file, or RemoteError."""
+    headers = {"Content-Type": "application/json"}
+    key = api_key or os.environ.get(API_KEY_ENV)
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    payload = {k: v for k, v in body.items() if v is not None}
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/v1/tts",
+        data=json.dumps({**payload, "stream": False}).encode(),
+        headers=headers,
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
+            return RemoteAudio(
+                response.read(), response.headers.get("Content-Type", "application/octet-stream")
+            )
+    except urllib.error.HTTPError as exc:
+        raise RemoteError(_error_message(exc), exc.code) from None
+    except (OSError, urllib.error.URLError) as exc:
+        raise RemoteError(f"server {url} did not answer: {exc}", 503) from None
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    try:
+        error = json.loads(exc.read().decode("utf-8", "replace")).get("error", {})
+        return str(error.get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return f"server answered {exc.code} {exc.reason}"
