@@ -65,9 +65,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
+from voxclone.bootstrap import REFINE_SENTENCES  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import AudioQualityError  # noqa: E402
-from voxclone.service.voices import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
 from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402

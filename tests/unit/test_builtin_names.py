@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from voxclone.errors import NotFound
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
+from voxclone.synth.engine.base import EngineVoice
 from voxclone.synth.voice.builtin import PACK_SEX, builtin_voices, openai_aliases
 
 PACKS = {name: np.full((510, 256), i, np.float32) for i, name in enumerate(sorted(PACK_SEX))}
+
+
+class _PackEngine:
+    """The part of an engine a catalog reads: Kokoro's built-ins made from ``PACKS``."""
+
+    capabilities = SimpleNamespace(model_id="kokoro-82m-v1.0-int8")
+
+    def builtin_voices(self) -> dict[str, EngineVoice]:
+        return {
+            name: EngineVoice(name, info.description, style=style, aliases=info.aliases)
+            for name, (info, style) in builtin_voices(PACKS).items()
+        }
+
+
+def catalog_of(store: SqliteVoiceStore | None = None) -> VoiceCatalog:
+    return VoiceCatalog({"kokoro": _PackEngine()}, store)  # type: ignore[dict-item]
 
 
 def test_names_and_descriptions_are_plain() -> None:
@@ -25,7 +44,7 @@ def test_names_and_descriptions_are_plain() -> None:
 
 
 def test_old_names_and_openai_names_resolve(tmp_path: object) -> None:
-    catalog = VoiceCatalog(builtin_voices(PACKS))
+    catalog = catalog_of()
     for old in PACK_SEX:
         resolved = catalog.resolve(old, None)
         assert resolved.builtin and resolved.id != old
@@ -38,7 +57,7 @@ def test_old_names_and_openai_names_resolve(tmp_path: object) -> None:
 
 
 def test_listing_names_the_aliases() -> None:
-    listing = {v.id: v for v in VoiceCatalog(builtin_voices(PACKS)).listing(None)}
+    listing = {v.id: v for v in catalog_of().listing(None)}
     assert set(openai_aliases()) <= {a for v in listing.values() for a in v.aliases}
     assert "jm_kumo" in listing["kenji"].aliases
 
@@ -48,7 +67,7 @@ def test_a_users_voice_named_like_an_openai_voice_wins(tmp_path: object) -> None
 
     store = SqliteVoiceStore(Path(str(tmp_path)) / "v.sqlite3")
     try:
-        catalog = VoiceCatalog(builtin_voices(PACKS), store)
+        catalog = catalog_of(store)
         assert catalog.resolve("nova", "someone").id == "clear_female"
     finally:
         store.close()

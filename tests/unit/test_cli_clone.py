@@ -27,7 +27,9 @@ class _Service:
 
 
 def _record(voice_id: str, name: str, version: int) -> Any:
-    return SimpleNamespace(id=voice_id, name=name, version=version, source="instant", quality={})
+    return SimpleNamespace(
+        id=voice_id, name=name, version=version, source="instant", quality={}, engine="kokoro"
+    )
 
 
 @pytest.fixture()
