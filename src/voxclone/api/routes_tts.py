@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import TTSCaller
+from voxclone.api.cancellation import request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.schemas import TTSRequest
 from voxclone.api.streaming import open_audio_stream
@@ -72,8 +73,13 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
     )
 
 
-async def whole_file_response(runtime: Runtime, req: SpeechRequest) -> Response:
-    result = await run_in_threadpool(runtime.speech.synthesize, req)
+async def whole_file_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+    """The whole file; stops rendering if the client leaves or the deadline passes."""
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    runtime.speech.check_admission(req, deadline)  # refuse early, before taking a thread
+    result = await run_until_disconnect(
+        request, lambda flag: runtime.speech.synthesize(req, cancelled=flag, deadline=deadline)
+    )
     return Response(
         content=result.audio, media_type=result.content_type, headers={"X-Cache": result.cache}
     )
@@ -82,8 +88,11 @@ async def whole_file_response(runtime: Runtime, req: SpeechRequest) -> Response:
 async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
     stream = await open_audio_stream(
-        request, lambda flag: runtime.speech.stream(req, cancelled=flag), started=started
+        request,
+        lambda flag: runtime.speech.stream(req, cancelled=flag, deadline=deadline),
+        started=started,
     )
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
@@ -144,4 +153,4 @@ async def tts(
     req = speech_request(body, principal.owner, override)
     if body.stream:
         return await streaming_response(request, runtime, req)
-    return await whole_file_response(runtime, req)
+    return await whole_file_response(request, runtime, req)
