@@ -16,6 +16,7 @@ from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.purge import CachePurger
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
 from voxclone.synth.engine.kokoro import KokoroEngine
 from voxclone.synth.text.frontend import TextFrontend
@@ -39,6 +40,9 @@ class Runtime:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
+        purger = self.extras.get("purger")
+        if purger is not None:
+            purger.close()
         if self.voices is not None:
             self.voices.close()
         self.scheduler.close()
@@ -52,11 +56,14 @@ def build_cache(settings: Settings, metrics: Metrics | None = None) -> TieredCac
     if settings.disk_cache_mb > 0:
         tiers.append(DiskTier(settings.cache_dir, int(settings.disk_cache_mb * (1 << 20))))
     if settings.redis_url:
-        import redis
-
         from voxclone.runtime.cache import RedisTier
+        from voxclone.runtime.redis_conn import connect
 
-        client = redis.Redis.from_url(settings.redis_url)
+        client = connect(
+            settings.redis_url,
+            timeout_s=settings.redis_timeout_s,
+            cooldown_s=settings.redis_breaker_cooldown_s,
+        )
         tiers.append(
             RedisTier(client, settings.redis_ttl_s, int(settings.redis_max_value_mb * (1 << 20)))
         )
@@ -125,8 +132,18 @@ def build_runtime(
         from voxclone.service.voices import build_voice_service
 
         events = JobEvents()
+        purger = CachePurger(store, speech.invalidate_voice, retry_s=settings.purge_retry_s)
+        purger.start()  # purges a previous process could not finish, then retries
+        runtime.extras["purger"] = purger
         runtime.voices = build_voice_service(
-            settings, engine, g2p, scheduler, store, speech.invalidate_voice, job_events=events
+            settings,
+            engine,
+            g2p,
+            scheduler,
+            store,
+            speech.invalidate_voice,
+            job_events=events,
+            purge=purger.purge,
         )
         runtime.extras["job_events"] = events
         if warmup and settings.warm_cloning:

@@ -24,11 +24,36 @@ def build_rate_limiter(settings: Settings) -> RateLimiter | None:
     rate_per_s = settings.rate_limit_per_minute / 60.0
     burst = max(1.0, settings.rate_limit_burst)
     if settings.redis_url:
-        import redis
+        from voxclone.runtime.redis_conn import connect
 
-        client = redis.Redis.from_url(settings.redis_url, socket_timeout=0.5)
-        return RedisRateLimiter(client, rate_per_s, burst)
+        client = connect(
+            settings.redis_url,
+            timeout_s=settings.redis_timeout_s,
+            cooldown_s=settings.redis_breaker_cooldown_s,
+        )
+        local = settings.rate_limit_without_redis == "local"
+        return RedisRateLimiter(
+            client,
+            rate_per_s,
+            burst,
+            fail_open=not local,
+            fallback=InMemoryRateLimiter(rate_per_s, burst) if local else None,
+        )
     return InMemoryRateLimiter(rate_per_s, burst)
+
+
+def rate_limiter_status(limiter: RateLimiter | None) -> dict[str, object]:
+    """What /readyz and /metrics say about the limiter."""
+    if limiter is None:
+        return {"backend": "off"}
+    if isinstance(limiter, RedisRateLimiter):
+        return {
+            "backend": "redis",
+            "redis": "unreachable" if limiter.degraded else "ok",
+            "without_redis": limiter.mode_without_redis,
+            "decisions_without_redis": limiter.degraded_decisions,
+        }
+    return {"backend": "memory"}
 
 
 def enforce_rate_limit(

@@ -476,6 +476,7 @@ class SpeechService:
         return sum(len(s) for s in self._frontend.prepare(req.text, language))
 
     def invalidate_voice(self, voice_id: str) -> None:
+        """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""
         if self._cache is not None:
             self._cache.invalidate_voice(voice_id)
 

@@ -91,6 +91,16 @@ class SpokenVoice:
     calibration: dict[str, Any] | None  # pitch calibration figures, when one ran
 
 
+@dataclass(frozen=True)
+class DeletedVoice:
+    record: VoiceRecord
+    purge_pending: bool  # cached audio not yet purged everywhere (journaled, retried)
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
 class VoiceService:
     def __init__(
         self,
@@ -106,8 +116,11 @@ class VoiceService:
         quality_reporter: QualityReporter | None = None,
         pitch_calibrator: PitchCalibrator | None = None,
         refine_workers: int = 1,
+        purge: Callable[[str], bool] | None = None,
     ) -> None:
         self._store = store
+        # Purges the caches of a deleted voice; False = postponed (journaled).
+        self._purge = purge
         self._jobs = jobs
         self._events = job_events
         self._cloner = cloner
@@ -248,7 +261,9 @@ class VoiceService:
     def rename(self, voice_id: str, owner: str, name: str) -> VoiceRecord:
         return self._store.rename(voice_id, owner, name)
 
-    def delete(self, voice_id: str, owner: str) -> VoiceRecord:
+    def delete(self, voice_id: str, owner: str) -> DeletedVoice:
+        """Delete the voice now; its cached audio is purged now or, when a cache
+        tier is unreachable, as soon as it is back (``purge_pending``)."""
         # Check ownership first so another owner's id behaves like a missing one.
         self._store.get(voice_id, owner, include_reference_audio=False)
         with self._deleted_lock:
@@ -258,8 +273,10 @@ class VoiceService:
                 self._publish(self._jobs.request_cancel(job.id, owner))
         record = self._store.delete(voice_id, owner)
         self._jobs.delete_for_voice(voice_id)
+        if self._purge is not None:
+            return DeletedVoice(record, purge_pending=not self._purge(voice_id))
         self._on_voice_changed(voice_id)
-        return record
+        return DeletedVoice(record, purge_pending=False)
 
     # -- refinement ---------------------------------------------------------------
     def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
@@ -475,6 +492,7 @@ def build_voice_service(
     *,
     jobs: JobStore | None = None,
     job_events: JobEvents | None = None,
+    purge: Callable[[str], bool] | None = None,
 ) -> VoiceService:
     """Wire the cloning stack for the composition root."""
     from functools import partial
@@ -541,6 +559,7 @@ def build_voice_service(
         refiner_factory_or_refiner=refiner,
         reference_loader=loader,
         on_voice_changed=on_voice_changed,
+        purge=purge,
         refine_budget_s=settings.refine_budget_s,
         quality_reporter=reporter,
         pitch_calibrator=PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
