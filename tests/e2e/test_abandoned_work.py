@@ -1,0 +1,150 @@
+"""Abandoned and hopeless whole-file requests stop costing engine time.
+
+A real server process (one engine worker, so the engine's call count says
+exactly how much work ran) on loopback:
+
+* a client that disconnects in the middle of a long whole-file request
+  costs at most the one chunk that was already inside the engine; the rest
+  of its text is never rendered (before: the whole text was);
+* a request whose deadline the queued work already exceeds is refused at
+  once with 503 + Retry-After (before: it queued and timed out later).
+
+Engine calls are read from the server's own ``/metrics`` (the batch-size
+histogram counts every engine call as it starts).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from voxclone.devserver import ServerProcess, running_servers
+
+pytestmark = [pytest.mark.e2e, pytest.mark.models]
+
+# 40 short sentences: each is one engine chunk, together tens of seconds of work.
+LONG_TEXT = " ".join(f"Sentence {i} is about the harbor." for i in range(40))
+REFUSAL_MEDIAN_S = 0.100
+REFUSAL_MAX_S = 0.500
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    env = {
+        "VOXCLONE_WORKERS": "1",
+        "VOXCLONE_FAST_LANE_THREADS": "0",
+        "VOXCLONE_RATE_LIMIT_PER_MINUTE": "0",
+        "VOXCLONE_MEMORY_CACHE_MB": "0",  # every request reaches the engine
+        "VOXCLONE_DISK_CACHE_MB": "0",
+        "VOXCLONE_WARM_CLONING": "false",
+        "VOXCLONE_REQUEST_DEADLINE_S": "600",
+    }
+    home: Path = tmp_path_factory.mktemp("abandoned")
+    with running_servers([home], env) as (srv,):
+        yield srv
+
+
+def engine_calls(url: str) -> int:
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    match = re.search(r"^voxclone_batch_size_count (\S+)$", text, re.MULTILINE)
+    return int(float(match.group(1))) if match else 0
+
+
+def _post_and_vanish(url: str, text: str, started_calls: int) -> None:
+    """Send a whole-file request on a raw socket and close it once the engine works on it."""
+    host, port = url.removeprefix("http://").split(":")
+    body = ('{"text": "' + text + '"}').encode()
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = (
+            f"POST /v1/tts HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        sock.sendall(head + body)
+        deadline = time.monotonic() + 180
+        while engine_calls(url) < started_calls + 2:  # at least one chunk done, more queued
+            assert time.monotonic() < deadline, "the engine never started on the request"
+            time.sleep(0.05)
+
+
+def _wait_idle(url: str, settle_s: float, limit_s: float) -> int:
+    """Engine calls once the count has not moved for ``settle_s`` (or after ``limit_s``)."""
+    last, since = engine_calls(url), time.monotonic()
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        time.sleep(0.25)
+        now = engine_calls(url)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= settle_s:
+            break
+    return last
+
+
+def test_disconnected_whole_file_client_costs_at_most_one_more_chunk(
+    server: ServerProcess,
+) -> None:
+    before = _wait_idle(server.url, 1.0, 30)
+    _post_and_vanish(server.url, LONG_TEXT, before)
+    at_disconnect = engine_calls(server.url)
+    # Settle longer than one chunk takes even on a loaded machine.
+    after = _wait_idle(server.url, 8.0, 90)
+    # The chunk inside the engine when the client left may finish; nothing after it.
+    assert after - at_disconnect <= 1, (before, at_disconnect, after)
+
+
+def test_request_that_cannot_finish_by_its_deadline_is_refused_at_once(
+    server: ServerProcess,
+) -> None:
+    with httpx.Client(base_url=server.url, timeout=120) as client:
+        client.get("/healthz")
+        with httpx.Client(base_url=server.url, timeout=600) as busy_client:
+            import threading
+
+            answers: list[httpx.Response] = []
+            busy = threading.Thread(
+                target=lambda: answers.append(
+                    busy_client.post("/v1/tts", json={"text": LONG_TEXT})
+                ),
+                daemon=True,
+            )
+            start = engine_calls(server.url)
+            busy.start()
+            limit = time.monotonic() + 180
+            while engine_calls(server.url) < start + 1:
+                assert not answers, answers[0].text  # it must be rendering, not answered
+                assert time.monotonic() < limit
+                time.sleep(0.05)
+            latencies = []
+            for i in range(5):
+                t0 = time.perf_counter()
+                refused = client.post(
+                    "/v1/tts",
+                    json={"text": f"Probe {i}: a short sentence about the sea, please."},
+                    headers={"X-Request-Deadline": "2"},
+                )
+                latencies.append(time.perf_counter() - t0)
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["error"]["code"] == "overloaded"
+                assert int(refused.headers["retry-after"]) >= 1
+            assert statistics.median(latencies) < REFUSAL_MEDIAN_S, latencies
+            assert max(latencies) < REFUSAL_MAX_S, latencies
+            busy_client.close()  # abandon the long render too
+
+
+def test_deadline_header_must_be_a_positive_number(server: ServerProcess) -> None:
+    for bad in ("soon", "-1", "0", "nan"):
+        response = httpx.post(
+            f"{server.url}/v1/tts",
+            json={"text": "Hello."},
+            headers={"X-Request-Deadline": bad},
+            timeout=30,
+        )
+        assert response.status_code == 422, (bad, response.text)
+        assert response.json()["error"]["field"] == "x-request-deadline"
