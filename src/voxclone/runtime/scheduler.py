@@ -182,6 +182,7 @@ class Scheduler:
         self._engine_seconds = 0.0
         self._admissions: set[Admission] = set()
         self._seconds_per_char = DEFAULT_SECONDS_PER_CHAR
+        self._rate_samples = 0
         self._stopping = False
         self._threads = [
             threading.Thread(target=self._worker, name=f"voxclone-worker-{i}", daemon=True)
@@ -451,7 +452,11 @@ class Scheduler:
             # An all-cores call is faster than a worker's; learning from it
             # would make the estimate optimistic for the shared case.
             if cost >= 8 and not exclusive:
+                # A running mean for the first calls (the prior is only a guess
+                # for this machine), then an exponential average that follows load.
+                self._rate_samples += 1
+                weight = max(_RATE_SMOOTHING, 1.0 / self._rate_samples)
                 measured = elapsed / cost
-                self._seconds_per_char += _RATE_SMOOTHING * (measured - self._seconds_per_char)
+                self._seconds_per_char += weight * (measured - self._seconds_per_char)
         for work, audio in zip(live, outputs, strict=True):
             work.future.set_result(audio)
