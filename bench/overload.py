@@ -5,7 +5,8 @@ seen, a few sentences) and gives up after the deadline, closing its
 connection. Each request ends as one of:
 
 * ``completed``: the whole audio arrived within the deadline;
-* ``refused_fast``: 503 (or 429) in under 100 ms, with Retry-After;
+* ``refused_fast``: 503 (or 429, or 413 for a text that could not be done
+  by its deadline even on an idle server) in under 100 ms;
 * ``refused_slow``: refused, but only after 100 ms or more;
 * ``timed_out``: the client gave up at the deadline;
 * ``error``: anything else.
@@ -60,7 +61,7 @@ def request_text(n: int, sentences: int) -> str:
     parts = []
     for i in range(sentences):
         a, b = _NOUNS[(n + i) % len(_NOUNS)], _NOUNS[(n * 3 + i * 5 + 1) % len(_NOUNS)]
-        parts.append(f"Client {n} saw the {a} near the {b} at hour {i}.")
+        parts.append(f"Client {n} saw the {a} and the {b}.")
     return " ".join(parts)
 
 
@@ -93,6 +94,7 @@ class Outcome:
     kind: str
     seconds: float
     status: int | None
+    detail: str | None = None
 
 
 async def _one(client: httpx.AsyncClient, mode: str, text: str, deadline_s: float) -> Outcome:
@@ -100,27 +102,27 @@ async def _one(client: httpx.AsyncClient, mode: str, text: str, deadline_s: floa
     headers = {"X-Request-Deadline": f"{deadline_s:g}"}
     body = {"text": text, "stream": mode == "stream"}
 
-    async def run() -> int:
+    async def run() -> tuple[int, str]:
         async with client.stream("POST", "/v1/tts", json=body, headers=headers) as response:
             if response.status_code != 200:
                 await response.aread()
-                return response.status_code
+                return response.status_code, response.text[:200]
             async for _ in response.aiter_bytes():
                 pass
-            return 200
+            return 200, ""
 
     try:
-        status = await asyncio.wait_for(run(), timeout=deadline_s)
+        status, text = await asyncio.wait_for(run(), timeout=deadline_s)
     except TimeoutError:
         return Outcome("timed_out", time.perf_counter() - started, None)
-    except httpx.HTTPError:
-        return Outcome("error", time.perf_counter() - started, None)
+    except httpx.HTTPError as exc:
+        return Outcome("error", time.perf_counter() - started, None, repr(exc)[:200])
     seconds = time.perf_counter() - started
     if status == 200:
         return Outcome("completed", seconds, status)
-    if status in (429, 503):
+    if status in (413, 429, 503):  # 413: too long for its deadline even when idle
         return Outcome("refused_fast" if seconds < FAST_S else "refused_slow", seconds, status)
-    return Outcome("error", seconds, status)
+    return Outcome("error", seconds, status, text)
 
 
 @dataclass
@@ -131,6 +133,8 @@ class ModeResult:
     sentences: int
     chunks_per_request: int
     counts: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)  # HTTP status (or "none") counts
+    error_sample: str | None = None
     refusal_ms_max: float | None = None
     completed_s_max: float | None = None
     engine_calls: int = 0
@@ -164,6 +168,10 @@ def run_mode(
     cpu = cpu_seconds(server) - cpu0
     result = ModeResult(mode, clients, deadline_s, sentences, per_request)
     result.counts = {kind: sum(o.kind == kind for o in outcomes) for kind in OUTCOMES}
+    for o in outcomes:
+        key = str(o.status) if o.status is not None else "none"
+        result.statuses[key] = result.statuses.get(key, 0) + 1
+    result.error_sample = next((o.detail for o in outcomes if o.kind == "error"), None)
     refusals = [o.seconds for o in outcomes if o.kind.startswith("refused")]
     done = [o.seconds for o in outcomes if o.kind == "completed"]
     result.refusal_ms_max = round(max(refusals) * 1000, 1) if refusals else None
@@ -259,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default="after", help="key in overload.json (before/after)")
     parser.add_argument("--clients", type=int, default=40)
     parser.add_argument("--deadline", type=float, default=30.0)
-    parser.add_argument("--sentences", type=int, default=2)
+    parser.add_argument("--sentences", type=int, default=1)
     parser.add_argument("--modes", nargs="+", default=["whole", "stream"])
     parser.add_argument("--plot", action="store_true", help="only redraw the plot")
     args = parser.parse_args(argv)

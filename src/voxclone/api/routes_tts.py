@@ -76,10 +76,18 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
 async def whole_file_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
     """The whole file; stops rendering if the client leaves or the deadline passes."""
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    runtime.speech.check_admission(req, deadline)  # refuse early, before taking a thread
-    result = await run_until_disconnect(
-        request, lambda flag: runtime.speech.synthesize(req, cancelled=flag, deadline=deadline)
-    )
+    # Reserve engine time here, on the event loop: an overloaded server refuses
+    # in microseconds instead of after a worker thread has validated and planned.
+    admission = runtime.speech.admit(req, deadline, stream=False)
+    try:
+        result = await run_until_disconnect(
+            request,
+            lambda flag: runtime.speech.synthesize(
+                req, cancelled=flag, deadline=deadline, admission=admission
+            ),
+        )
+    finally:
+        admission.release()
     return Response(
         content=result.audio, media_type=result.content_type, headers={"X-Cache": result.cache}
     )
@@ -89,11 +97,18 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    stream = await open_audio_stream(
-        request,
-        lambda flag: runtime.speech.stream(req, cancelled=flag, deadline=deadline),
-        started=started,
-    )
+    admission = runtime.speech.admit(req, deadline, stream=True)  # refuse before any thread
+    try:
+        stream = await open_audio_stream(
+            request,
+            lambda flag: runtime.speech.stream(
+                req, cancelled=flag, deadline=deadline, admission=admission
+            ),
+            started=started,
+        )
+    except BaseException:
+        admission.release()
+        raise
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"

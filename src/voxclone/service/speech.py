@@ -183,6 +183,7 @@ class SpeechService:
         progress: Callable[[int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> SpeechResult:
         """Whole file. ``progress`` receives the characters of text done per chunk.
 
@@ -192,6 +193,8 @@ class SpeechService:
         ``deadline`` (``time.monotonic()`` clock) is when the file must be
         done: a request that the queued work would push past it is refused
         at once, and its chunks still queued at the deadline are dropped.
+        ``admission`` is one taken earlier with :meth:`admit` (the HTTP route
+        takes it on the event loop, so refusals never wait for a thread).
         """
         voice, language = self._validate(req)
         ctype = content_type(req.format)
@@ -199,6 +202,8 @@ class SpeechService:
         if self._cache is not None:
             hit = self._cache.get_entry(key)
             if hit is not None:
+                if admission is not None:
+                    admission.release()
                 return SpeechResult(hit[0].data, ctype, hit[1])
 
         def render(abandoned: Callable[[], bool]) -> bytes:
@@ -208,7 +213,9 @@ class SpeechService:
                 late_hit = self._cache.get_entry(key)
                 if late_hit is not None:
                     return late_hit[0].data
-            data = self._render_file(req, voice, language, progress, abandoned, deadline)
+            data = self._render_file(
+                req, voice, language, progress, abandoned, deadline, admission
+            )
             if self._cache is not None:
                 self._cache.put(key, data, voice_id=voice.id, content_type=ctype)
             return data
@@ -226,6 +233,7 @@ class SpeechService:
         progress: Callable[[int], None] | None,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> bytes:
         fmt = parse_format(req.format).value
         options: dict[str, Any] = {
@@ -233,6 +241,7 @@ class SpeechService:
             "progress": progress,
             "cancelled": cancelled,
             "deadline": deadline,
+            "admission": admission,
         }
         if fmt in WHOLE_FILE_FORMATS:
             pieces = list(self.render_pieces(req, voice, language, **options))
@@ -257,6 +266,7 @@ class SpeechService:
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> tuple[str, Iterator[bytes]]:
         """Validate now (so errors become 4xx), then return (content type, byte iterator).
 
@@ -271,8 +281,11 @@ class SpeechService:
         if self._cache is not None:
             hit = self._cache.get_entry(key)
             if hit is not None:
+                if admission is not None:
+                    admission.release()
                 return ctype, iter([hit[0].data])
-        admission = self._admit(req.text, deadline, must_finish=False)
+        if admission is None:
+            admission = self._admit(req.text, deadline, must_finish=False)
         chunks = self._stream_and_cache(req, voice, language, key, ctype, cancelled, admission)
         # A generator closed before its first step never runs its ``finally``:
         # free the reservation when it is dropped, whether it ran or not.
@@ -455,6 +468,16 @@ class SpeechService:
         # of refusals should not queue behind it. Without a deadline (CLI,
         # jobs) the request only counts towards the backlog others see.
         return self._scheduler.admit(float(len(text)), deadline, must_finish=must_finish)
+
+    def admit(self, req: SpeechRequest, deadline: float, *, stream: bool) -> Admission:
+        """Reserve engine time for ``req`` before any other work (cheap, no I/O:
+        safe on the event loop). Raises Overloaded (503) when the work already
+        admitted would make it late, PayloadTooLarge (413) when it could not
+        be done by ``deadline`` even alone. The caller releases it at the end
+        (releasing twice is harmless); a cache hit releases it unused."""
+        if isinstance(req.text, str) and len(req.text) > self._max_text:
+            self._validate(req)  # the length error, not an admission one
+        return self._admit(req.text, deadline, must_finish=not stream)
 
     def check_admission(self, req: SpeechRequest, deadline: float) -> None:
         """Cheap early refusal (no voice lookup, no cache): raise Overloaded when
