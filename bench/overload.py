@@ -76,16 +76,21 @@ def cpu_seconds(server: ServerProcess) -> float:
     return float(times.user + times.system)
 
 
-def wait_idle(url: str, settle_s: float = 5.0, limit_s: float = 600.0) -> int:
-    last, since = engine_calls(url), time.monotonic()
+def wait_idle(server: ServerProcess, settle_s: float = 6.0, limit_s: float = 900.0) -> int:
+    """Engine calls once the server has stopped working: no new engine call and
+    almost no CPU for ``settle_s`` (a call count alone cannot tell a slow chunk
+    on a loaded machine from an idle server)."""
+    url = server.url
+    last, cpu, since = engine_calls(url), cpu_seconds(server), time.monotonic()
     end = time.monotonic() + limit_s
     while time.monotonic() < end:
-        time.sleep(0.5)
-        now = engine_calls(url)
-        if now != last:
+        time.sleep(1.0)
+        now, now_cpu = engine_calls(url), cpu_seconds(server)
+        if now != last or now_cpu - cpu > 0.05:  # an idle server uses ~0.01 CPU-s/s
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= settle_s:
             break
+        cpu = now_cpu
     return last
 
 
@@ -157,14 +162,14 @@ def run_mode(
 ) -> ModeResult:
     url = server.url
     # Chunks one request needs, on the idle server (also warms the path).
-    start = wait_idle(url, settle_s=2.0)
+    start = wait_idle(server, settle_s=3.0)
     probe = asyncio.run(_burst(url, mode, 1, 600.0, sentences, tag=900 + len(mode)))
     assert probe[0].kind == "completed", probe
-    per_request = wait_idle(url, settle_s=2.0) - start
+    per_request = wait_idle(server, settle_s=3.0) - start
     calls0, cpu0, t0 = engine_calls(url), cpu_seconds(server), time.monotonic()
     outcomes = asyncio.run(_burst(url, mode, clients, deadline_s, sentences, tag=len(mode)))
-    calls1 = wait_idle(url, settle_s=5.0)
-    idle_after = time.monotonic() - t0 - 5.0
+    calls1 = wait_idle(server)
+    idle_after = time.monotonic() - t0 - 6.0
     cpu = cpu_seconds(server) - cpu0
     result = ModeResult(mode, clients, deadline_s, sentences, per_request)
     result.counts = {kind: sum(o.kind == kind for o in outcomes) for kind in OUTCOMES}
