@@ -77,6 +77,10 @@ def cpu_seconds(server: ServerProcess) -> float:
 
 
 def wait_idle(server: ServerProcess, settle_s: float = 6.0, limit_s: float = 900.0) -> int:
+    return _wait_idle(server, settle_s, limit_s)[0]
+
+
+def _wait_idle(server: ServerProcess, settle_s: float, limit_s: float) -> tuple[int, bool]:
     """Engine calls once the server has stopped working: no new engine call and
     almost no CPU for ``settle_s`` (a call count alone cannot tell a slow chunk
     on a loaded machine from an idle server)."""
@@ -89,9 +93,9 @@ def wait_idle(server: ServerProcess, settle_s: float = 6.0, limit_s: float = 900
         if now != last or now_cpu - cpu > 0.05:  # an idle server uses ~0.01 CPU-s/s
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= settle_s:
-            break
+            return last, True
         cpu = now_cpu
-    return last
+    return last, False
 
 
 @dataclass
@@ -147,6 +151,9 @@ class ModeResult:
     server_cpu_s: float = 0.0
     wasted_cpu_s: float = 0.0
     idle_after_s: float = 0.0  # from the burst until the server stopped working
+    # False: still rendering when the measurement stopped (--settle-limit), so
+    # the wasted figures are lower bounds.
+    went_idle: bool = True
 
 
 async def _burst(url: str, mode: str, clients: int, deadline_s: float, sentences: int, tag: int):
@@ -158,7 +165,12 @@ async def _burst(url: str, mode: str, clients: int, deadline_s: float, sentences
 
 
 def run_mode(
-    server: ServerProcess, mode: str, clients: int, deadline_s: float, sentences: int
+    server: ServerProcess,
+    mode: str,
+    clients: int,
+    deadline_s: float,
+    sentences: int,
+    settle_limit_s: float = 900.0,
 ) -> ModeResult:
     url = server.url
     # Chunks one request needs, on the idle server (also warms the path).
@@ -168,8 +180,8 @@ def run_mode(
     per_request = wait_idle(server, settle_s=3.0) - start
     calls0, cpu0, t0 = engine_calls(url), cpu_seconds(server), time.monotonic()
     outcomes = asyncio.run(_burst(url, mode, clients, deadline_s, sentences, tag=len(mode)))
-    calls1 = wait_idle(server)
-    idle_after = time.monotonic() - t0 - 6.0
+    calls1, went_idle = _wait_idle(server, 6.0, settle_limit_s)
+    idle_after = time.monotonic() - t0 - (6.0 if went_idle else 0.0)
     cpu = cpu_seconds(server) - cpu0
     result = ModeResult(mode, clients, deadline_s, sentences, per_request)
     result.counts = {kind: sum(o.kind == kind for o in outcomes) for kind in OUTCOMES}
@@ -188,6 +200,7 @@ def run_mode(
     share = result.wasted_engine_calls / result.engine_calls if result.engine_calls else 0.0
     result.wasted_cpu_s = round(cpu * share, 1)
     result.idle_after_s = round(max(0.0, idle_after), 1)
+    result.went_idle = went_idle
     return result
 
 
@@ -219,7 +232,8 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
                 f"| {c['completed']} | {c['refused_fast']} | {c['refused_slow']} "
                 f"| {c['timed_out']} | {c['error']} | {m['refusal_ms_max']} "
                 f"| {m['completed_s_max']} | {m['wasted_engine_calls']} "
-                f"| {m['wasted_cpu_s']} | {m['server_cpu_s']} |"
+                f"| {m['wasted_cpu_s']}{'' if m.get('went_idle', True) else ' (still busy)'} "
+                f"| {m['server_cpu_s']} |"
             )
     lines.append("")
     for label, run in data.items():
@@ -274,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=30.0)
     parser.add_argument("--sentences", type=int, default=1)
     parser.add_argument("--modes", nargs="+", default=["whole", "stream"])
+    parser.add_argument(
+        "--settle-limit",
+        type=float,
+        default=900.0,
+        help="stop waiting for the server to go idle after this many seconds",
+    )
     parser.add_argument("--plot", action="store_true", help="only redraw the plot")
     args = parser.parse_args(argv)
     if args.plot:
@@ -295,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with running_server(bench_home("overload-"), env, timeout_s=READY_TIMEOUT_S) as server:
         for mode in args.modes:
-            result = run_mode(server, mode, args.clients, args.deadline, args.sentences)
+            result = run_mode(
+                server, mode, args.clients, args.deadline, args.sentences, args.settle_limit
+            )
             print(json.dumps(asdict(result)), flush=True)
             results.append(result)
     meta = {
