@@ -7,7 +7,8 @@ exactly how much work ran) on loopback:
   costs at most the one chunk that was already inside the engine; the rest
   of its text is never rendered (before: the whole text was);
 * a request whose deadline the queued work already exceeds is refused at
-  once with 503 + Retry-After (before: it queued and timed out later).
+  once with 503 + Retry-After, or 413 if it could not be done in time even
+  alone (before: it queued and was served long after its deadline).
 
 Engine calls are read from the server's own ``/metrics`` (the batch-size
 histogram counts every engine call as it starts).
@@ -135,9 +136,15 @@ def test_request_that_cannot_finish_by_its_deadline_is_refused_at_once(
                     headers={"X-Request-Deadline": "2"},
                 )
                 latencies.append(time.perf_counter() - t0)
-                assert refused.status_code == 503, refused.text
-                assert refused.json()["error"]["code"] == "overloaded"
-                assert int(refused.headers["retry-after"]) >= 1
+                # 503 + Retry-After: the queued work makes it late. On a machine
+                # so loaded that even this sentence alone could not be done in
+                # 2 s, 413 (retrying would not help) is the honest answer.
+                assert refused.status_code in (503, 413), refused.text
+                if refused.status_code == 503:
+                    assert refused.json()["error"]["code"] == "overloaded"
+                    assert int(refused.headers["retry-after"]) >= 1
+                else:
+                    assert refused.json()["error"]["code"] == "payload_too_large"
             assert statistics.median(latencies) < REFUSAL_MEDIAN_S, latencies
             assert max(latencies) < REFUSAL_MAX_S, latencies
             busy_client.close()  # abandon the long render too
