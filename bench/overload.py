@@ -216,7 +216,7 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
     lines = [
         "One server on loopback (2 workers, caches and rate limit off); every client sends "
         "one request at once with `X-Request-Deadline` and gives up at the deadline. "
-        "Refused fast = 503/429 in under 100 ms. Wasted = engine calls beyond what the "
+        "Refused fast = 503/429/413 in under 100 ms. Wasted = engine calls beyond what the "
         "completed requests needed, as a share of the server's CPU time over the episode.",
         "",
         "| code | mode | clients | deadline s | completed | refused fast | refused slow "
