@@ -14,6 +14,7 @@ speech service; a :class:`SpeechRouter` picks one per request and one
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRa
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.purge import CachePurger
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
 from voxclone.service.voices import PromptCloning, VoiceService
@@ -70,6 +72,8 @@ class Runtime:
     cache: TieredCache | None
     job_events: JobEvents
     voices: VoiceService | None = None  # cloning; None when built without it
+    # Finishes cache purges of deleted voices that a down tier postponed.
+    purger: CachePurger | None = None
 
     @property
     def default(self) -> EngineStack:
@@ -90,6 +94,8 @@ class Runtime:
         return all(stack.engine.ready for stack in self.engines.values())
 
     def close(self) -> None:
+        if self.purger is not None:
+            self.purger.close()
         if self.voices is not None:
             self.voices.close()
         for stack in self.engines.values():
@@ -112,13 +118,18 @@ class VoiceLibrary:
 # -- small builders ---------------------------------------------------------------
 
 
-def build_redis(settings: Settings, *, socket_timeout_s: float = 2.0) -> redis.Redis | None:
-    """The one way a Redis client is made (None without ``redis_url``)."""
+def build_redis(settings: Settings) -> redis.Redis | None:
+    """The one way a Redis client is made (None without ``redis_url``): connect
+    and read timeouts, no retries, a circuit breaker (runtime/redis_conn.py)."""
     if not settings.redis_url:
         return None
     from voxclone.runtime.redis_conn import connect
 
-    return connect(settings.redis_url, socket_timeout_s=socket_timeout_s)
+    return connect(
+        settings.redis_url,
+        timeout_s=settings.redis_timeout_s,
+        cooldown_s=settings.redis_breaker_cooldown_s,
+    )
 
 
 def build_cache(settings: Settings, metrics: Metrics | None = None) -> TieredCache | None:
@@ -144,10 +155,16 @@ def build_rate_limiter(settings: Settings) -> RateLimiter | None:
         return None
     rate_per_s = settings.rate_limit_per_minute / 60.0
     burst = max(1.0, settings.rate_limit_burst)
-    # A short timeout: the limiter sits in front of every request.
-    client = build_redis(settings, socket_timeout_s=0.5)
+    client = build_redis(settings)
     if client is not None:
-        return RedisRateLimiter(client, rate_per_s, burst)
+        local = settings.rate_limit_without_redis == "local"
+        return RedisRateLimiter(
+            client,
+            rate_per_s,
+            burst,
+            fail_open=not local,
+            fallback=InMemoryRateLimiter(rate_per_s, burst) if local else None,
+        )
     return InMemoryRateLimiter(rate_per_s, burst)
 
 
@@ -252,7 +269,12 @@ def build_runtime(
     events = JobEvents()
     runtime = Runtime(settings, stacks, router, catalog, store, cache, events)
     if with_voices:
-        runtime.voices = build_voice_service(settings, stacks, store, router, events)
+        purger = CachePurger(store, router.invalidate_voice, retry_s=settings.purge_retry_s)
+        purger.start()  # purges a previous process could not finish, then retries
+        runtime.purger = purger
+        runtime.voices = build_voice_service(
+            settings, stacks, store, router, events, purge=purger.purge
+        )
         if warmup and settings.warm_cloning:
             # Loads the speaker encoder now so the first clone meets the
             # instant-clone latency target (~27 s otherwise, on first use).
@@ -266,6 +288,8 @@ def build_voice_service(
     store: SqliteVoiceStore,
     router: SpeechRouter,
     job_events: JobEvents,
+    *,
+    purge: Callable[[str], bool] | None = None,
 ) -> VoiceService:
     """The cloning stack: the atlas cloner for the style engine (the first one
     whose ``clone_method`` is "style"; its style space is the atlas's), prompt
@@ -368,6 +392,7 @@ def build_voice_service(
         refiner_factory_or_refiner=refiner,
         reference_loader=loader,
         on_voice_changed=router.invalidate_voice,
+        purge=purge,
         refine_budget_s=settings.refine_budget_s,
         quality_reporter=reporter,
         pitch_calibrator=calibrator,

@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     max_batch: int = 1
     max_wait_ms: float = 50.0
     request_timeout_s: float = 600.0
+    # Longest an HTTP speech request may take, and the cap on what a client
+    # asks with X-Request-Deadline / Request-Timeout. A whole file that the
+    # queued work would push past it is refused at once (503 + Retry-After);
+    # a stream must start by it. Queued chunks past it are dropped.
+    request_deadline_s: float = 30.0
 
     # Caches
     memory_cache_mb: float = 256.0
@@ -66,6 +71,13 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     redis_ttl_s: int = 24 * 3600
     redis_max_value_mb: float = 16.0
+    # Connect and read timeout of every Redis call: a frozen Redis costs a
+    # request at most this, then the circuit opens for the cooldown and the
+    # local tiers serve without waiting.
+    redis_timeout_s: float = 1.0
+    redis_breaker_cooldown_s: float = 5.0
+    # Retry interval for voice purges that could not reach Redis.
+    purge_retry_s: float = 10.0
 
     # Security
     require_keys: bool = False  # keys are required whenever any key exists
@@ -85,6 +97,10 @@ class Settings(BaseSettings):
     # An inline voice, and every audio cached with it, is forgotten this long
     # after its last use.
     inline_voice_ttl_s: float = 3600.0
+    # What the Redis rate limiter does while Redis is unreachable: "local"
+    # keeps limiting with this process's own buckets; "fail-open" lets every
+    # request through. Shown in /readyz and the rate_limiter_degraded metric.
+    rate_limit_without_redis: Literal["local", "fail-open"] = "local"
 
     # Cloning
     refine_budget_s: float = 180.0

@@ -251,6 +251,10 @@ def test_delete_leaves_no_derived_data(store: SqliteVoiceStore, db_path: Path) -
     deleted = store.delete(doomed.id, "owner-a")
     assert deleted.id == doomed.id and deleted.version == 1
 
+    # Only the owed cache purge names it, until the purge is done.
+    assert [row[0] for row in raw_rows_mentioning(db_path, doomed.id)] == ["purge_journal"]
+    assert [p.voice_id for p in store.pending_purges()] == [doomed.id]
+    store.purge_done(doomed.id)
     assert raw_rows_mentioning(db_path, doomed.id) == []
     with pytest.raises(NotFound):
         store.get(doomed.id, "owner-a")

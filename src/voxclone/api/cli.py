@@ -246,7 +246,12 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         deleted = store.delete(found.id, None)
         if library.cache is not None:
-            library.cache.invalidate_voice(deleted.id)
+            from voxclone.service.purge import CachePurger
+
+            # The deletion journaled the purge; a running server finishes it
+            # if a tier (Redis) cannot be reached from here now.
+            if not CachePurger(store, library.cache.invalidate_voice).purge(deleted.id):
+                print("cached audio purge pending: a cache tier is unreachable; it is retried")
         print(f"deleted {deleted.id} ({deleted.name})")
         return 0
     finally:

@@ -12,9 +12,23 @@ import logging
 
 from voxclone.errors import RateLimited
 from voxclone.runtime.metrics import Metrics
-from voxclone.runtime.ratelimit import RateLimiter
+from voxclone.runtime.ratelimit import RateLimiter, RedisRateLimiter
 
 log = logging.getLogger(__name__)
+
+
+def rate_limiter_status(limiter: RateLimiter | None) -> dict[str, object]:
+    """What /readyz and /metrics say about the limiter."""
+    if limiter is None:
+        return {"backend": "off"}
+    if isinstance(limiter, RedisRateLimiter):
+        return {
+            "backend": "redis",
+            "redis": "unreachable" if limiter.degraded else "ok",
+            "without_redis": limiter.mode_without_redis,
+            "decisions_without_redis": limiter.degraded_decisions,
+        }
+    return {"backend": "memory"}
 
 
 def enforce_rate_limit(

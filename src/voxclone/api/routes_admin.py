@@ -6,10 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import AnyCaller, authenticate_request
 from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep
 from voxclone.api.errors import error_body, retry_after_header
+from voxclone.api.ratelimit import rate_limiter_status
 from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden
@@ -31,11 +33,28 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def _dependencies(state: Any) -> dict[str, Any]:
+    """Degraded-but-serving states worth seeing: Redis, the rate limiter, owed purges."""
+    detail: dict[str, Any] = {"rate_limiter": rate_limiter_status(state.rate_limiter)}
+    runtime: Runtime | None = getattr(state, "runtime", None)
+    if runtime is not None and runtime.cache is not None:
+        for tier in runtime.cache.tiers:
+            breaker = getattr(getattr(tier, "client", None), "breaker", None)
+            if breaker is not None:
+                detail["cache_redis"] = "unreachable" if breaker.is_open else "ok"
+    purger = runtime.purger if runtime is not None else None
+    if purger is not None:
+        detail["purges_pending"] = purger.pending()
+    return detail
+
+
 @router.get("/readyz", summary="Readiness: models loaded and warmed")
 async def readyz(request: Request) -> JSONResponse:
     state = request.app.state
     if getattr(state, "runtime", None) is not None:
-        return JSONResponse({"status": "ready"})
+        # Ready even when Redis is down (the local tiers serve); the detail says so.
+        detail = await run_in_threadpool(_dependencies, state)
+        return JSONResponse({"status": "ready", "detail": detail})
     failure = getattr(state, "startup_error", None)
     if failure:
         body = error_body("not_ready", f"model loading failed: {failure}")
@@ -57,6 +76,23 @@ async def metrics(request: Request) -> Response:
         m.queue_depth.set(stats.queued)
         m.circuit_open.set(1 if stats.breaker_open else 0)
         m.voices_stored.set(runtime.voice_store.count())
+        m.scheduler_backlog_seconds.set(stats.backlog_s)
+        m.engine_busy_seconds.set(stats.engine_seconds)
+        m.scheduler_dropped.set(stats.dropped)
+        m.scheduler_rejected.set(stats.rejected)
+        m.engine_items.set(stats.completed)
+    detail = _dependencies(request.app.state)
+    limiter = detail["rate_limiter"]
+    if limiter.get("backend") == "redis":
+        degraded = 1 if limiter["redis"] == "unreachable" else 0
+        m.rate_limiter_degraded.labels(mode=limiter["without_redis"]).set(degraded)
+        m.rate_limiter_decisions_without_redis.set(limiter["decisions_without_redis"])
+    if "cache_redis" in detail:
+        m.redis_circuit_open.labels(client="cache").set(
+            1 if detail["cache_redis"] == "unreachable" else 0
+        )
+    if "purges_pending" in detail:
+        m.purges_pending.set(detail["purges_pending"])
     m.ready.set(1 if runtime is not None and runtime.ready else 0)
     payload, content_type = m.render()
     return Response(payload, media_type=content_type)

@@ -36,6 +36,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import TTSCaller
+from voxclone.api.cancellation import request_deadline
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.schemas import (
     AudioVoicesOut,
@@ -179,9 +180,10 @@ async def audio_speech(
     principal: TTSCaller,
     runtime: RuntimeDep,
 ) -> Response:
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
     req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
     stream = await open_audio_stream(
-        request, lambda flag: runtime.speech.stream(req, cancelled=flag)
+        request, lambda flag: runtime.speech.stream(req, cancelled=flag, deadline=deadline)
     )
     if body.stream_format == "sse":
         return stream.response(

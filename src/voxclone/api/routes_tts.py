@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import Principal, TTSCaller
+from voxclone.api.cancellation import request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import TTSRequest
@@ -91,8 +92,21 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
     )
 
 
-async def whole_file_response(runtime: Runtime, req: SpeechRequest) -> Response:
-    result = await run_in_threadpool(runtime.speech.synthesize, req)
+async def whole_file_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+    """The whole file; stops rendering if the client leaves or the deadline passes."""
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    # Reserve engine time here, on the event loop: an overloaded server refuses
+    # in microseconds instead of after a worker thread has validated and planned.
+    admission = runtime.speech.admit(req, deadline, stream=False)
+    try:
+        result = await run_until_disconnect(
+            request,
+            lambda flag: runtime.speech.synthesize(
+                req, cancelled=flag, deadline=deadline, admission=admission
+            ),
+        )
+    finally:
+        admission.release()
     return Response(
         content=result.audio, media_type=result.content_type, headers={"X-Cache": result.cache}
     )
@@ -101,9 +115,19 @@ async def whole_file_response(runtime: Runtime, req: SpeechRequest) -> Response:
 async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
-    stream = await open_audio_stream(
-        request, lambda flag: runtime.speech.stream(req, cancelled=flag), started=started
-    )
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    admission = runtime.speech.admit(req, deadline, stream=True)  # refuse before any thread
+    try:
+        stream = await open_audio_stream(
+            request,
+            lambda flag: runtime.speech.stream(
+                req, cancelled=flag, deadline=deadline, admission=admission
+            ),
+            started=started,
+        )
+    except BaseException:
+        admission.release()
+        raise
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"
@@ -218,4 +242,4 @@ async def tts(
     req = speech_request(body, principal.owner, override)
     if body.stream:
         return await streaming_response(request, runtime, req)
-    return await whole_file_response(runtime, req)
+    return await whole_file_response(request, runtime, req)

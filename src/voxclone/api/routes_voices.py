@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Request, UploadFile, status
+from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import VoiceReader, VoiceWriter
@@ -154,11 +154,24 @@ async def rename_voice(
 @router.delete(
     "/v1/voices/{voice_id}",
     response_model=DeletedOut,
+    response_model_exclude_none=True,
     summary="Delete a voice, its consent record and all audio cached with it",
+    responses={
+        202: {
+            "model": DeletedOut,
+            "description": "voice deleted; a cache tier (Redis) was unreachable, so purging "
+            "its cached audio is journaled and completes when the tier is back",
+        }
+    },
 )
-async def delete_voice(voice_id: str, request: Request, principal: VoiceWriter) -> DeletedOut:
+async def delete_voice(
+    voice_id: str, request: Request, response: Response, principal: VoiceWriter
+) -> DeletedOut:
     voices = get_voice_service(request)
     deleted = await run_in_threadpool(voices.delete, voice_id, principal.owner)
+    if getattr(deleted, "purge_pending", False):
+        response.status_code = status.HTTP_202_ACCEPTED
+        return DeletedOut(id=deleted.id, purge="pending")
     return DeletedOut(id=deleted.id)
 
 

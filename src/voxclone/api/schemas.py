@@ -151,6 +151,9 @@ class VoiceListOut(BaseModel):
 class DeletedOut(BaseModel):
     id: str
     deleted: bool = True
+    # "pending" when a cache tier was unreachable: the purge is journaled and
+    # completes when it is back (absent once everything is purged).
+    purge: str | None = None
 
 
 class CatalogVoiceOut(BaseModel):

@@ -521,6 +521,17 @@ return removed
 """
 
 
+def _log_redis_error(what: str, exc: RedisError) -> None:
+    # While the circuit is open every call fails at once: one line per call
+    # at warning level would flood the log during an outage.
+    from voxclone.runtime.redis_conn import RedisUnavailable
+
+    if isinstance(exc, RedisUnavailable):
+        log.debug("redis cache %s: %s", what, exc)
+    else:
+        log.warning("redis cache %s: %s", what, type(exc).__name__)
+
+
 class RedisTier:
     """Entries as Redis hashes with a TTL; a SET per voice indexes them.
 
@@ -556,8 +567,8 @@ class RedisTier:
     def get(self, key: str) -> CacheEntry | None:
         try:
             fields = self.client.hgetall(self._entry_key(key))
-        except RedisError:
-            log.warning("redis cache read failed; serving a miss", exc_info=True)
+        except RedisError as exc:
+            _log_redis_error("read failed; serving a miss", exc)
             self.counters.errors += 1
             self.counters.misses += 1
             return None
@@ -593,8 +604,8 @@ class RedisTier:
                 # The index lives as long as its newest entry could.
                 pipe.expire(voice_key, self.ttl_s)
             pipe.execute()
-        except RedisError:
-            log.warning("redis cache write failed", exc_info=True)
+        except RedisError as exc:
+            _log_redis_error("write failed", exc)
             self.counters.errors += 1
             return False
         self.counters.stores += 1
@@ -603,9 +614,9 @@ class RedisTier:
     def delete(self, key: str) -> None:
         try:
             self.client.delete(self._entry_key(key))
-        except RedisError:
+        except RedisError as exc:
             self.counters.errors += 1
-            log.warning("redis cache delete failed", exc_info=True)
+            _log_redis_error("delete failed", exc)
 
     def invalidate_voice(self, voice_id: str) -> int:
         # Errors propagate: a silent failure here would leave biometric-derived
@@ -672,8 +683,22 @@ class TieredCache:
             tier.delete(key)
 
     def invalidate_voice(self, voice_id: str) -> dict[str, int]:
-        """Remove every entry made with ``voice_id``; returns removals per tier."""
-        return {tier.name: tier.invalidate_voice(voice_id) for tier in self.tiers}
+        """Remove every entry made with ``voice_id``; returns removals per tier.
+
+        Every tier is tried even when one fails (the local ones must not keep
+        audio because Redis is down); then the first failure is raised, so the
+        caller keeps the purge owed.
+        """
+        removed: dict[str, int] = {}
+        failure: Exception | None = None
+        for tier in self.tiers:
+            try:
+                removed[tier.name] = tier.invalidate_voice(voice_id)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+        return removed
 
     def stats(self) -> dict[str, dict[str, Any]]:
         return {tier.name: tier.stats() for tier in self.tiers}

@@ -118,6 +118,64 @@ class Metrics:
             registry=reg,
         )
 
+        self.redis_circuit_open = Gauge(
+            "redis_circuit_open",
+            "1 while Redis calls are skipped after a failure (local tiers serve), else 0.",
+            ["client"],
+            namespace=ns,
+            registry=reg,
+        )
+        self.rate_limiter_degraded = Gauge(
+            "rate_limiter_degraded",
+            "1 while the Redis rate limiter cannot reach Redis and decides by its "
+            "fallback mode (see mode label), else 0.",
+            ["mode"],
+            namespace=ns,
+            registry=reg,
+        )
+        self.rate_limiter_decisions_without_redis = Gauge(
+            "rate_limiter_decisions_without_redis",
+            "Rate-limit decisions made without Redis since start.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.purges_pending = Gauge(
+            "purges_pending",
+            "Deleted voices whose cached audio could not be purged yet (Redis unreachable).",
+            namespace=ns,
+            registry=reg,
+        )
+        self.scheduler_backlog_seconds = Gauge(
+            "scheduler_backlog_seconds",
+            "Estimated wait before a new request starts (admitted characters x learned rate).",
+            namespace=ns,
+            registry=reg,
+        )
+        self.engine_busy_seconds = Gauge(
+            "engine_busy_seconds_total",
+            "Wall seconds the engine workers spent in engine calls since start.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.scheduler_dropped = Gauge(
+            "scheduler_dropped_total",
+            "Queued chunks dropped before the engine (client gone or deadline passed).",
+            namespace=ns,
+            registry=reg,
+        )
+        self.scheduler_rejected = Gauge(
+            "scheduler_rejected_total",
+            "Requests refused at admission (queue full, backlog over their deadline).",
+            namespace=ns,
+            registry=reg,
+        )
+        self.engine_items = Gauge(
+            "engine_items_total",
+            "Chunks the engine rendered since start.",
+            namespace=ns,
+            registry=reg,
+        )
+
     # -- conveniences for the callers that report most often
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:

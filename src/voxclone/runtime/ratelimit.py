@@ -148,9 +148,14 @@ return {allowed, tostring(tokens), tostring(retry)}
 class RedisRateLimiter:
     """Token buckets in Redis, shared by every process that uses the same prefix.
 
-    If Redis cannot be reached the limiter fails open by default (serving
-    beats refusing everyone because a side service is down); pass
-    ``fail_open=False`` to refuse instead.
+    While Redis cannot be reached, decisions come from ``fallback`` when one
+    is given (the server passes a per-process :class:`InMemoryRateLimiter`:
+    each process then limits on its own, a looser but real limit); without
+    one the limiter fails open (``fail_open``, the default: serving beats
+    refusing everyone because a side service is down) or refuses everything
+    (``fail_open=False``). ``degraded`` is true while the last call to Redis
+    failed and ``degraded_decisions`` counts the decisions made without it,
+    so the state is visible in metrics and readiness detail, never silent.
     """
 
     def __init__(
@@ -161,14 +166,24 @@ class RedisRateLimiter:
         prefix: str = "voxclone:rl:",
         *,
         fail_open: bool = True,
+        fallback: RateLimiter | None = None,
     ) -> None:
         _validate_config(rate_per_s, burst)
+        self.fallback = fallback
+        self.degraded = False
+        self.degraded_decisions = 0
         self.client = client
         self.rate_per_s = float(rate_per_s)
         self.burst = float(burst)
         self.prefix = prefix
         self.fail_open = fail_open
         self._script = client.register_script(_TOKEN_BUCKET_LUA)
+
+    @property
+    def mode_without_redis(self) -> str:
+        if self.fallback is not None:
+            return "local"
+        return "fail-open" if self.fail_open else "fail-closed"
 
     def check(self, key: str, cost: float = 1.0) -> Decision:
         _validate_cost(cost, self.burst)
@@ -178,10 +193,18 @@ class RedisRateLimiter:
                 args=[repr(self.rate_per_s), repr(self.burst), repr(float(cost))],
             )
         except RedisError:
-            log.warning("rate limiter cannot reach Redis (fail_open=%s)", self.fail_open)
+            if not self.degraded:
+                log.warning("rate limiter cannot reach Redis; mode %s", self.mode_without_redis)
+            self.degraded = True
+            self.degraded_decisions += 1
+            if self.fallback is not None:
+                return self.fallback.check(key, cost)
             if self.fail_open:
                 return Decision(allowed=True, retry_after_s=0.0, remaining=0.0)
             return Decision(allowed=False, retry_after_s=1.0, remaining=0.0)
+        if self.degraded:
+            log.info("rate limiter reaches Redis again")
+            self.degraded = False
         return Decision(
             allowed=int(allowed) == 1,
             retry_after_s=float(retry),

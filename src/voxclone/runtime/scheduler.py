@@ -10,6 +10,13 @@
   stays low while long texts are being rendered;
 * deadlines and cancellation: expired or cancelled items are dropped before
   they reach the engine;
+* admission by queued work, not request count: each admitted request holds
+  an :class:`Admission` reserving its text's characters until it ends; the
+  engine seconds per character are learned from finished calls, so the wait a
+  new request faces is (reserved characters x seconds per character / workers).
+  A request that could not finish (or, for streams, start) within its
+  deadline is refused at once with 503 + Retry-After instead of timing out
+  later after compute was spent on it;
 * circuit breaker: after ``breaker_threshold`` consecutive engine failures
   calls fail fast for ``breaker_cooldown_s``, then one trial call is let
   through and success closes the circuit again.
@@ -20,6 +27,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded
+from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded, PayloadTooLarge
 from voxclone.synth.engine.base import Engine, SynthItem
 
 log = logging.getLogger(__name__)
@@ -46,6 +54,7 @@ class _Work:
     future: Future[np.ndarray] = field(compare=False)
     deadline: float = field(compare=False)
     cancelled: Callable[[], bool] | None = field(compare=False, default=None)
+    cost: float = field(compare=False, default=0.0)  # characters, for learning the rate
 
 
 @dataclass
@@ -56,6 +65,48 @@ class SchedulerStats:
     rejected: int
     failed: int
     breaker_open: bool
+    reserved_chars: float = 0.0  # characters admitted requests have still to render
+    backlog_s: float = 0.0  # estimated wait for a new request
+    seconds_per_char: float = 0.0  # learned engine seconds per character, one worker
+    dropped: int = 0  # items dropped before the engine (cancelled or past their deadline)
+    engine_seconds: float = 0.0  # wall time workers spent inside the engine
+
+
+# Engine seconds per character of text on one worker before any call was
+# measured (Kokoro int8, one intra-op thread, 2-core laptop: ~0.012-0.02).
+DEFAULT_SECONDS_PER_CHAR = 0.015
+_RATE_SMOOTHING = 0.2  # weight of the newest measurement in the running estimate
+# An exclusive (all-cores) call vs one worker's single thread, first chunk of
+# 5 words on 2 cores: 0.73 s vs 1.25 s (config.py, fast_lane_threads).
+_FAST_LANE_SPEEDUP = 1.7
+
+
+class Admission:
+    """A request's claim on the engine: characters it has still to render.
+
+    Returned by :meth:`Scheduler.admit`; the request calls :meth:`consume` as
+    chunks finish and :meth:`release` when it ends however it ends (done,
+    failed, cancelled), so abandoned requests stop counting at once.
+    """
+
+    __slots__ = ("deadline", "must_finish", "remaining", "_scheduler", "__weakref__")
+
+    def __init__(
+        self, scheduler: Scheduler, chars: float, deadline: float | None, must_finish: bool
+    ) -> None:
+        self.deadline = deadline  # scheduler clock; None: the scheduler's default timeout
+        self.must_finish = must_finish and deadline is not None
+        self.remaining = float(chars)
+        self._scheduler = scheduler
+
+    def consume(self, chars: float) -> None:
+        with self._scheduler._cond:
+            self.remaining = max(0.0, self.remaining - chars)
+
+    def release(self) -> None:
+        with self._scheduler._cond:
+            self.remaining = 0.0
+            self._scheduler._admissions.discard(self)
 
 
 class CircuitBreaker:
@@ -130,6 +181,11 @@ class Scheduler:
         self._completed = 0
         self._rejected = 0
         self._failed = 0
+        self._dropped = 0
+        self._engine_seconds = 0.0
+        self._admissions: set[Admission] = set()
+        self._seconds_per_char = DEFAULT_SECONDS_PER_CHAR
+        self._rate_samples = 0
         self._stopping = False
         self._threads = [
             threading.Thread(target=self._worker, name=f"voxclone-worker-{i}", daemon=True)
@@ -147,15 +203,24 @@ class Scheduler:
         timeout_s: float | None = None,
         cancelled: Callable[[], bool] | None = None,
         admitted: bool = False,
+        deadline: float | None = None,
+        cost: float | None = None,
     ) -> Future[np.ndarray]:
         """Queue one item. ``admitted`` marks a later chunk of a request whose
         first chunk was accepted: it skips the capacity check, so a request is
         refused up front or not at all (never halfway, after compute was spent).
-        Its extra depth is bounded by the per-request lookahead."""
+        Its extra depth is bounded by the per-request lookahead.
+
+        ``deadline`` (scheduler clock) overrides ``timeout_s``; ``cost`` is the
+        item's characters of text (default: its token count), used to learn
+        the engine's speed."""
         if not self._breaker.allow():
             raise Overloaded("synthesis engine is failing; retry shortly", retry_after=5)
         future: Future[np.ndarray] = Future()
-        deadline = self._clock() + (timeout_s or self._default_timeout)
+        if deadline is None:
+            deadline = self._clock() + (timeout_s or self._default_timeout)
+        if cost is None:
+            cost = float(len(item.token_ids))
         with self._cond:
             if not admitted and len(self._queue) >= self._queue_size:
                 self._rejected += 1
@@ -165,7 +230,8 @@ class Scheduler:
                     retry_after=self.retry_after_s(),
                 )
             heapq.heappush(
-                self._queue, _Work(priority, next(self._seq), item, future, deadline, cancelled)
+                self._queue,
+                _Work(priority, next(self._seq), item, future, deadline, cancelled, cost),
             )
             self._cond.notify()
         return future
@@ -184,8 +250,68 @@ class Scheduler:
             )
 
     def retry_after_s(self) -> float:
-        # Rough: queued work drains at about one item per worker per second.
-        return max(1.0, round(len(self._queue) / max(1, len(self._threads)), 1))
+        # Queued work drains at the learned rate; at least one second.
+        with self._cond:
+            backlog = self._backlog_locked()
+        return float(max(1, math.ceil(backlog)))
+
+    def _backlog_locked(self) -> float:
+        """Estimated seconds until a new request's first chunk would start."""
+        reserved = sum(a.remaining for a in self._admissions)
+        return reserved * self._seconds_per_char / max(1, len(self._threads))
+
+    def check_wait(self, deadline: float) -> None:
+        """Raise Overloaded when the admitted work alone would keep a new
+        request from starting by ``deadline`` (cheap: no lock on the engine)."""
+        self.ensure_capacity()
+        with self._cond:
+            wait = self._backlog_locked()
+            allowed = deadline - self._clock()
+            if wait > allowed:
+                self._rejected += 1
+                raise self._busy(wait, allowed, 0.0)
+
+    def _busy(self, wait: float, allowed: float, own: float) -> Overloaded:
+        return Overloaded(
+            f"server is busy: about {wait:.0f} s of queued work, more than this "
+            f"request's deadline of {max(0.0, allowed):.0f} s allows; retry shortly",
+            retry_after=float(max(1, math.ceil(wait + own - max(0.0, allowed)))),
+        )
+
+    def admit(self, chars: float, deadline: float | None, *, must_finish: bool = True) -> Admission:
+        """Reserve ``chars`` of rendering for a request due by ``deadline``.
+
+        Refuses at once (503 + Retry-After) when the work already admitted
+        means the request could not finish by its deadline (``must_finish``,
+        whole files) or not even start (streams, which deliver as they go).
+        A whole file too long for its deadline even on an idle server gets
+        413: retrying would never help. Without a deadline only the queue
+        bound applies; the reservation still counts in the backlog.
+        """
+        self.ensure_capacity()
+        workers = max(1, len(self._threads))
+        with self._cond:
+            if deadline is not None:
+                allowed = deadline - self._clock()
+                wait = self._backlog_locked()
+                own = chars * self._seconds_per_char / workers if must_finish else 0.0
+                if own > allowed:
+                    self._rejected += 1
+                    fits = int(max(0.0, allowed) * workers / self._seconds_per_char)
+                    raise PayloadTooLarge(
+                        f"this text needs about {own:.0f} s of synthesis, more than the "
+                        f"request deadline of {max(0.0, allowed):.0f} s; stream it or "
+                        f"send at most about {fits} characters",
+                        field="text",
+                        limit=fits,
+                        value=int(chars),
+                    )
+                if wait + own > allowed:
+                    self._rejected += 1
+                    raise self._busy(wait, allowed, own)
+            admission = Admission(self, chars, deadline, must_finish)
+            self._admissions.add(admission)
+        return admission
 
     def run(self, item: SynthItem, **kwargs: object) -> np.ndarray:
         return self.submit(item, **kwargs).result()  # type: ignore[arg-type]
@@ -193,6 +319,10 @@ class Scheduler:
     @property
     def depth(self) -> int:
         return len(self._queue)
+
+    @property
+    def seconds_per_char(self) -> float:
+        return self._seconds_per_char
 
     def stats(self) -> SchedulerStats:
         with self._cond:
@@ -203,6 +333,11 @@ class Scheduler:
                 rejected=self._rejected,
                 failed=self._failed,
                 breaker_open=self._breaker.is_open,
+                reserved_chars=sum(a.remaining for a in self._admissions),
+                backlog_s=self._backlog_locked(),
+                seconds_per_char=self._seconds_per_char,
+                dropped=self._dropped,
+                engine_seconds=self._engine_seconds,
             )
 
     def close(self) -> None:
@@ -252,14 +387,22 @@ class Scheduler:
     def _live(self, batch: list[_Work]) -> list[_Work]:
         now = self._clock()
         live = []
+        dropped = 0
         for work in batch:
             if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
+                dropped += 1
                 if not work.future.cancel():
                     work.future.set_exception(Cancelled("request cancelled"))
             elif now > work.deadline:
+                dropped += 1
                 work.future.set_exception(DeadlineExceeded("request took too long"))
             elif work.future.set_running_or_notify_cancel():
                 live.append(work)
+            else:
+                dropped += 1
+        if dropped:
+            with self._cond:
+                self._dropped += dropped
         return live
 
     def _worker(self) -> None:
@@ -283,6 +426,7 @@ class Scheduler:
         if self._on_batch is not None:
             self._on_batch(len(live))
         items = [w.item for w in live]
+        started = time.perf_counter()
         try:
             if exclusive:
                 outputs = self._engine.synthesize(items, exclusive=True)
@@ -295,11 +439,24 @@ class Scheduler:
             if self._on_failure is not None:
                 self._on_failure()
             log.exception("engine call failed")
+            with self._cond:
+                self._engine_seconds += time.perf_counter() - started
             for work in live:
                 work.future.set_exception(exc)
             return
         self._breaker.record(ok=True)
+        elapsed = time.perf_counter() - started
+        cost = sum(w.cost for w in live)
         with self._cond:
             self._completed += len(live)
+            self._engine_seconds += elapsed
+            if cost >= 8:
+                # A running mean for the first calls (the prior is only a guess
+                # for this machine), then an exponential average that follows load.
+                # An all-cores call is faster than one worker's: scale it back.
+                self._rate_samples += 1
+                weight = max(_RATE_SMOOTHING, 1.0 / self._rate_samples)
+                measured = elapsed * (_FAST_LANE_SPEEDUP if exclusive else 1.0) / cost
+                self._seconds_per_char += weight * (measured - self._seconds_per_char)
         for work, audio in zip(live, outputs, strict=True):
             work.future.set_result(audio)

@@ -5,6 +5,10 @@ caller synthesizes it; the others wait for that result (or its exception).
 The entry is forgotten as soon as the computation ends, so a later call
 computes afresh (normally finding the result in the cache by then).
 
+``do_cancellable`` lets each waiting thread say when its client has gone:
+the shared computation is told to stop only once every waiter has left, so
+one impatient client cannot cancel the audio others are still waiting for.
+
 Threads and asyncio tasks are tracked separately: a thread call and a task
 call with the same key do not share one computation.
 """
@@ -26,6 +30,29 @@ class _ThreadCall(Generic[T]):
         self.done = threading.Event()
         self.result: T | None = None
         self.error: BaseException | None = None
+
+
+class _SharedCall(_ThreadCall[T]):
+    __slots__ = ("flags", "lock")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flags: list[Callable[[], bool] | None] = []
+        self.lock = threading.Lock()
+
+    def join(self, cancelled: Callable[[], bool] | None) -> None:
+        with self.lock:
+            self.flags.append(cancelled)
+
+    def abandoned(self) -> bool:
+        """True once every waiter's client has gone (a waiter without a flag never goes)."""
+        with self.lock:
+            flags = list(self.flags)
+        return all(flag is not None and flag() for flag in flags)
+
+
+# How often a waiting thread checks whether its own client has gone.
+_WAIT_POLL_S = 0.05
 
 
 def _consume_outcome(task: asyncio.Future[Any]) -> None:
@@ -68,6 +95,50 @@ class SingleFlight:
         if call.error is not None:
             raise call.error
         return call.result  # type: ignore[return-value]
+
+    def do_cancellable(
+        self,
+        key: Hashable,
+        fn: Callable[[Callable[[], bool]], T],
+        cancelled: Callable[[], bool] | None = None,
+    ) -> T:
+        """Like :meth:`do`, for work that can stop early.
+
+        ``fn`` receives an ``abandoned()`` callable that turns true only when
+        every waiter's ``cancelled`` is true; it should poll it and stop. A
+        waiter whose own ``cancelled`` turns true stops waiting at once and
+        gets :class:`~voxclone.errors.Cancelled`.
+        """
+        from voxclone.errors import Cancelled
+
+        while True:
+            with self._lock:
+                found = self._thread_calls.get(("cancellable", key))
+                leader = found is None
+                call: _SharedCall[T] = found if found is not None else _SharedCall()  # type: ignore[assignment]
+                call.join(cancelled)
+                if leader:
+                    self._thread_calls[("cancellable", key)] = call
+            if leader:
+                try:
+                    call.result = fn(call.abandoned)
+                except BaseException as exc:
+                    call.error = exc
+                finally:
+                    with self._lock:
+                        del self._thread_calls[("cancellable", key)]
+                    call.done.set()
+            else:
+                while not call.done.wait(_WAIT_POLL_S):
+                    if cancelled is not None and cancelled():
+                        raise Cancelled("request cancelled")
+            if isinstance(call.error, Cancelled) and not (cancelled is not None and cancelled()):
+                # The shared work stopped because everyone else left just as
+                # this waiter joined: start it again rather than fail a live client.
+                continue
+            if call.error is not None:
+                raise call.error
+            return call.result  # type: ignore[return-value]
 
     async def do_async(self, key: Hashable, coro_fn: Callable[[], Awaitable[T]]) -> T:
         """Await ``coro_fn()`` once for all tasks that call with ``key`` concurrently.

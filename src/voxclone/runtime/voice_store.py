@@ -514,6 +514,32 @@ _VOICE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
+# The purge journal has its own schema version (component "purge_journal"),
+# independent of the library's tables. A row says: audio derived from this
+# voice may still sit in a cache tier that could not be reached when the voice
+# was deleted. It is written in the deletion's own transaction, so a crash or
+# an unreachable Redis can delay a purge but never lose it.
+_PURGE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        (
+            "CREATE TABLE purge_journal ("
+            " voice_id TEXT PRIMARY KEY,"
+            " requested_at TEXT NOT NULL,"
+            " attempts INTEGER NOT NULL DEFAULT 0,"
+            " last_error TEXT)"
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class PendingPurge:
+    voice_id: str
+    requested_at: str
+    attempts: int
+    last_error: str | None
+
+
 # Every table holding a voice's data, child tables first. Deletion walks this
 # list explicitly rather than trusting ON DELETE CASCADE alone.
 _VOICE_CHILD_TABLES = ("voice_reference_audio", "voice_prompts", "voice_arrays", "voice_consents")
@@ -586,6 +612,7 @@ class SqliteVoiceStore:
         self._tone_shape = tuple(tone_shape)
         self._hook = statement_hook
         self.schema_version = apply_migrations(self._db, self.COMPONENT, _VOICE_MIGRATIONS)
+        apply_migrations(self._db, "purge_journal", _PURGE_MIGRATIONS)
 
     # -- writes -------------------------------------------------------------
 
@@ -788,10 +815,48 @@ class SqliteVoiceStore:
                 conn.execute(f"DELETE FROM {table} WHERE voice_id = ?", (voice_id,))
                 self._step(f"delete_{table}")
             conn.execute("DELETE FROM voices WHERE id = ?" + where, (voice_id, *params))
+            # Same transaction: the voice cannot be gone without its purge owed.
+            self._journal_purge(conn, voice_id)
         # Push the zeroed pages out of the WAL so no copy of the deleted voice
         # survives in the log file either.
         self._db.checkpoint()
         return record
+
+    # -- purge journal ------------------------------------------------------
+
+    def record_purge(self, voice_id: str) -> None:
+        """Owe a purge of the caches for ``voice_id`` (deleted voices record it themselves)."""
+        with self._db.write() as conn:
+            self._journal_purge(conn, voice_id)
+
+    @staticmethod
+    def _journal_purge(conn: sqlite3.Connection, voice_id: str) -> None:
+        conn.execute(
+            "INSERT INTO purge_journal (voice_id, requested_at, attempts) VALUES (?, ?, 0)"
+            " ON CONFLICT (voice_id) DO UPDATE SET requested_at = excluded.requested_at",
+            (voice_id, utc_now_iso()),
+        )
+
+    def pending_purges(self, limit: int = 1000) -> list[PendingPurge]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT voice_id, requested_at, attempts, last_error FROM purge_journal"
+                " ORDER BY requested_at, voice_id LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [PendingPurge(r[0], r[1], int(r[2]), r[3]) for r in rows]
+
+    def purge_failed(self, voice_id: str, error: str) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE purge_journal SET attempts = attempts + 1, last_error = ?"
+                " WHERE voice_id = ?",
+                (error[:200], voice_id),
+            )
+
+    def purge_done(self, voice_id: str) -> None:
+        with self._db.write() as conn:
+            conn.execute("DELETE FROM purge_journal WHERE voice_id = ?", (voice_id,))
 
     # -- reads --------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from voxclone.errors import NotFound, UnknownModel
+from voxclone.runtime.scheduler import Admission
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.speech import SpeechRequest, SpeechResult, SpeechService
 from voxclone.synth.engine.base import EngineCapabilities
@@ -152,16 +153,45 @@ class SpeechRouter:
         return tuple(dict.fromkeys(lang for s in self._services.values() for lang in s.languages))
 
     def synthesize(
-        self, req: SpeechRequest, *, progress: Callable[[int], None] | None = None
+        self,
+        req: SpeechRequest,
+        *,
+        progress: Callable[[int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> SpeechResult:
         service, routed = self.route(req)
-        return service.synthesize(routed, progress=progress)
+        return service.synthesize(
+            routed, progress=progress, cancelled=cancelled, deadline=deadline, admission=admission
+        )
 
     def stream(
-        self, req: SpeechRequest, *, cancelled: Callable[[], bool] | None = None
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> tuple[str, Iterator[bytes]]:
         service, routed = self.route(req)
-        return service.stream(routed, cancelled=cancelled)
+        return service.stream(routed, cancelled=cancelled, deadline=deadline, admission=admission)
+
+    def admit(self, req: SpeechRequest, deadline: float, *, stream: bool) -> Admission:
+        """Reserve engine time on the engine that will speak ``req`` (see
+        :meth:`SpeechService.admit`). No voice lookup, so it stays safe on the
+        event loop: a stored voice of another engine named without ``model``
+        reserves on the default engine's scheduler."""
+        return self._admission_service(req).admit(req, deadline, stream=stream)
+
+    def check_admission(self, req: SpeechRequest, deadline: float) -> None:
+        self._admission_service(req).check_admission(req, deadline)
+
+    def _admission_service(self, req: SpeechRequest) -> SpeechService:
+        engine = self.engine_for(req.model)
+        if engine is None and req.voice_override is not None:
+            engine = req.voice_override.engine
+        return self._service(engine or self.default_engine)
 
     def render_audio(self, req: SpeechRequest) -> np.ndarray:
         service, routed = self.route(req)

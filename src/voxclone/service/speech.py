@@ -12,16 +12,23 @@ import logging
 import tempfile
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
 from voxclone.runtime.cache import TieredCache, cache_key
-from voxclone.runtime.scheduler import PRIORITY_FIRST_CHUNK, PRIORITY_NORMAL, Scheduler
+from voxclone.runtime.scheduler import (
+    PRIORITY_FIRST_CHUNK,
+    PRIORITY_NORMAL,
+    Admission,
+    Scheduler,
+)
 from voxclone.runtime.singleflight import SingleFlight
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_format
@@ -193,31 +200,50 @@ class SpeechService:
 
     # -- whole-file synthesis --------------------------------------------------
     def synthesize(
-        self, req: SpeechRequest, *, progress: Callable[[int], None] | None = None
+        self,
+        req: SpeechRequest,
+        *,
+        progress: Callable[[int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> SpeechResult:
-        """Whole file. ``progress`` receives the characters of text done per chunk."""
+        """Whole file. ``progress`` receives the characters of text done per chunk.
+
+        ``cancelled`` turns true when the caller no longer wants the result
+        (its client disconnected): the render stops at the next chunk, unless
+        an identical request still waits for the same shared render.
+        ``deadline`` (``time.monotonic()`` clock) is when the file must be
+        done: a request that the queued work would push past it is refused
+        at once, and its chunks still queued at the deadline are dropped.
+        ``admission`` is one taken earlier with :meth:`admit` (the HTTP route
+        takes it on the event loop, so refusals never wait for a thread).
+        """
         voice, language = self._validate(req)
         ctype = content_type(req.format)
         key = self._key(req, voice, language, stream=False)
         if self._cache is not None:
             hit = self._cache.get_entry(key)
             if hit is not None:
+                if admission is not None:
+                    admission.release()
                 return SpeechResult(hit[0].data, ctype, hit[1])
 
-        def render() -> bytes:
+        def render(abandoned: Callable[[], bool]) -> bytes:
             # A request that missed the cache just before an identical render
             # stored its result must not synthesize again.
             if self._cache is not None:
                 late_hit = self._cache.get_entry(key)
                 if late_hit is not None:
                     return late_hit[0].data
-            data = self._render_file(req, voice, language, progress)
+            data = self._render_file(req, voice, language, progress, abandoned, deadline, admission)
             if self._cache is not None:
                 self._cache.put(key, data, voice_id=voice.id, content_type=ctype)
             return data
 
-        # Identical concurrent requests share one synthesis.
-        audio = self._flights.do(key, render)
+        # Identical concurrent requests share one synthesis, which stops only
+        # when all of them have gone.
+        audio = self._flights.do_cancellable(key, render, cancelled)
         return SpeechResult(audio, ctype, "miss")
 
     def _render_file(
@@ -226,19 +252,25 @@ class SpeechService:
         voice: ResolvedVoice,
         language: str,
         progress: Callable[[int], None] | None,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> bytes:
         fmt = parse_format(req.format).value
+        options: dict[str, Any] = {
+            "fast_start": False,
+            "progress": progress,
+            "cancelled": cancelled,
+            "deadline": deadline,
+            "admission": admission,
+        }
         if fmt in WHOLE_FILE_FORMATS:
-            pieces = list(
-                self.render_pieces(req, voice, language, fast_start=False, progress=progress)
-            )
+            pieces = list(self.render_pieces(req, voice, language, **options))
             audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
             return encode(audio, self.sample_rate, fmt, out_rate=req.sample_rate)
         with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
             header = b""
-            for index, part in enumerate(
-                self._encoded(req, voice, language, fast_start=False, progress=progress)
-            ):
+            for index, part in enumerate(self._encoded(req, voice, language, **options)):
                 if index == 0:
                     header = part
                 spool.write(part)
@@ -250,17 +282,36 @@ class SpeechService:
 
     # -- streaming ------------------------------------------------------------
     def stream(
-        self, req: SpeechRequest, *, cancelled: Callable[[], bool] | None = None
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> tuple[str, Iterator[bytes]]:
-        """Validate now (so errors become 4xx), then return (content type, byte iterator)."""
+        """Validate now (so errors become 4xx), then return (content type, byte iterator).
+
+        ``deadline`` bounds the start: a stream that the queued work would
+        keep from starting by then is refused at once (here, so it is a 503
+        and not a stream that ends early). Once audio flows, the client sets
+        the pace and a disconnect (``cancelled``) stops it.
+        """
         voice, language = self._validate(req)
         ctype = content_type(req.format)
         key = self._key(req, voice, language, stream=True)
         if self._cache is not None:
             hit = self._cache.get_entry(key)
             if hit is not None:
+                if admission is not None:
+                    admission.release()
                 return ctype, iter([hit[0].data])
-        return ctype, self._stream_and_cache(req, voice, language, key, ctype, cancelled)
+        if admission is None:
+            admission = self._admit(req.text, deadline, must_finish=False)
+        chunks = self._stream_and_cache(req, voice, language, key, ctype, cancelled, admission)
+        # A generator closed before its first step never runs its ``finally``:
+        # free the reservation when it is dropped, whether it ran or not.
+        weakref.finalize(chunks, admission.release)
+        return ctype, chunks
 
     def _stream_and_cache(
         self,
@@ -270,9 +321,13 @@ class SpeechService:
         key: str,
         ctype: str,
         cancelled: Callable[[], bool] | None,
+        admission: Admission,
     ) -> Iterator[bytes]:
         kept: list[bytes] | None = [] if self._cache is not None else None
-        for part in self._encoded(req, voice, language, fast_start=True, cancelled=cancelled):
+        parts = self._encoded(
+            req, voice, language, fast_start=True, cancelled=cancelled, admission=admission
+        )
+        for part in parts:
             if kept is not None:
                 kept.append(part)
             yield part
@@ -290,16 +345,24 @@ class SpeechService:
         cancelled: Callable[[], bool] | None = None,
         stats: RenderStats | None = None,
         progress: Callable[[int], None] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> Iterator[np.ndarray]:
-        """Yield post-processed, joined float32 audio at the engine rate."""
+        """Yield post-processed, joined float32 audio at the engine rate.
+
+        Without an ``admission`` (taken by :meth:`stream` before it returns)
+        one is taken here, due by ``deadline`` when one is given.
+        """
         controls = replace(
             req.controls.resolve(), native_speed="speed" in self._caps.native_controls
         )
         joiner = PieceJoiner(self.sample_rate)
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
+        if admission is None:
+            admission = self._admit(req.text, deadline, must_finish=True)
         for chunk, audio in self._synthesized(
-            voice, language, req.text, controls, fast_start, cancelled
+            voice, language, req.text, controls, fast_start, cancelled, admission
         ):
             if voice.tone is not None:
                 # Before the controls: pitch and energy act on the voice as cloned.
@@ -335,11 +398,13 @@ class SpeechService:
         controls: ResolvedControls,
         fast_start: bool,
         cancelled: Callable[[], bool] | None,
+        admission: Admission,
     ) -> Iterator[tuple[Chunk, np.ndarray]]:
-        # Refuse before planning: text preparation costs ~15 ms a request, and
-        # a flood of refusals should not queue behind it.
-        self._scheduler.ensure_capacity()
-        plan = self._frontend.plan(text, language, fast_start=fast_start)
+        try:
+            plan = self._frontend.plan(text, language, fast_start=fast_start)
+        except BaseException:
+            admission.release()
+            raise
         pending: deque[tuple[Chunk, Future[np.ndarray]]] = deque()
         abandoned = threading.Event()
 
@@ -355,8 +420,15 @@ class SpeechService:
             item = SynthItem(
                 chunk.token_ids, voice.style, controls.engine_speed, prompt=voice.prompt
             )
+            # A whole file is due by its deadline; a stream only has to start by it.
+            due = admission.deadline if (first or admission.must_finish) else None
             future = self._scheduler.submit(
-                item, priority=priority, cancelled=gone, admitted=not first
+                item,
+                priority=priority,
+                cancelled=gone,
+                admitted=not first,
+                deadline=due,
+                cost=float(len(chunk.text)),
             )
             pending.append((chunk, future))
             return True
@@ -372,12 +444,14 @@ class SpeechService:
                     raise Cancelled("request cancelled")
                 chunk, future = pending.popleft()
                 audio = future.result()
+                admission.consume(len(chunk.text))
                 while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
                     pass
                 yield chunk, audio
         finally:
             # Generator closed early (client went away) or failed: drop queued work.
             abandoned.set()
+            admission.release()
             for _, future in pending:
                 future.cancel()
 
@@ -390,13 +464,23 @@ class SpeechService:
         fast_start: bool,
         cancelled: Callable[[], bool] | None = None,
         progress: Callable[[int], None] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
     ) -> Iterator[bytes]:
         encoder = open_stream_encoder(req.format, self.sample_rate, out_rate=req.sample_rate)
         try:
             yield encoder.header()
-            for audio in self.render_pieces(
-                req, voice, language, fast_start=fast_start, cancelled=cancelled, progress=progress
-            ):
+            pieces = self.render_pieces(
+                req,
+                voice,
+                language,
+                fast_start=fast_start,
+                cancelled=cancelled,
+                progress=progress,
+                deadline=deadline,
+                admission=admission,
+            )
+            for audio in pieces:
                 data = encoder.feed(audio)
                 if data:
                     yield data
@@ -405,6 +489,28 @@ class SpeechService:
                 yield final
         finally:
             encoder.close()
+
+    def _admit(self, text: str, deadline: float | None, *, must_finish: bool) -> Admission:
+        # Before planning: text preparation costs ~15 ms a request, and a flood
+        # of refusals should not queue behind it. Without a deadline (CLI,
+        # jobs) the request only counts towards the backlog others see.
+        return self._scheduler.admit(float(len(text)), deadline, must_finish=must_finish)
+
+    def admit(self, req: SpeechRequest, deadline: float, *, stream: bool) -> Admission:
+        """Reserve engine time for ``req`` before any other work (cheap, no I/O:
+        safe on the event loop). Raises Overloaded (503) when the work already
+        admitted would make it late, PayloadTooLarge (413) when it could not
+        be done by ``deadline`` even alone. The caller releases it at the end
+        (releasing twice is harmless); a cache hit releases it unused."""
+        if isinstance(req.text, str) and len(req.text) > self._max_text:
+            self._validate(req)  # the length error, not an admission one
+        return self._admit(req.text, deadline, must_finish=not stream)
+
+    def check_admission(self, req: SpeechRequest, deadline: float) -> None:
+        """Cheap early refusal (no voice lookup, no cache): raise Overloaded when
+        the work already queued alone would keep this request from starting by
+        ``deadline``. Safe to call on the event loop."""
+        self._scheduler.check_wait(deadline)
 
     def render_audio(self, req: SpeechRequest) -> np.ndarray:
         """Whole utterance as float32 at the engine rate (CLI, tests, benchmarks)."""
@@ -418,6 +524,7 @@ class SpeechService:
         return sum(len(s) for s in self._frontend.prepare(req.text, language))
 
     def invalidate_voice(self, voice_id: str) -> None:
+        """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""
         if self._cache is not None:
             self._cache.invalidate_voice(voice_id)
 

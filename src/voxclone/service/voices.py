@@ -115,6 +115,16 @@ class PromptCloning:
     reporter: QualityReporter | None = None
 
 
+@dataclass(frozen=True)
+class DeletedVoice:
+    record: VoiceRecord
+    purge_pending: bool  # cached audio not yet purged everywhere (journaled, retried)
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
 class VoiceService:
     def __init__(
         self,
@@ -137,12 +147,15 @@ class VoiceService:
         inline_log: InlineVoiceLog | None = None,
         inline_ttl_s: float = 3600.0,
         clock: Callable[[], float] = time.time,
+        purge: Callable[[str], bool] | None = None,
     ) -> None:
         """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
         (None when no style engine is loaded); ``style_engine`` names it in the
         records. ``prompt_engines`` maps engine names to their prompt cloning.
         ``resolve_model`` turns a request's ``model`` into an engine name."""
         self._store = store
+        # Purges the caches of a deleted voice; False = postponed (journaled).
+        self._purge = purge
         self._jobs = jobs
         self._events = job_events
         self._cloner = cloner
@@ -526,7 +539,9 @@ class VoiceService:
     def rename(self, voice_id: str, owner: str, name: str) -> VoiceRecord:
         return self._store.rename(voice_id, owner, name)
 
-    def delete(self, voice_id: str, owner: str) -> VoiceRecord:
+    def delete(self, voice_id: str, owner: str) -> DeletedVoice:
+        """Delete the voice now; its cached audio is purged now or, when a cache
+        tier is unreachable, as soon as it is back (``purge_pending``)."""
         # Check ownership first so another owner's id behaves like a missing one.
         self._store.get(voice_id, owner, include_reference_audio=False)
         with self._deleted_lock:
@@ -536,8 +551,10 @@ class VoiceService:
                 self._publish(self._jobs.request_cancel(job.id, owner))
         record = self._store.delete(voice_id, owner)
         self._jobs.delete_for_voice(voice_id)
+        if self._purge is not None:
+            return DeletedVoice(record, purge_pending=not self._purge(voice_id))
         self._on_voice_changed(voice_id)
-        return record
+        return DeletedVoice(record, purge_pending=False)
 
     # -- refinement ---------------------------------------------------------------
     def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:

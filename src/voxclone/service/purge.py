@@ -1,0 +1,103 @@
+"""Purging a deleted voice's audio from every cache tier, durably.
+
+Deleting a voice owes a purge of everything made with it (DESIGN.md §1.5).
+The voice store writes that debt into its purge journal in the deletion's
+own transaction; :class:`CachePurger` pays it: at once when it can, and
+otherwise (Redis unreachable) on a timer and at the next start, until the
+cache confirms. A journal row disappears only after a successful purge.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+class PurgeJournal(Protocol):
+    def record_purge(self, voice_id: str) -> None: ...
+
+    def pending_purges(self, limit: int = 1000) -> list[Any]: ...
+
+    def purge_failed(self, voice_id: str, error: str) -> None: ...
+
+    def purge_done(self, voice_id: str) -> None: ...
+
+
+class CachePurger:
+    """Runs ``invalidate(voice_id)`` for every journaled purge until it succeeds."""
+
+    def __init__(
+        self,
+        journal: PurgeJournal,
+        invalidate: Callable[[str], object],
+        *,
+        retry_s: float = 10.0,
+    ) -> None:
+        self._journal = journal
+        self._invalidate = invalidate
+        self._retry_s = retry_s
+        self._lock = threading.Lock()  # one purge pass at a time
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def purge(self, voice_id: str) -> bool:
+        """Purge now; True when done, False when it stays journaled for a retry."""
+        with self._lock:
+            return self._attempt(voice_id)
+
+    def _attempt(self, voice_id: str) -> bool:
+        try:
+            self._invalidate(voice_id)
+        except Exception as exc:  # a tier unreachable: keep the debt, retry later
+            log.warning("cache purge of a deleted voice postponed: %s", type(exc).__name__)
+            self._journal.purge_failed(voice_id, type(exc).__name__)
+            self._wake.set()
+            return False
+        self._journal.purge_done(voice_id)
+        return True
+
+    def pending(self) -> int:
+        return len(self._journal.pending_purges())
+
+    def run_pending(self) -> int:
+        """One pass over the journal; returns how many purges are still owed."""
+        with self._lock:
+            left = 0
+            for entry in self._journal.pending_purges():
+                if self._stop.is_set():
+                    break
+                if not self._attempt(entry.voice_id):
+                    left += 1
+            return left
+
+    def start(self) -> None:
+        """Pay old debts now (a previous process may have left some) and keep retrying."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="voxclone-purge", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                left = self.run_pending()
+            except Exception:  # the journal itself failing must not kill the thread
+                log.exception("purge journal pass failed")
+                left = 1
+            if left == 0:
+                # Nothing owed: sleep until a purge fails (or the periodic check).
+                self._wake.wait(max(self._retry_s, 60.0))
+                self._wake.clear()
+            else:
+                self._stop.wait(self._retry_s)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
