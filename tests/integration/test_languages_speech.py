@@ -9,11 +9,11 @@ speech. English also gets the Whisper round trip.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from voxclone.config import Settings
 from voxclone.synth.engine.base import SynthItem
 from voxclone.synth.engine.kokoro import KokoroEngine
 from voxclone.synth.text.frontend import Chunk, TextFrontend
@@ -40,7 +40,7 @@ _NUCLEUS = re.compile(f"[{_VOWELS}]+")
 
 @pytest.fixture(scope="module")
 def engine() -> KokoroEngine:
-    built = KokoroEngine(Path.home() / ".cache" / "voxclone" / "models")
+    built = KokoroEngine(Settings().models_dir)  # honours VOXCLONE_HOME
     built.load()
     return built
 

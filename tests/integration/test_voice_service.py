@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from voxclone.config import Settings
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
@@ -36,7 +37,8 @@ from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
 pytestmark = pytest.mark.models
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
+# Where the models live for this user (honours VOXCLONE_HOME, like the product).
+MODELS = Settings().models_dir
 REFERENCE = ROOT / "tests" / "data" / "librispeech_3005-163389-0000.wav"
 CONSENT = ConsentInput(given=True, statement="I agree to be cloned.", given_by="tester")
 
