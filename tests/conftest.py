@@ -21,6 +21,17 @@ from voxclone.devserver import free_loopback_port
 for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_name, "1")
 
+# Fixtures that load the real models; a test using one (directly or through
+# another fixture) is marked ``models`` whatever its file says.
+_MODEL_FIXTURES = frozenset({"runtime", "transcriber"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.models)
+
+
 # =============================================================================
 # Redis: a real server on a free loopback port, one per test session
 # =============================================================================

@@ -274,3 +274,46 @@ def test_each_route_needs_its_scope(keyed: tuple[TestClient, KeyStore], scope: s
         client.get("/v1/voices", headers={"Authorization": "Bearer vox_" + "x" * 32}).status_code
         == 401
     )
+
+
+# -- refinement: a cancel is final ---------------------------------------------
+
+
+def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> None:
+    """The refiner checks for cancellation only between auditions; a cancel that
+    lands after its last check (e.g. a tiny budget) must still leave the voice
+    untouched and end the job ``cancelled``, not ``succeeded``."""
+    svc, vid = library.service, library.voice.id
+    recipe = {"timbre_weights": [1.0], "timbre_coeffs": [0.0], "prosody_weights": [1.0]}
+    library.store.update_style(
+        vid, A, style=library.voice.style, quality={"style_recipe": recipe}, source="instant"
+    )
+    version = svc.get(vid, A).version
+
+    class Refiner:
+        config = SimpleNamespace(auditions=0, prosody_auditions=0)
+
+        def refine(self, *args: Any, **kwargs: Any) -> Any:
+            (job,) = library.jobs.list(A)
+            svc.cancel_job(job.id, A)  # the user cancels; this refiner never checks
+            return SimpleNamespace(
+                improved=True,
+                similarity=0.9,
+                start_similarity=0.5,
+                wer=None,
+                recipe=kwargs.get("start", args[1] if len(args) > 1 else None),
+                style=library.voice.style + 1.0,
+                evaluations=2,
+                seconds=0.1,
+                notes=[],
+            )
+
+    svc._refiner_source = lambda budget: Refiner()  # type: ignore[assignment,return-value]
+    svc._cloner = SimpleNamespace(  # type: ignore[assignment]
+        alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
+    )
+    job = svc.start_refine(vid, A, budget_s=1.0)
+    svc._executor.shutdown(wait=True)  # the job has run to its end
+    assert svc.get_job(job.id, A).state == "cancelled"
+    assert svc.get(vid, A).version == version
+    assert library.changed == []
