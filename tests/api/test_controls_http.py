@@ -75,9 +75,13 @@ def neutral(runtime: Any) -> dict[str, np.ndarray]:
             return {"native": _native(c), "openai": _openai(c)}
 
 
-def test_both_routes_render_the_same_neutral_audio(neutral: dict[str, np.ndarray]) -> None:
-    # Same engine, voice, text and rate: the OpenAI route adds nothing of its own.
-    assert np.array_equal(neutral["native"], neutral["openai"])
+def test_both_routes_speak_the_same_neutral_voice(neutral: dict[str, np.ndarray]) -> None:
+    # Same engine, voice and text; the OpenAI route streams by default, so its
+    # pieces are cut differently and the samples differ, but not the speech.
+    native, openai = neutral["native"], neutral["openai"]
+    assert _active_s(openai) == pytest.approx(_active_s(native), rel=0.08)
+    assert abs(_octaves(openai, native)) < 0.05
+    assert abs(_louder_db(openai, native)) < 1.0
 
 
 @pytest.mark.parametrize("route", ["native", "openai"])
