@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -33,7 +34,9 @@ from voxclone.runtime.voice_store import ConsentRecord, SqliteVoiceStore, VoiceR
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.speech import SpeechService
 from voxclone.service.voices import VoiceService
+from voxclone.synth.audio.tone import GRID_HZ
 from voxclone.synth.controls import SpeechControls
+from voxclone.synth.voice.builtin import BuiltinVoice
 
 A, B = "tenant-a", "tenant-b"
 
@@ -156,8 +159,32 @@ def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
     assert catalog.listing(B) == []
     # The resolved voice carries what the cache key and the engine need.
     resolved = catalog.resolve(vid, A)
-    assert (resolved.version, resolved.builtin) == (1, False)
+    assert (resolved.name, resolved.version, resolved.language) == ("Alice", 1, "en-us")
+    assert resolved.builtin is False and resolved.tone is None  # enrolled without tone
     np.testing.assert_array_equal(resolved.style, library.voice.style)
+
+
+def test_catalog_lists_builtins_for_everyone_and_carries_the_tone(library: Library) -> None:
+    style = np.zeros((510, 1, 256), np.float32)
+    builtin = BuiltinVoice("clear_female", "a clear voice", "f", {"af": 1.0})
+    catalog = VoiceCatalog({"clear_female": (builtin, style)}, library.store)
+    for owner in (A, B):
+        head = catalog.listing(owner)[0]
+        assert (head.id, head.name, head.description) == (
+            "clear_female",
+            "clear_female",
+            "a clear voice",
+        )
+        assert head.builtin is True and head.language is None
+        assert catalog.resolve("clear_female", owner).builtin is True
+    listed = catalog.listing(A)[1]
+    assert (listed.id, listed.name, listed.builtin) == (library.voice.id, "Alice", False)
+    assert (listed.language, listed.version) == ("en-us", 1)
+    toned = library.store.create(
+        replace(_record("Toned", A, seed=2), tone_db=np.full(GRID_HZ.shape, 3.0, np.float32))
+    )
+    tone = catalog.resolve(toned.id, A).tone
+    assert tone is not None and np.allclose(tone.gain_db, 3.0)
 
 
 def test_invalidation_drops_only_that_voice_from_every_tier(tmp_path: Path) -> None:
@@ -203,6 +230,8 @@ def test_native_route_passes_every_control_and_the_owner() -> None:
     )
     assert (req.text, req.voice, req.language, req.owner) == ("hi", "v_x", "fr", A)
     assert (req.format, req.sample_rate, req.voice_override) == ("mp3", 16_000, None)
+    inline = object()  # an inline reference's one-request voice reaches the service
+    assert speech_request(body, A, inline).voice_override is inline
 
 
 def test_openai_route_passes_speed_emotion_and_the_owner() -> None:
