@@ -22,11 +22,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from voxclone.api.app import create_app
-from voxclone.api.routes_openai import _to_speech_request
+from voxclone.api.routes_openai import OPENAI_FORMATS, OPENAI_MODELS, _to_speech_request
 from voxclone.api.routes_tts import speech_request
 from voxclone.api.schemas import OpenAISpeechRequest, TTSRequest
 from voxclone.config import Settings
-from voxclone.errors import NotFound
+from voxclone.errors import InvalidInput, NotFound, VoxcloneError
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.keys import KeyStore
@@ -346,3 +346,30 @@ def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> 
     assert svc.get_job(job.id, A).state == "cancelled"
     assert svc.get(vid, A).version == version
     assert library.changed == []
+
+
+def test_openai_route_refuses_other_tenants_voices_and_bad_fields(library: Library) -> None:
+    runtime: Any = SimpleNamespace(catalog=VoiceCatalog({}, library.store))
+    vid = library.voice.id
+    ok = _to_speech_request(OpenAISpeechRequest(model="tts-1", input="hi", voice=vid), runtime, A)
+    assert ok.voice == vid and ok.owner == A
+    for voice in (vid, "Alice"):  # B may not even learn that A's voice exists
+        with pytest.raises(NotFound):
+            _to_speech_request(
+                OpenAISpeechRequest(model="tts-1", input="hi", voice=voice), runtime, B
+            )
+    with pytest.raises(VoxcloneError) as bad_model:
+        _to_speech_request(OpenAISpeechRequest(model="gpt-9", input="hi", voice="nova"), runtime, A)
+    assert bad_model.value.status == 400 and bad_model.value.field == "model"
+    assert bad_model.value.limit == list(OPENAI_MODELS) and "gpt-9" in bad_model.value.message
+    with pytest.raises(InvalidInput) as bad_format:
+        _to_speech_request(
+            OpenAISpeechRequest(model="tts-1", input="hi", voice="nova", response_format="ogg"),
+            runtime,
+            A,
+        )
+    assert bad_format.value.field == "response_format" and "ogg" in bad_format.value.message
+    assert bad_format.value.limit == list(OPENAI_FORMATS)
+    # Instructions that name no emotion keep the neutral preset.
+    pirate = OpenAISpeechRequest(model="tts-1", input="hi", voice="nova", instructions="Arr!")
+    assert _to_speech_request(pirate, runtime, A).controls.emotion == "neutral"
