@@ -114,6 +114,8 @@ def test_another_owner_cannot_touch_a_voice_or_its_jobs(library: Library) -> Non
     assert [v.id for v in svc.list(A)] == [vid]
     assert svc.get_job(job.id, A).cancel_requested is False
     assert library.changed == []
+    # B's failed delete must not stop A's running refinement either.
+    assert svc._should_stop(job.id, vid) is False
 
 
 def test_delete_removes_rows_jobs_and_tells_the_caches(library: Library) -> None:
@@ -154,7 +156,8 @@ def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
     for voice in (vid, "Alice"):
         with pytest.raises(NotFound) as missing:
             catalog.resolve(voice, B)
-        assert missing.value.field == "voice"
+        assert missing.value.field == "voice" and voice in missing.value.message
+        assert missing.value.limit == catalog.builtin_names
     assert [v.id for v in catalog.listing(A)] == [vid]
     assert catalog.listing(B) == []
     # The resolved voice carries what the cache key and the engine need.
