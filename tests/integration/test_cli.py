@@ -57,7 +57,7 @@ def _decode_mp3(path: Path) -> tuple[np.ndarray, int]:
     with av.open(str(path)) as container:
         assert container.format.name == "mp3", container.format.name
         stream = container.streams.audio[0]
-        assert stream.codec_context.name == "mp3"
+        assert stream.codec_context.name.startswith("mp3")  # FFmpeg: mp3 or mp3float
         frames = [
             frame.to_ndarray().astype(np.float32).reshape(-1) for frame in container.decode(stream)
         ]
