@@ -6,7 +6,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 APT_PKGS := redis-server chromium iproute2 util-linux
 
-.PHONY: run serve test test-fast lint bench bench-quick install system-deps clean
+.PHONY: run serve test test-fast lint bench bench-quick install system-deps clean mutants
 
 # pip's own progress (one line per package, a bar per download) instead of
 # -q silence: the first install takes minutes and a person should see it move.
@@ -41,6 +41,15 @@ test: install system-deps
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not e2e"
+
+# Mutation testing of the privacy- and contract-critical modules ([tool.mutmut]
+# in pyproject.toml); before a release, not in every CI run. MUTANTS narrows the
+# run to mutant names (globs), e.g. MUTANTS='voxclone.service.catalog*'.
+MUTANTS ?=
+mutants: install
+	rm -rf mutants
+	nice -n 10 $(BIN)/mutmut run --max-children 2 $(MUTANTS)
+	$(BIN)/mutmut results
 
 lint: install
 	$(BIN)/ruff check src tests bench scripts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -13,6 +14,23 @@ import numpy as np
 import pytest
 
 from voxclone.devserver import free_loopback_port
+
+# Offline: in-process connections beyond loopback are refused by pytest-socket
+# (pyproject.toml); child processes (CLI, dev servers) get the hubs' offline
+# switches, so a model lookup there fails instead of downloading.
+for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(_name, "1")
+
+# Fixtures that load the real models; a test using one (directly or through
+# another fixture) is marked ``models`` whatever its file says.
+_MODEL_FIXTURES = frozenset({"runtime", "transcriber"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.models)
+
 
 # =============================================================================
 # Redis: a real server on a free loopback port, one per test session

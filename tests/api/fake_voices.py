@@ -8,7 +8,7 @@ on a real JobEvents so the SSE route can be exercised.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,27 +16,6 @@ import numpy as np
 from voxclone.errors import AudioQualityError, NotFound
 from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord, VoiceSummary
-
-
-@dataclass
-class FakeConsentInput:
-    given: bool
-    statement: str
-    given_by: str
-    client_address: str | None = None
-
-
-@dataclass
-class FakeEnrollRequest:
-    audio: bytes
-    name: str
-    owner: str
-    consent: Any
-    language: str = "en-us"
-    keep_reference: bool = False
-    refine: bool = False
-    match_tone: bool = True
-    extra_audio: tuple[bytes, ...] = ()
 
 
 class FakeVoiceService:

@@ -6,11 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_voices import FakeConsentInput, FakeEnrollRequest, FakeVoiceService
+from fake_voices import FakeVoiceService
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from voxclone.api import routes_voices
 from voxclone.runtime.job_store import JobEvents
 
 
@@ -74,9 +73,6 @@ def test_wrong_scope_is_403(keyed_app: FastAPI) -> None:
 def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
-    monkeypatch.setattr(
-        routes_voices, "request_types", lambda: (FakeConsentInput, FakeEnrollRequest)
-    )
     yield service
 
 

@@ -11,7 +11,7 @@ import soundfile as sf
 
 from voxclone.devserver import ServerNotReady, running_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.models]  # the server loads Kokoro
 
 openai = pytest.importorskip("openai")
 

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_voices import FakeConsentInput, FakeEnrollRequest, FakeVoiceService
+from fake_voices import FakeVoiceService
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from voxclone.api import routes_voices
 from voxclone.runtime.job_store import JobEvents
 from voxclone.runtime.voice_store import ConsentRecord
 
@@ -30,12 +29,6 @@ CONSENT = {"consent": "true", "consent_statement": "I agree that my voice is clo
 def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
-    try:
-        routes_voices.request_types()
-    except Exception:
-        monkeypatch.setattr(
-            routes_voices, "request_types", lambda: (FakeConsentInput, FakeEnrollRequest)
-        )
     yield service
 
 

@@ -1,4 +1,8 @@
-"""Voice library, jobs and job-progress SSE routes, against FakeVoiceService."""
+"""Voice library, jobs and job-progress SSE routes, against FakeVoiceService.
+
+These check the routes' shape (forms, status codes, SSE framing) with the
+real request types; tenancy and deletion on the real service are tested in
+tests/integration/test_tenancy_privacy.py."""
 
 from __future__ import annotations
 
@@ -9,10 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_voices import FakeConsentInput, FakeEnrollRequest, FakeVoiceService
+from fake_voices import FakeVoiceService
 from fastapi.testclient import TestClient
 
-from voxclone.api import routes_voices
 from voxclone.runtime.job_store import JobEvents
 
 
@@ -21,12 +24,6 @@ def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceSer
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
     monkeypatch.setattr(runtime, "job_events", service.events)
-    try:
-        routes_voices.request_types()
-    except Exception:
-        monkeypatch.setattr(
-            routes_voices, "request_types", lambda: (FakeConsentInput, FakeEnrollRequest)
-        )
     yield service
 
 
@@ -125,12 +122,19 @@ def test_job_events_stream_progress_until_done(client: TestClient, fake: FakeVoi
     assert "event: done" in r.text
 
 
-def test_voice_routes_without_voice_service_are_503(client: TestClient, runtime: Any) -> None:
-    if getattr(runtime, "voices", None) is not None:
-        pytest.skip("the runtime has a real voice service")
-    r = client.get("/v1/voices")
-    assert r.status_code == 503
-    assert r.json()["error"]["code"] == "not_ready"
+def test_voice_routes_without_voice_service_are_503(
+    client: TestClient, runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A runtime built with ``with_voices=False`` (a synthesis-only replica) has none.
+    monkeypatch.setattr(runtime, "voices", None)
+    for r in (
+        client.get("/v1/voices"),
+        client.get("/v1/voices/v_missing"),
+        client.post("/v1/voices", data=FORM, files={"audio": ("a.wav", b"RIFF", "audio/wav")}),
+        client.get("/v1/jobs/j_missing"),
+    ):
+        assert r.status_code == 503, r.text
+        assert r.json()["error"]["code"] == "not_ready"
 
 
 def test_tts_with_inline_reference_clip(client: TestClient, fake: FakeVoiceService) -> None:

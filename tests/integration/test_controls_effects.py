@@ -11,6 +11,12 @@ Its four runs still contain every speed × pitch pair (the interaction that can
 hurt intelligibility: a fast, low, resynthesized voice), and each energy level
 appears at both speeds and both pitches; energy is a gain + tilt that Whisper
 barely hears, so aliasing it with speed × pitch costs nothing we test for.
+
+What this fraction does not cover, said plainly: the four other corners are not
+checked here, among them (2.0, −0.5, 1.2), the one the benchmark measures worst
+(41.7 % WER on one sentence, docs/benchmarks.md "Control corners"). The product
+makes no intelligibility promise there; synth/controls.py states the measured
+8–42 % range at speed 2.0 instead of a guess.
 """
 
 from __future__ import annotations

@@ -24,6 +24,19 @@ SENTENCES = [
 ]
 
 
+CORPUS_WORDS = sum(len(text.split()) for text in SENTENCES)  # 107
+# Word errors measured on this corpus (2026-11-30, 2-core x86, Whisper tiny.en):
+# clear_female 2 of 107 (1.9 %), clear_male 0 of 107 (0.0 %). The bar allows
+# MARGIN_WORDS more, for Whisper's and the engine's drift across CPUs and
+# library versions; a regression of a few words per sentence fails it.
+MEASURED_ERRORS = {"clear_female": 2, "clear_male": 0}
+MARGIN_WORDS = 3
+
+
+def _bar(measured_errors: int) -> float:
+    return (measured_errors + MARGIN_WORDS) / CORPUS_WORDS
+
+
 def _corpus_wer(runtime: object, transcriber: object, voice: str) -> float:
     errors = 0.0
     words = 0
@@ -40,10 +53,10 @@ def _corpus_wer(runtime: object, transcriber: object, voice: str) -> float:
 def test_default_voice_is_intelligible(runtime: object, transcriber: object) -> None:
     wer = _corpus_wer(runtime, transcriber, "clear_female")
     print(f"\nround-trip WER clear_female (Whisper tiny.en, 10 sentences): {100 * wer:.1f} %")
-    assert wer <= 0.10
+    assert wer <= _bar(MEASURED_ERRORS["clear_female"]), f"{100 * wer:.1f} %"
 
 
 def test_male_builtin_is_intelligible(runtime: object, transcriber: object) -> None:
     wer = _corpus_wer(runtime, transcriber, "clear_male")
     print(f"\nround-trip WER clear_male (Whisper tiny.en, 10 sentences): {100 * wer:.1f} %")
-    assert wer <= 0.15
+    assert wer <= _bar(MEASURED_ERRORS["clear_male"]), f"{100 * wer:.1f} %"

@@ -9,11 +9,11 @@ speech. English also gets the Whisper round trip.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from voxclone.config import Settings
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
@@ -39,7 +39,7 @@ _NUCLEUS = re.compile(f"[{_VOWELS}]+")
 
 @pytest.fixture(scope="module")
 def engine() -> Engine:
-    built = registry.create("kokoro", EngineConfig(Path.home() / ".cache" / "voxclone" / "models"))
+    built = registry.create("kokoro", EngineConfig(Settings().models_dir))  # honours VOXCLONE_HOME
     built.load()
     return built
 

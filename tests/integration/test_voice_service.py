@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from voxclone.config import Settings
 from voxclone.errors import AudioQualityError, InvalidInput, NotFound
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
@@ -36,7 +37,8 @@ pytestmark = pytest.mark.models
 
 ROOT = Path(__file__).resolve().parents[2]
 KOKORO_RATE = 24_000
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
+# Where the models live for this user (honours VOXCLONE_HOME, like the product).
+MODELS = Settings().models_dir
 REFERENCE = ROOT / "tests" / "data" / "librispeech_3005-163389-0000.wav"
 CONSENT = ConsentInput(given=True, statement="I agree to be cloned.", given_by="tester")
 
@@ -121,12 +123,8 @@ def test_enroll_synthesize_refine_delete_round_trip(service: Any) -> None:
     assert store.get(record.id, "owner-a").reference_audio is None  # not kept unless asked
     assert isinstance(record.quality["similarity"], float)
     assert record.quality["reference_pitch_hz"] > 60  # a male speaker, measured
-    # The clone speaks at the reference's median F0 (within a semitone), as measured
-    # on the probe sentence the report and the tone match were derived from.
-    calibration = record.quality["pitch_calibration"]
-    gap = 12 * np.log2(calibration["clone_pitch_hz"] / record.quality["reference_pitch_hz"])
-    assert abs(gap) < 1.0, calibration
-    assert 1 <= calibration["renders"] <= 3
+    # Pitch calibration (the promise: within half a semitone) is checked on a male
+    # and a female reference in test_clone_speaks_at_the_reference_pitch.
 
     speech = engine.synthesize([SynthItem(tokens, record.style, 1.0)])[0]
     assert speech.size > 12_000 and float(np.abs(speech).max()) > 0.01
@@ -143,14 +141,40 @@ def test_enroll_synthesize_refine_delete_round_trip(service: Any) -> None:
 
     with pytest.raises(NotFound):  # another owner cannot see or delete it
         svc.delete(record.id, "owner-b")
+    changed.clear()  # the refine above already reported this voice as changed
     deleted = svc.delete(record.id, "owner-a")
     assert deleted.id == record.id
-    assert changed[-1] == record.id
+    assert changed == [record.id]  # the delete itself tells the caches
     with pytest.raises(NotFound):
         svc.get(record.id, "owner-a")
     with pytest.raises(NotFound):
         jobs.get(refine_job.id, "owner-a")
     assert [v.id for v in svc.list("owner-a")] == [kept.id]
+
+
+FEMALE_REFERENCE = ROOT / "tests" / "data" / "librispeech_1088-129236-0000.wav"
+
+
+@pytest.mark.parametrize(
+    ("reference", "low_hz", "high_hz"),
+    [(REFERENCE, 70.0, 165.0), (FEMALE_REFERENCE, 165.0, 300.0)],
+    ids=["male-3005", "female-1088"],
+)
+def test_clone_speaks_at_the_reference_pitch(
+    service: Any, reference: Path, low_hz: float, high_hz: float
+) -> None:
+    """The promise of synth/voice/pitch_calibration.py and docs/architecture.md: the
+    clone's median F0 on the probe sentence is within half a semitone of the
+    reference's. Measured 2026-11-30 (composition root, same calibrator): female 1088
+    +0.05 semitone at 192.8 Hz in 2 renders, male 3005 −0.21 semitone at 105.4 Hz in 3."""
+    svc, _, _ = service
+    record, _ = svc.enroll(EnrollRequest(reference.read_bytes(), "pitch", "owner-a", CONSENT))
+    reference_hz = record.quality["reference_pitch_hz"]
+    assert low_hz < reference_hz < high_hz  # the clip is the sex it is labelled
+    calibration = record.quality["pitch_calibration"]
+    gap = 12 * np.log2(calibration["clone_pitch_hz"] / reference_hz)
+    assert abs(gap) < 0.5, calibration
+    assert 1 <= calibration["renders"] <= 3
 
 
 def test_inline_voice_is_not_stored(service: Any) -> None:

@@ -302,11 +302,8 @@ def test_singleflight_threads_share_one_call() -> None:
     threads = [threading.Thread(target=worker) for _ in range(32)]
     for t in threads:
         t.start()
-    # let every thread reach the flight before releasing the computation
-    deadline = time.monotonic() + 5
-    while flight.in_flight() == 0 and time.monotonic() < deadline:
-        time.sleep(0.001)
-    time.sleep(0.2)
+    # Release the computation only once the 31 other threads wait on it.
+    _wait_for_followers(flight, "k", 31)
     gate.set()
     for t in threads:
         t.join(5)
@@ -314,6 +311,19 @@ def test_singleflight_threads_share_one_call() -> None:
     assert results == [42] * 32
     assert flight.in_flight() == 0
     assert flight.do("k", lambda: 7) == 7  # entry removed: a later call computes afresh
+
+
+def _wait_for_followers(flight: SingleFlight, key: str, count: int) -> None:
+    """Until ``count`` threads block on ``key``'s call: a condition, not a sleep
+    (a slow thread arriving after the release would compute a second time)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        call = flight._thread_calls.get(key)
+        # threading.Event keeps its waiters in its Condition (CPython).
+        if call is not None and len(call.done._cond._waiters) >= count:  # type: ignore[attr-defined]
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"{count} threads did not reach the flight")
 
 
 def test_singleflight_threads_all_see_the_exception() -> None:
@@ -334,7 +344,7 @@ def test_singleflight_threads_all_see_the_exception() -> None:
     threads = [threading.Thread(target=worker) for _ in range(8)]
     for t in threads:
         t.start()
-    time.sleep(0.2)
+    _wait_for_followers(flight, "k", 7)
     gate.set()
     for t in threads:
         t.join(5)

@@ -329,9 +329,10 @@ def test_batch_waits_at_most_max_wait(make_scheduler) -> None:
 
 def test_items_arriving_within_max_wait_share_a_batch(make_scheduler) -> None:
     engine = FakeEngine(native_batching=True)
-    sched = make_scheduler(engine, workers=1, max_batch=8, max_wait_ms=300)
+    # A window far longer than any scheduling delay, closed by the batch filling
+    # up: no sleep decides whether the second item is "within" the window.
+    sched = make_scheduler(engine, workers=1, max_batch=2, max_wait_ms=60_000)
     first = sched.submit(item(1))
-    time.sleep(0.05)  # well within the batching window
     second = sched.submit(item(2))
     first.result(WAIT_S)
     second.result(WAIT_S)

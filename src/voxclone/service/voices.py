@@ -633,6 +633,10 @@ class VoiceService:
                 on_progress=on_progress,
                 should_cancel=lambda: self._should_stop(job_id, record.id),
             )
+            # The refiner checks only between auditions (and not at all once its
+            # budget is spent): a cancel that came after its last check still wins.
+            if self._should_stop(job_id, record.id):
+                raise Cancelled("refinement was cancelled")
             tone_db = record.tone_db
             if result.improved and spectrum is not None:
                 tone_db = None if tone is None else tone.gain_db

@@ -34,7 +34,10 @@ ENERGY_RANGE = (0.8, 1.2)
 INTENSITY_RANGE = (0.0, 1.0)
 # Above this the model itself becomes unintelligible (speed 2.0: 67–100 % WER
 # with Whisper tiny.en); faster requests are rendered at this speed and
-# time-compressed with WSOLA (synth/audio/timescale.py): 0–11 % WER at 2.0.
+# time-compressed with WSOLA (synth/audio/timescale.py). Measured at speed 2.0
+# on the benchmark's one-sentence corners (docs/benchmarks.md, "Control
+# corners"): 8–42 % WER, worst with pitch −0.5 and energy 1.2 (41.7 %); speed
+# 2.0 is usable, not transparent, and a low pitch makes it worse.
 ENGINE_SPEED_MAX = 1.25
 # Kokoro's own speed control is not exact: it rounds each phoneme's duration
 # to whole frames, so near 1.0 the audio changes only about half as much as
