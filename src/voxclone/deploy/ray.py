@@ -8,7 +8,7 @@ composition root ``voxclone.bootstrap``. Ray's HTTP proxy forwards every ASGI
 message as it is produced, so streamed audio is not buffered.
 
 Why no separate engine deployment with ``@serve.batch``: the Kokoro graph
-takes one sequence per call (``tokens`` is [1, T]; ``KokoroEngine`` reports
+takes one sequence per call (``tokens`` is [1, T]; the Kokoro engine reports
 ``native_batching=False``), so a batch of N is N calls in a row — Ray batching
 would add a hop and a wait without saving a single engine call. Replicas, each
 with its own engine workers, are the unit of scale.
