@@ -71,7 +71,7 @@ def neutral(runtime: Any) -> dict[str, np.ndarray]:
     """Neutral renders, one per route (module-scoped: both are reused below)."""
     with tempfile.TemporaryDirectory() as home:
         app = create_app(Settings(home=Path(home)), runtime=runtime)
-        with TestClient(app) as c:
+        with TestClient(app, base_url="http://127.0.0.1") as c:
             return {"native": _native(c), "openai": _openai(c)}
 
 

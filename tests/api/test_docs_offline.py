@@ -15,7 +15,7 @@ _URL_IN_PAGE = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url:\s*["']([^
 
 def _client(tmp_path: Path) -> TestClient:
     # No lifespan (no `with`): the docs pages need no models.
-    return TestClient(create_app(Settings(home=tmp_path)))
+    return TestClient(create_app(Settings(home=tmp_path)), base_url="http://127.0.0.1")
 
 
 def test_docs_pages_reference_only_local_assets(tmp_path: Path) -> None:

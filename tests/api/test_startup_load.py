@@ -27,13 +27,16 @@ def unloadable_home(tmp_path: Path) -> Path:
 
 def test_blocking_start_fails_when_models_cannot_load(tmp_path: Path) -> None:
     app = create_app(Settings(home=unloadable_home(tmp_path)), load_in_background=False)
-    with pytest.raises(RuntimeError, match="model loading failed"), TestClient(app):
+    with (
+        pytest.raises(RuntimeError, match="model loading failed"),
+        TestClient(app, base_url="http://127.0.0.1"),
+    ):
         pass
 
 
 def test_default_start_returns_at_once_and_reports_on_readyz(tmp_path: Path) -> None:
     app = create_app(Settings(home=unloadable_home(tmp_path)))
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         assert client.get("/healthz").status_code == 200
         deadline = time.monotonic() + 60
         while True:

@@ -107,7 +107,7 @@ def test_enroll_speak_refuse_delete(runtime: Runtime) -> None:
 def test_http_enroll_stream_and_delete(runtime: Runtime, tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "app", engines="pocket-tts,kokoro")
     app = create_app(settings, runtime=runtime)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         models = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
         assert models["pocket-tts"]["clone_method"] == "prompt"
         enrolled = client.post(

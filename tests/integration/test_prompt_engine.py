@@ -236,7 +236,7 @@ def test_builtins_and_aliases_per_engine(runtime: Runtime) -> None:
 
 def test_http_surface_shows_engines(runtime: Runtime, tmp_path: Path) -> None:
     app = create_app(Settings(home=tmp_path / "app", engines="tones,tones2"), runtime=runtime)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         models = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
         assert models["tones"]["clone_method"] == "prompt" and models["tones"]["default"]
         assert models["tts-1"]["engine"] == "tones" and models["tts-1"]["alias"]

@@ -265,7 +265,7 @@ def test_voice_deleted_while_redis_is_down_is_purged_when_it_returns(
             )
         )
         app = create_app(settings, runtime=runtime)
-        with TestClient(app, raise_server_exceptions=False) as api:
+        with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as api:
             for text in ("One.", "Two.", "Three."):
                 spoken = api.post("/v1/tts", json={"text": text, "voice": voice.id})
                 assert spoken.status_code == 200, spoken.text

@@ -108,6 +108,10 @@ class OptimizedModelCache:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.optimized_model_filepath = str(tmp)
+        # ORT warns on stderr that a graph saved at this level is tied to this
+        # machine; the cache key (ORT version + CPU) already says so, and the
+        # warning broke the CLI's one-line errors on a first start.
+        opts.log_severity_level = 3
         try:
             session = factory(str(self._source), opts)
             if tmp.exists() and tmp.stat().st_size > 0:
