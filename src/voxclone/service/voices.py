@@ -263,27 +263,17 @@ class VoiceService:
             return self._enroll_prompt(req, consent, reference, prompt_engine), None
         engine, model_id, model_version = self._style_identity()
         cloned = self._pipeline_or_fail().clone(references, match_tone=req.match_tone)
-        record = self._store.create(
-            VoiceRecord(
-                id="",
-                name=req.name,
-                language=req.language,
-                owner=req.owner,
-                created_at="",
-                updated_at="",
-                version=1,
-                consent=consent,
-                embedding=cloned.print.embedding.astype(np.float32),
-                style=cloned.voice.style.astype(np.float32),
-                quality=self._quality(references, cloned),
-                source="instant",
-                reference_audio=req.audio if req.keep_reference else None,
-                reference_spectrum=cloned.print.spectrum,
-                tone_db=None if cloned.tone is None else cloned.tone.gain_db,
-                engine=engine,
-                model_id=model_id,
-                model_version=model_version,
-            )
+        record = self._create(
+            req,
+            consent,
+            embedding=cloned.print.embedding,
+            style=cloned.voice.style.astype(np.float32),
+            quality=self._quality(references, cloned),
+            reference_spectrum=cloned.print.spectrum,
+            tone_db=None if cloned.tone is None else cloned.tone.gain_db,
+            engine=engine,
+            model_id=model_id,
+            model_version=model_version,
         )
         job = self.start_refine(record.id, req.owner) if req.refine else None
         return record, job
@@ -316,6 +306,22 @@ class VoiceService:
         quality["clone_method"] = "prompt"
         quality["instant_clone_s"] = round(clone_s, 3)
         caps = cloning.capabilities
+        return self._create(
+            req,
+            consent,
+            embedding=embedding,
+            style=None,
+            quality=quality,
+            engine=caps.engine,
+            model_id=caps.model_id,
+            model_version=caps.model_version,
+            prompt=blob,
+        )
+
+    def _create(
+        self, req: EnrollRequest, consent: ConsentRecord, *, embedding: np.ndarray, **fields: Any
+    ) -> VoiceRecord:
+        """Store a new instant voice for ``req`` (``fields``: what the clone made)."""
         return self._store.create(
             VoiceRecord(
                 id="",
@@ -327,14 +333,9 @@ class VoiceService:
                 version=1,
                 consent=consent,
                 embedding=np.asarray(embedding, np.float32),
-                style=None,
-                quality=quality,
                 source="instant",
                 reference_audio=req.audio if req.keep_reference else None,
-                engine=caps.engine,
-                model_id=caps.model_id,
-                model_version=caps.model_version,
-                prompt=blob,
+                **fields,
             )
         )
 
