@@ -150,7 +150,7 @@ def test_recovery_can_be_deferred(tmp_path: Path) -> None:
 
 def test_shares_a_file_with_the_voice_store(tmp_path: Path) -> None:
     path = tmp_path / "voxclone.sqlite3"
-    voices = SqliteVoiceStore(path)
+    voices = SqliteVoiceStore(path, style_shapes={"kokoro": (510, 1, 256)})
     jobs = SqliteJobStore(path)
     job = jobs.create(kind="refine", owner="alice")
     assert voices.count() == 0 and jobs.get(job.id, None).state == "queued"
@@ -159,7 +159,7 @@ def test_shares_a_file_with_the_voice_store(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     versions = dict(conn.execute("SELECT component, version FROM schema_version").fetchall())
     conn.close()
-    assert set(versions) == {"voices", "jobs"}
+    assert set(versions) == {"voices", "jobs", "purge_journal"}
 
 
 def test_concurrent_updates_from_threads(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from voxclone.api.app import create_app
-from voxclone.api.routes_openai import OPENAI_FORMATS, OPENAI_MODELS, _to_speech_request
+from voxclone.api.routes_openai import OPENAI_FORMATS, _to_speech_request
 from voxclone.api.routes_tts import speech_request
 from voxclone.api.schemas import OpenAISpeechRequest, TTSRequest
 from voxclone.config import Settings
@@ -32,11 +32,13 @@ from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.voice_store import ConsentRecord, SqliteVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechService
 from voxclone.service.voices import VoiceService
 from voxclone.synth.audio.tone import GRID_HZ
 from voxclone.synth.controls import SpeechControls
-from voxclone.synth.voice.builtin import BuiltinVoice
+from voxclone.synth.engine.base import EngineVoice
+from voxclone.synth.voice.pipeline import CloningPipeline
 
 A, B = "tenant-a", "tenant-b"
 
@@ -64,6 +66,28 @@ def _record(name: str, owner: str, seed: int = 0) -> VoiceRecord:
     )
 
 
+class _Engine:
+    """What a catalog reads from an engine: its built-ins and model id."""
+
+    capabilities = SimpleNamespace(model_id="kokoro-82m-v1.0-int8")
+
+    def __init__(self, voices: dict[str, EngineVoice]) -> None:
+        self._voices = voices
+
+    def builtin_voices(self) -> dict[str, EngineVoice]:
+        return self._voices
+
+
+def _openai_runtime(store: SqliteVoiceStore | None) -> Any:
+    """What the OpenAI route reads from a runtime: the catalog (with the two
+    voices OpenAI's names stand for) and the model router."""
+    style = np.zeros((510, 1, 256), np.float32)
+    builtins = {n: EngineVoice(n, n, style=style) for n in ("clear_female", "clear_male")}
+    catalog = VoiceCatalog({"kokoro": _Engine(builtins)}, store)
+    kokoro: Any = SimpleNamespace(capabilities=_Engine.capabilities)
+    return SimpleNamespace(catalog=catalog, speech=SpeechRouter({"kokoro": kokoro}, catalog))
+
+
 class Library(SimpleNamespace):
     service: VoiceService
     store: SqliteVoiceStore
@@ -75,7 +99,8 @@ class Library(SimpleNamespace):
 @pytest.fixture()
 def library(tmp_path: Path) -> Iterator[Library]:
     db = tmp_path / "voices.sqlite3"
-    store, jobs = SqliteVoiceStore(db), SqliteJobStore(db)
+    store = SqliteVoiceStore(db, style_shapes={"kokoro": (510, 1, 256)})
+    jobs = SqliteJobStore(db)
     changed: list[str] = []
     service = VoiceService(
         store=store,
@@ -149,7 +174,7 @@ def test_delete_cancels_the_voices_running_jobs(library: Library) -> None:
 
 
 def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
-    catalog = VoiceCatalog({}, library.store)
+    catalog = VoiceCatalog({"kokoro": _Engine({})}, library.store)
     vid = library.voice.id
     assert catalog.resolve(vid, A).id == vid
     assert catalog.resolve("alice", A).id == vid  # names are case-insensitive
@@ -169,8 +194,8 @@ def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
 
 def test_catalog_lists_builtins_for_everyone_and_carries_the_tone(library: Library) -> None:
     style = np.zeros((510, 1, 256), np.float32)
-    builtin = BuiltinVoice("clear_female", "a clear voice", "f", {"af": 1.0})
-    catalog = VoiceCatalog({"clear_female": (builtin, style)}, library.store)
+    builtin = EngineVoice("clear_female", "a clear voice", style=style)
+    catalog = VoiceCatalog({"kokoro": _Engine({"clear_female": builtin})}, library.store)
     for owner in (A, B):
         head = catalog.listing(owner)[0]
         assert (head.id, head.name, head.description) == (
@@ -238,7 +263,7 @@ def test_native_route_passes_every_control_and_the_owner() -> None:
 
 
 def test_openai_route_passes_speed_emotion_and_the_owner() -> None:
-    runtime: Any = SimpleNamespace(catalog=VoiceCatalog({}, None))
+    runtime = _openai_runtime(None)
     body = OpenAISpeechRequest(
         model="tts-1",
         input="hi",
@@ -341,8 +366,11 @@ def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> 
             )
 
     svc._refiner_source = lambda budget: Refiner()  # type: ignore[assignment,return-value]
-    svc._cloner = SimpleNamespace(  # type: ignore[assignment]
-        alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
+    svc._pipeline = CloningPipeline(  # the refine wiring, with a cloner that offers nothing
+        SimpleNamespace(  # type: ignore[arg-type]
+            alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
+        ),
+        probe=None,
     )
     job = svc.start_refine(vid, A, budget_s=1.0)
     svc._executor.shutdown(wait=True)  # the job has run to its end
@@ -352,7 +380,7 @@ def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> 
 
 
 def test_openai_route_refuses_other_tenants_voices_and_bad_fields(library: Library) -> None:
-    runtime: Any = SimpleNamespace(catalog=VoiceCatalog({}, library.store))
+    runtime = _openai_runtime(library.store)
     vid = library.voice.id
     ok = _to_speech_request(OpenAISpeechRequest(model="tts-1", input="hi", voice=vid), runtime, A)
     assert ok.voice == vid and ok.owner == A
@@ -364,7 +392,9 @@ def test_openai_route_refuses_other_tenants_voices_and_bad_fields(library: Libra
     with pytest.raises(VoxcloneError) as bad_model:
         _to_speech_request(OpenAISpeechRequest(model="gpt-9", input="hi", voice="nova"), runtime, A)
     assert bad_model.value.status == 400 and bad_model.value.field == "model"
-    assert bad_model.value.limit == list(OPENAI_MODELS) and "gpt-9" in bad_model.value.message
+    assert (
+        bad_model.value.limit == runtime.speech.model_names and "gpt-9" in bad_model.value.message
+    )
     with pytest.raises(InvalidInput) as bad_format:
         _to_speech_request(
             OpenAISpeechRequest(model="tts-1", input="hi", voice="nova", response_format="ogg"),

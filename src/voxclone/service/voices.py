@@ -568,7 +568,7 @@ class VoiceService:
                 value=budget,
             )
         record = self._store.get(voice_id, owner, include_reference_audio=False)
-        if record.style is None or self._cloner is None:
+        if record.style is None or self._pipeline is None:
             raise InvalidInput(
                 "only voices of a style engine can be refined; this voice is a "
                 f"{record.engine} prompt voice",
