@@ -129,16 +129,16 @@ def pitch_methods(runtime: Runtime, transcriber: Transcriber) -> dict[str, dict[
         )
 
     engine = runtime.engine
-    packs = engine.assets.packs
+    packs = engine.style_packs()
     style = runtime.catalog.resolve(VOICE, None).style
     female = np.mean([packs[name] for name in FEMALE_PACKS], axis=0)
     direction = np.zeros_like(style)
     direction[..., 128:] = female[..., 128:] - packs["jm_kumo"][..., 128:]
-    frontend = runtime.speech._frontend
 
     rows: dict[str, list[dict[str, float]]] = {"world": [], "psola": [], "style": []}
     for text in SENTENCES:
-        tokens = next(iter(frontend.plan(text, "en-us", fast_start=False))).token_ids
+        _, planned = runtime.speech.plan(SpeechRequest(text=text, voice=VOICE, language="en-us"))
+        tokens = next(planned).token_ids
         base = engine.synthesize([SynthItem(tokens, style, 1.0)])[0]
         base_f0 = float(np.median(measure_f0(base, SR)))
         base_embedding = embed(base)

@@ -81,8 +81,8 @@ def run(repeat: int, threads: int) -> dict[str, object]:
     }
     for label, text in (("5s", TEXT_5S), ("30s", TEXT_30S)):
         request = SpeechRequest(text=text, voice=settings.default_voice)
-        resolved, language = speech._validate(request)
-        chunks = list(speech._frontend.plan(text, language))
+        _, planned = speech.plan(request)
+        chunks = list(planned)
         items = [SynthItem(c.token_ids, voice.style, 1.0) for c in chunks]
 
         def call_raw(items: list[SynthItem] = items) -> float:

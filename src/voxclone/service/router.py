@@ -24,9 +24,10 @@ import numpy as np
 
 from voxclone.errors import NotFound, UnknownModel
 from voxclone.runtime.scheduler import Admission
-from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.speech import SpeechRequest, SpeechResult, SpeechService
 from voxclone.synth.engine.base import EngineCapabilities
+from voxclone.synth.text.frontend import Chunk
 
 # OpenAI's model names, kept for its clients: they speak with the default engine.
 OPENAI_ALIASES: tuple[str, ...] = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "voxclone")
@@ -192,6 +193,12 @@ class SpeechRouter:
         if engine is None and req.voice_override is not None:
             engine = req.voice_override.engine
         return self._service(engine or self.default_engine)
+
+    def plan(
+        self, req: SpeechRequest, *, fast_start: bool = False
+    ) -> tuple[ResolvedVoice, Iterator[Chunk]]:
+        service, routed = self.route(req)
+        return service.plan(routed, fast_start=fast_start)
 
     def render_audio(self, req: SpeechRequest) -> np.ndarray:
         service, routed = self.route(req)

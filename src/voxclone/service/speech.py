@@ -512,6 +512,14 @@ class SpeechService:
         ``deadline``. Safe to call on the event loop."""
         self._scheduler.check_wait(deadline)
 
+    def plan(
+        self, req: SpeechRequest, *, fast_start: bool = False
+    ) -> tuple[ResolvedVoice, Iterator[Chunk]]:
+        """The voice ``req`` resolves to and the chunks its text becomes (what
+        the engine will be asked for): for benchmarks and tools."""
+        voice, language = self._validate(req)
+        return voice, self._frontend.plan(req.text, language, fast_start=fast_start)
+
     def render_audio(self, req: SpeechRequest) -> np.ndarray:
         """Whole utterance as float32 at the engine rate (CLI, tests, benchmarks)."""
         voice, language = self._validate(req)
