@@ -64,4 +64,6 @@ def test_hostile_uploads_are_4xx_with_flat_memory(
     gc.collect()
     growth_mb = (process.memory_info().rss - before) / (1 << 20)
     assert growth_mb < MAX_RSS_GROWTH_MB, (growth_mb, answers)
-    assert client.get("/v1/voices").json()["voices"] == []  # nothing was enrolled
+    # Nothing was enrolled (read from the store: after ~40 uploads the rate
+    # limiter may answer a further HTTP request with 429).
+    assert runtime.voice_store.count() == 0

@@ -45,6 +45,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         "VOXCLONE_QUEUE_SIZE": "1",
         "VOXCLONE_WORKERS": "1",
         "VOXCLONE_RATE_LIMIT_PER_MINUTE": "0",  # only the queue may refuse
+        # Only the queue bound may refuse here: a deadline long enough that
+        # admission by queued work never refuses the busy requests.
+        "VOXCLONE_REQUEST_DEADLINE_S": "600",
         "VOXCLONE_MEMORY_CACHE_MB": "0",  # every request must reach the engine
         "VOXCLONE_DISK_CACHE_MB": "0",
     }
