@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from _common import bench_home
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
 from voxclone.service.speech import SpeechRequest
@@ -40,10 +40,7 @@ TOLERANCE = 0.03
 def measure(
     label: str, speeds: tuple[float, ...] = SPEEDS, voices: tuple[str, ...] = VOICES
 ) -> dict[str, Any]:
-    home = Path(tempfile.mkdtemp(prefix="voxclone-bench-"))
-    shared = Settings().models_dir
-    if shared.is_dir():
-        (home / "models").symlink_to(shared, target_is_directory=True)
+    home = bench_home("voxclone-bench-")
     runtime = build_runtime(
         Settings(home=home, memory_cache_mb=0, disk_cache_mb=0), warmup=False, with_voices=False
     )
