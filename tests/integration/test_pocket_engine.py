@@ -299,3 +299,28 @@ def test_long_references_are_cut_at_a_pause_before_the_prompt_limit() -> None:
     assert pause_at < cut.size <= pause_at + rate // 10
     short = speech[: 5 * rate]
     assert _cut_at_pause(short, rate) is short
+
+
+def test_block_local_encoder_attention_matches_the_dense_pass(engine: PocketEngine) -> None:
+    """The clone's encoder pass attends block by block (a quarter of the score work
+    for a 10 s reference); it must give the package's dense masked result."""
+    import torch
+    from pocket_tts.modules.attention import StreamingMultiheadAttention
+
+    transformer = engine.model.mimi.encoder_transformer
+    layers = [m for m in transformer.modules() if isinstance(m, StreamingMultiheadAttention)]
+    assert layers and all("forward" in vars(m) for m in layers)  # installed at load
+    context = int(layers[0].context)
+    torch.manual_seed(0)
+    x = torch.randn(1, layers[0].embed_dim, 5 * context + 7)
+    with torch.no_grad():
+        local = transformer(x, model_state=None)[0]
+        for m in layers:
+            del m.forward  # back to the package's dense pass
+        try:
+            dense = transformer(x, model_state=None)[0]
+        finally:
+            from voxclone.synth.engine.pocket.local_attention import use_block_local_attention
+
+            use_block_local_attention(transformer)
+    assert torch.allclose(local, dense, atol=1e-5, rtol=1e-4)

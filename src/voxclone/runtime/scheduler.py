@@ -55,6 +55,9 @@ class _Work:
     deadline: float = field(compare=False)
     cancelled: Callable[[], bool] | None = field(compare=False, default=None)
     cost: float = field(compare=False, default=0.0)  # characters, for learning the rate
+    # Receives the item's audio piece by piece as the engine makes it (frame
+    # engines); the future still resolves to the whole item's audio.
+    on_piece: Callable[[np.ndarray], None] | None = field(compare=False, default=None)
 
 
 @dataclass
@@ -205,6 +208,7 @@ class Scheduler:
         admitted: bool = False,
         deadline: float | None = None,
         cost: float | None = None,
+        on_piece: Callable[[np.ndarray], None] | None = None,
     ) -> Future[np.ndarray]:
         """Queue one item. ``admitted`` marks a later chunk of a request whose
         first chunk was accepted: it skips the capacity check, so a request is
@@ -213,7 +217,9 @@ class Scheduler:
 
         ``deadline`` (scheduler clock) overrides ``timeout_s``; ``cost`` is the
         item's characters of text (default: its token count), used to learn
-        the engine's speed."""
+        the engine's speed. ``on_piece`` is called from the worker with each
+        piece the engine streams (``Engine.stream``) before the future resolves;
+        a cancelled item stops at the next piece."""
         if not self._breaker.allow():
             raise Overloaded("synthesis engine is failing; retry shortly", retry_after=5)
         future: Future[np.ndarray] = Future()
@@ -231,7 +237,7 @@ class Scheduler:
                 )
             heapq.heappush(
                 self._queue,
-                _Work(priority, next(self._seq), item, future, deadline, cancelled, cost),
+                _Work(priority, next(self._seq), item, future, deadline, cancelled, cost, on_piece),
             )
             self._cond.notify()
         return future
@@ -422,16 +428,44 @@ class Scheduler:
                         self._exclusive = False
                         self._cond.notify_all()
 
+    def _streamed(self, work: _Work) -> np.ndarray:
+        """Run one item through ``Engine.stream``, handing each piece on as it comes."""
+        assert work.on_piece is not None
+        stop = threading.Event()
+        pieces: list[np.ndarray] = []
+        stream = self._engine.stream(work.item, stop=stop)
+        try:
+            for piece in stream:
+                pieces.append(piece)
+                work.on_piece(piece)
+                if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
+                    # The client left: the engine stops at its next piece.
+                    stop.set()
+                    raise Cancelled("request cancelled")
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
     def _execute(self, live: list[_Work], exclusive: bool) -> None:
         if self._on_batch is not None:
             self._on_batch(len(live))
         items = [w.item for w in live]
         started = time.perf_counter()
         try:
-            if exclusive:
+            if len(live) == 1 and live[0].on_piece is not None:
+                outputs = [self._streamed(live[0])]
+            elif exclusive:
                 outputs = self._engine.synthesize(items, exclusive=True)
             else:
                 outputs = self._engine.synthesize(items)
+        except Cancelled as exc:
+            with self._cond:
+                self._dropped += 1
+                self._engine_seconds += time.perf_counter() - started
+            live[0].future.set_exception(exc)
+            return
         except Exception as exc:  # engine errors become failed futures, never a dead worker
             self._breaker.record(ok=False)
             with self._cond:

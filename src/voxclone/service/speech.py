@@ -8,7 +8,9 @@ post-processed, joined and encoded before the next one is awaited.
 
 from __future__ import annotations
 
+import functools
 import logging
+import queue
 import tempfile
 import threading
 import time
@@ -361,20 +363,33 @@ class SpeechService:
         started = time.perf_counter()
         if admission is None:
             admission = self._admit(req.text, deadline, must_finish=True)
-        for chunk, audio in self._synthesized(
-            voice, language, req.text, controls, fast_start, cancelled, admission
+        # A frame engine's pieces go out as the model makes them when nothing
+        # needs the whole chunk: a stream (whole files gain nothing) whose
+        # voice has no tone filter and whose controls need no DSP (tempo and
+        # pitch work on whole chunks). Only the true-peak limiter runs per frame.
+        frames = (
+            fast_start
+            and self._caps.streaming == "frame"
+            and voice.tone is None
+            and not controls.needs_dsp
+        )
+        for chunk, audio, chunk_done in self._synthesized(
+            voice, language, req.text, controls, fast_start, cancelled, admission, frames=frames
         ):
             if voice.tone is not None:
                 # Before the controls: pitch and energy act on the voice as cloned.
                 audio = voice.tone.apply(audio, self.sample_rate)
             # Always: besides the controls' DSP it holds the true-peak ceiling.
             audio = apply_controls(audio, self.sample_rate, controls)
-            # Pauses scale with the speed too, so the whole file (not only the
-            # speech) is 1/speed as long; the last pause is the file's tail.
-            out = joiner.feed(audio, chunk.pause_after_s * controls.pause / controls.speed)
-            stats.chunks += 1
-            if progress is not None:
-                progress(len(chunk.text))
+            if not chunk_done:
+                out = joiner.feed_partial(audio)
+            else:
+                # Pauses scale with the speed too, so the whole file (not only the
+                # speech) is 1/speed as long; the last pause is the file's tail.
+                out = joiner.feed(audio, chunk.pause_after_s * controls.pause / controls.speed)
+                stats.chunks += 1
+                if progress is not None:
+                    progress(len(chunk.text))
             if out.size:
                 stats.audio_seconds += out.size / self.sample_rate
                 if stats.first_audio_s is None:
@@ -399,13 +414,18 @@ class SpeechService:
         fast_start: bool,
         cancelled: Callable[[], bool] | None,
         admission: Admission,
-    ) -> Iterator[tuple[Chunk, np.ndarray]]:
+        *,
+        frames: bool = False,
+    ) -> Iterator[tuple[Chunk, np.ndarray, bool]]:
+        """Yield (chunk, audio, chunk done): the audio of each chunk in order, in
+        one piece, or with ``frames`` in the engine's pieces as they are made
+        (then a last empty piece marks the chunk's end)."""
         try:
             plan = self._frontend.plan(text, language, fast_start=fast_start)
         except BaseException:
             admission.release()
             raise
-        pending: deque[tuple[Chunk, Future[np.ndarray]]] = deque()
+        pending: deque[tuple[Chunk, Future[np.ndarray], queue.SimpleQueue[Any] | None]] = deque()
         abandoned = threading.Event()
 
         def gone() -> bool:
@@ -422,6 +442,7 @@ class SpeechService:
             )
             # A whole file is due by its deadline; a stream only has to start by it.
             due = admission.deadline if (first or admission.must_finish) else None
+            pieces: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if frames else None
             future = self._scheduler.submit(
                 item,
                 priority=priority,
@@ -429,8 +450,12 @@ class SpeechService:
                 admitted=not first,
                 deadline=due,
                 cost=float(len(chunk.text)),
+                on_piece=None if pieces is None else pieces.put,
             )
-            pending.append((chunk, future))
+            if pieces is not None:
+                # Every piece is queued before the future resolves: this ends them.
+                future.add_done_callback(functools.partial(_end_of_pieces, pieces))
+            pending.append((chunk, future, pieces))
             return True
 
         # A stream's first chunk goes alone, so on an idle server it can take the
@@ -442,17 +467,20 @@ class SpeechService:
             while pending:
                 if gone():
                     raise Cancelled("request cancelled")
-                chunk, future = pending.popleft()
+                chunk, future, pieces = pending[0]
+                if pieces is not None:
+                    yield from _pieces_until_done(chunk, pieces, gone)
+                pending.popleft()
                 audio = future.result()
                 admission.consume(len(chunk.text))
                 while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
                     pass
-                yield chunk, audio
+                yield chunk, (_NO_AUDIO if pieces is not None else audio), True
         finally:
             # Generator closed early (client went away) or failed: drop queued work.
             abandoned.set()
             admission.release()
-            for _, future in pending:
+            for _, future, _ in pending:
                 future.cancel()
 
     def _encoded(
@@ -535,6 +563,30 @@ class SpeechService:
         """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""
         if self._cache is not None:
             self._cache.invalidate_voice(voice_id)
+
+
+_CHUNK_END = object()
+_NO_AUDIO = np.zeros(0, dtype=np.float32)
+
+
+def _end_of_pieces(pieces: queue.SimpleQueue[Any], _future: Future[np.ndarray]) -> None:
+    pieces.put(_CHUNK_END)
+
+
+def _pieces_until_done(
+    chunk: Chunk, pieces: queue.SimpleQueue[Any], gone: Callable[[], bool]
+) -> Iterator[tuple[Chunk, np.ndarray, bool]]:
+    """A frame engine's pieces of ``chunk`` as the worker hands them over."""
+    while True:
+        try:
+            piece = pieces.get(timeout=0.1)
+        except queue.Empty:
+            if gone():
+                raise Cancelled("request cancelled") from None
+            continue
+        if piece is _CHUNK_END:
+            return
+        yield chunk, piece, False
 
 
 def _close_wav_sizes(data: bytes, header_len: int) -> bytes:

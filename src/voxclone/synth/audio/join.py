@@ -9,12 +9,16 @@ A zero pause crossfades the two pieces instead.
 
 ``PieceJoiner`` works incrementally for streaming: ``feed`` returns audio that
 can be sent now; only a crossfade tail (a few ms) is ever held back, never a
-whole piece.
+whole piece. An engine that streams frames feeds a piece in parts
+(``feed_partial``, then ``feed`` with its end): the output is the same bytes as
+feeding the whole piece at once, and only the current run of near-silence plus
+10 ms is held back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +29,21 @@ _FRAME_S = 0.010
 _PAD_S = 0.030
 _FADE_S = 0.005
 MAX_PAUSE_S = 10.0
+
+
+_EMPTY = np.zeros(0, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """One piece's output and the joiner state after it."""
+
+    out: np.ndarray
+    tail: np.ndarray
+    gap_owed: int | None
+    body_at: int  # where the piece's kept body begins in ``out``
+    body_start: int  # where it begins in the piece
+    body_len: int  # its length in ``out`` (without a held crossfade tail)
 
 
 def _ramp(n: int) -> np.ndarray:
@@ -65,9 +84,57 @@ class PieceJoiner:
         # Silence still owed before the next audible sample; the next piece's
         # leading pad counts towards it. None at stream start and in crossfade mode.
         self._gap_owed: int | None = None
+        # The piece begun by feed_partial: its audio so far, and how much of
+        # its output has been sent.
+        self._open: list[np.ndarray] | None = None
+        self._open_sent = 0
 
     def feed(self, piece: np.ndarray, pause_after_s: float = 0.0) -> np.ndarray:
-        """Add a piece; returns the audio that may be sent now."""
+        """Add a piece (the end of one begun with ``feed_partial``, if any);
+        returns the audio that may be sent now."""
+        pause = self._pause_samples(pause_after_s)
+        samples = np.asarray(piece, dtype=np.float32).reshape(-1)
+        sent = 0
+        if self._open is not None:
+            samples = np.concatenate([*self._open, samples])
+            sent, self._open, self._open_sent = self._open_sent, None, 0
+        rendered = self._render(samples, pause, self._tail, self._gap_owed)
+        self._tail, self._gap_owed = rendered.tail, rendered.gap_owed
+        return rendered.out[sent:]
+
+    def feed_partial(self, audio: np.ndarray) -> np.ndarray:
+        """More of the current piece, whose end is not known yet (an engine that
+        streams frames): returns the part of what ``feed`` will return for the
+        whole piece that no later sample can change.
+
+        Holds back only the current run of near-silence (it may be the piece's
+        trailing silence, trimmed at the end) and the last fade/crossfade
+        length, so audio leaves as soon as the engine makes it.
+        """
+        self._open = [*(self._open or []), np.asarray(audio, dtype=np.float32).reshape(-1)]
+        samples = np.concatenate(self._open)
+        frame = max(1, int(round(self.sr * _FRAME_S)))
+        complete = samples[: len(samples) // frame * frame]
+        bounds = audible_bounds(complete, self.sr)
+        if bounds is None:
+            return np.zeros(0, dtype=np.float32)
+        # The piece's end is at least ``bounds[1]``; what precedes it by more
+        # than a fade / crossfade comes out the same whatever the pause is.
+        rendered = self._render(complete, 0, self._tail, self._gap_owed)
+        stable_piece = bounds[1] - max(self._fade, self._crossfade)
+        if stable_piece <= rendered.body_start:
+            # Too little audible body yet: even the head (gap or crossfade
+            # overlap) could still change with the body's length.
+            return np.zeros(0, dtype=np.float32)
+        stable = rendered.body_at + stable_piece - rendered.body_start
+        stable = min(stable, rendered.body_at + rendered.body_len)
+        if stable <= self._open_sent:
+            return np.zeros(0, dtype=np.float32)
+        out = rendered.out[self._open_sent : stable]
+        self._open_sent = stable
+        return out
+
+    def _pause_samples(self, pause_after_s: float) -> int:
         if not (0.0 <= pause_after_s <= MAX_PAUSE_S):
             raise InvalidInput(
                 f"Pause must be between 0 and {MAX_PAUSE_S} s; got {pause_after_s}.",
@@ -75,14 +142,17 @@ class PieceJoiner:
                 limit=[0.0, MAX_PAUSE_S],
                 value=pause_after_s,
             )
-        samples = np.asarray(piece, dtype=np.float32).reshape(-1)
-        pause = int(round(pause_after_s * self.sr))
+        return int(round(pause_after_s * self.sr))
+
+    def _render(
+        self, samples: np.ndarray, pause: int, tail: np.ndarray, gap_owed: int | None
+    ) -> _Rendered:
+        """What feeding ``samples`` outputs from state (tail, gap_owed); no state changes."""
         bounds = audible_bounds(samples, self.sr)
         if bounds is None:
             # A silent piece contributes only its pause.
-            tail = self._faded_out_tail()
-            self._gap_owed = (self._gap_owed or 0) + pause
-            return tail
+            faded = tail * _ramp(len(tail))[::-1]
+            return _Rendered(faded, _EMPTY, (gap_owed or 0) + pause, len(faded), 0, 0)
 
         audible_start, audible_end = bounds
         lead_pad = min(self._pad, audible_start)
@@ -91,31 +161,46 @@ class PieceJoiner:
             trail_pad = min(trail_pad, pause)  # a short pause eats into the pad
         parts: list[np.ndarray] = []
 
-        if self._tail.size:
+        if tail.size:
             body = samples[audible_start - lead_pad : audible_end + trail_pad].copy()
-            body = self._crossfade_into(body, parts)
+            overlap = min(len(tail), len(body))
+            fade_in = _ramp(overlap)
+            parts.append(tail[: len(tail) - overlap])
+            body_at = len(tail) - overlap
+            mixed = tail[len(tail) - overlap :] * fade_in[::-1] + body[:overlap] * fade_in
+            parts.append(mixed)
+            body_start = audible_start - lead_pad
+            body_len = len(body)
+            body = body[overlap:]
         else:
-            if self._gap_owed is not None:
-                lead_pad = min(lead_pad, self._gap_owed)
-                parts.append(np.zeros(self._gap_owed - lead_pad, dtype=np.float32))
-            body = samples[audible_start - lead_pad : audible_end + trail_pad].copy()
+            if gap_owed is not None:
+                lead_pad = min(lead_pad, gap_owed)
+                parts.append(np.zeros(gap_owed - lead_pad, dtype=np.float32))
+            body_at = sum(len(p) for p in parts)
+            body_start = audible_start - lead_pad
+            body = samples[body_start : audible_end + trail_pad].copy()
+            body_len = len(body)
             body[: self._fade] *= _ramp(min(self._fade, len(body)))
 
         if pause == 0:
             keep = min(self._crossfade, len(body))
             parts.append(body[: len(body) - keep])
-            self._tail = body[len(body) - keep :]
-            self._gap_owed = None
-        else:
-            body[len(body) - self._fade :] *= _ramp(min(self._fade, len(body)))[::-1]
-            parts.append(body)
-            remaining = pause - trail_pad
-            # Send most of the silence now (it gives the player buffer); keep back
-            # one pad's worth, which the next piece's leading pad will fill.
-            owed = min(remaining, self._pad)
-            parts.append(np.zeros(remaining - owed, dtype=np.float32))
-            self._gap_owed = owed
-        return np.concatenate(parts)
+            return _Rendered(
+                np.concatenate(parts),
+                body[len(body) - keep :],
+                None,
+                body_at,
+                body_start,
+                body_len - keep,
+            )
+        body[len(body) - self._fade :] *= _ramp(min(self._fade, len(body)))[::-1]
+        parts.append(body)
+        remaining = pause - trail_pad
+        # Send most of the silence now (it gives the player buffer); keep back
+        # one pad's worth, which the next piece's leading pad will fill.
+        owed = min(remaining, self._pad)
+        parts.append(np.zeros(remaining - owed, dtype=np.float32))
+        return _Rendered(np.concatenate(parts), _EMPTY, owed, body_at, body_start, body_len)
 
     def finish(self) -> np.ndarray:
         """The held tail (faded out) and the rest of the pause after the last piece."""
@@ -128,17 +213,6 @@ class PieceJoiner:
         tail = self._tail
         self._tail = np.zeros(0, dtype=np.float32)
         return tail * _ramp(len(tail))[::-1]
-
-    def _crossfade_into(self, body: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
-        """Mix the held tail into the head of ``body``; returns the unmixed rest of body."""
-        tail = self._tail
-        self._tail = np.zeros(0, dtype=np.float32)
-        overlap = min(len(tail), len(body))
-        fade_in = _ramp(overlap)
-        lead_out = tail[: len(tail) - overlap]
-        mixed = tail[len(tail) - overlap :] * fade_in[::-1] + body[:overlap] * fade_in
-        parts.append(np.concatenate([lead_out, mixed]))
-        return body[overlap:]
 
 
 def join_with_pauses(

@@ -29,6 +29,8 @@ subclasses it and overrides what it supports.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -172,6 +174,14 @@ class Engine(Protocol):
         """
         ...
 
+    def stream(
+        self, item: SynthItem, *, stop: threading.Event | None = None
+    ) -> Iterator[np.ndarray]:
+        """Yield ``item``'s audio piece by piece as the model makes it: frames for
+        ``capabilities.streaming == "frame"``, one whole piece for ``"chunk"``.
+        Setting ``stop`` (or closing the iterator) ends the work at the next piece."""
+        ...
+
 
 class EngineBase:
     """Defaults for the optional parts of :class:`Engine`."""
@@ -191,6 +201,15 @@ class EngineBase:
 
     def load_prompt(self, blob: bytes) -> object:
         raise InvalidInput("this engine takes no reference prompt", field="model")
+
+    def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def stream(
+        self, item: SynthItem, *, stop: threading.Event | None = None
+    ) -> Iterator[np.ndarray]:
+        # A chunk engine makes the item in one call: one piece.
+        yield from self.synthesize([item])
 
 
 @dataclass(frozen=True)

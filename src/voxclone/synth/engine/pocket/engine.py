@@ -21,9 +21,11 @@ thread-safe); the engine serializes calls with a lock.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -136,10 +138,13 @@ class PocketEngine(EngineBase):
         torch_threads: int | None = None,
         frames_per_piece: int = 0,
         prompt_cache_size: int = 16,
+        clone_threads: int | None = None,
     ) -> None:
         self._models_dir = models_dir
         self._bundle_name = bundle
         self._torch_threads = torch_threads
+        # Cores for a clone's encoder + prompt passes (default: all of them).
+        self._clone_thread_count = clone_threads if clone_threads else (os.cpu_count() or 1)
         # 0: decode whatever frames are queued in one call (the package's
         # default: lowest latency at the start, bigger pieces when the decoder
         # lags); n: at most n frames (80 ms each) per streamed piece.
@@ -190,6 +195,9 @@ class PocketEngine(EngineBase):
                 torch.set_num_threads(self._torch_threads)
             model = build_model(bundle.path, bundle.manifest)
             model.max_decoder_frames_per_call = self._frames_per_piece
+            from voxclone.synth.engine.pocket.local_attention import use_block_local_attention
+
+            use_block_local_attention(model.mimi.encoder_transformer)
             self._model = model
             self._tokenizer = PocketTokenizer(model, self._languages())
             self.load_seconds = time.perf_counter() - started
@@ -264,9 +272,31 @@ class PocketEngine(EngineBase):
             raise InvalidInput("the reference audio is empty or not finite", field="audio")
         samples = _cut_at_pause(resample(samples, sample_rate, self.sample_rate), self.sample_rate)
         wav = end_on_pause(torch.from_numpy(samples)[None, :], self.sample_rate)
-        with self._gen_lock, torch.no_grad():
+        with self._gen_lock, self._clone_threads(), torch.no_grad():
             latents = self.model.mimi.encode_to_latent(wav[None, :, :])
         return latents.to(torch.float32).contiguous()  # [1, frames, latent_dim]
+
+    @contextlib.contextmanager
+    def _clone_threads(self) -> Iterator[None]:
+        """Run a clone's one-off passes on ``clone_threads`` cores (caller holds the gen lock).
+
+        Generation may be pinned to fewer threads (``torch_threads``) so that
+        concurrent requests share the cores; a clone is one burst that the user
+        waits for, so it takes them all. torch's count is process-wide, hence
+        the restore.
+        """
+        import torch
+
+        before = torch.get_num_threads()
+        wanted = self._clone_thread_count
+        if wanted <= 0 or wanted == before:
+            yield
+            return
+        torch.set_num_threads(wanted)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
         import safetensors.torch
@@ -319,7 +349,7 @@ class PocketEngine(EngineBase):
         from pocket_tts.modules.stateful_module import init_states
 
         model = self.model
-        with self._gen_lock, torch.no_grad():
+        with self._gen_lock, self._clone_threads(), torch.no_grad():
             conditioning = F.linear(latents, model.flow_lm.speaker_proj_weight)
             if model.flow_lm.insert_bos_before_voice:
                 conditioning = torch.cat([model.flow_lm.bos_before_voice, conditioning], dim=1)
@@ -459,6 +489,7 @@ def create_engine(models_dir: Path, options: dict[str, str] | None = None) -> Po
             bundle=opts.get("bundle") or None,
             torch_threads=int(opts["torch_threads"]) if opts.get("torch_threads") else None,
             frames_per_piece=int(opts.get("frames_per_piece", "0")),
+            clone_threads=int(opts["clone_threads"]) if opts.get("clone_threads") else None,
         )
     except ValueError as exc:
         raise BundleError(f"bad Pocket TTS engine option: {exc}") from None
