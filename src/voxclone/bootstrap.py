@@ -14,8 +14,9 @@ speech service; a :class:`SpeechRouter` picks one per request and one
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
+from voxclone.runtime.startup import StartupStages
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger
@@ -74,6 +76,25 @@ class Runtime:
     voices: VoiceService | None = None  # cloning; None when built without it
     # Finishes cache purges of deleted voices that a down tier postponed.
     purger: CachePurger | None = None
+    stages: StartupStages = field(default_factory=StartupStages)
+    # Set once the cloning models are loaded (clones before that load them on use).
+    cloning_warm: threading.Event = field(default_factory=threading.Event)
+
+    def warm_cloning(self) -> None:
+        """Load the cloning models (speaker encoder, VAD, ASR) so the first clone
+        meets the instant-clone target (~27 s otherwise, on first use)."""
+        if self.voices is None:
+            return
+        with self.stages.stage("cloning_warmup"):
+            self.voices.warmup()
+        self.cloning_warm.set()
+
+    @property
+    def cloning_state(self) -> str:
+        """ "off" (no cloning here), "warming" (loads on first use) or "ready"."""
+        if self.voices is None:
+            return "off"
+        return "ready" if self.cloning_warm.is_set() else "warming"
 
     @property
     def default(self) -> EngineStack:
@@ -188,18 +209,25 @@ def engine_config(settings: Settings, name: str) -> EngineConfig:
 
 
 def build_engines(
-    settings: Settings, *, load: bool = True, warmup: bool = True
+    settings: Settings,
+    *,
+    load: bool = True,
+    warmup: bool = True,
+    stages: StartupStages | None = None,
 ) -> dict[str, Engine]:
     """The engines ``VOXCLONE_ENGINES`` names, in order (loaded and warmed when asked)."""
     # umask 077, home 0700, databases 0600: a voice library is biometric data.
     secure_home(settings.home)
+    stages = stages if stages is not None else StartupStages()
     engines: dict[str, Engine] = {}
     for name in settings.engine_names:
         engine = registry.create(name, engine_config(settings, name))
         if load:
-            engine.load()
+            with stages.stage(f"{name}_load"):
+                engine.load()
             if warmup:
-                engine.warmup()
+                with stages.stage(f"{name}_warmup"):
+                    engine.warmup()
         engines[name] = engine
     return engines
 
@@ -229,9 +257,16 @@ def build_runtime(
     warmup: bool = True,
     metrics: Metrics | None = None,
     with_voices: bool = True,
+    warm_cloning: bool | None = None,
 ) -> Runtime:
-    """Build everything. ``metrics`` (optional) receives engine, cache and render events."""
-    engines = build_engines(settings, warmup=warmup)
+    """Build everything. ``metrics`` (optional) receives engine, cache and render events.
+
+    ``warm_cloning`` (default ``settings.warm_cloning``): load the cloning
+    models now. The server passes False and calls :meth:`Runtime.warm_cloning`
+    after speech is ready, so speech is served while they load.
+    """
+    stages = StartupStages()
+    engines = build_engines(settings, warmup=warmup, stages=stages)
     store = build_voice_store(settings, engines)
     catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)
@@ -267,7 +302,7 @@ def build_runtime(
         default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
     )
     events = JobEvents()
-    runtime = Runtime(settings, stacks, router, catalog, store, cache, events)
+    runtime = Runtime(settings, stacks, router, catalog, store, cache, events, stages=stages)
     if with_voices:
         purger = CachePurger(store, router.invalidate_voice, retry_s=settings.purge_retry_s)
         purger.start()  # purges a previous process could not finish, then retries
@@ -275,10 +310,8 @@ def build_runtime(
         runtime.voices = build_voice_service(
             settings, stacks, store, router, events, purge=purger.purge
         )
-        if warmup and settings.warm_cloning:
-            # Loads the speaker encoder now so the first clone meets the
-            # instant-clone latency target (~27 s otherwise, on first use).
-            runtime.voices.warmup()
+        if warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
+            runtime.warm_cloning()
     return runtime
 
 

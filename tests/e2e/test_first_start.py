@@ -118,3 +118,32 @@ def test_say_with_an_explicit_dead_server_fails_clearly(tmp_path: Path) -> None:
     proc = _say(["say", "Hi.", "-o", str(tmp_path / "x.wav"), "--server", dead], tmp_path, 1)
     assert proc.returncode == 1, proc.stderr
     assert dead in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_speech_is_ready_before_cloning_and_readyz_says_which(
+    served: tuple[str, Path, list[int]],
+) -> None:
+    """/readyz is per capability: speech as soon as the engines are warm (the
+    cloning models load after it), ``?capability=cloning`` once they are; the
+    start-up stages are in the detail."""
+    url, _home, _ = served
+    with urllib.request.urlopen(f"{url}/readyz", timeout=5) as response:
+        detail = json.loads(response.read())["detail"]
+    assert detail["speech"] == "ready" and detail["cloning"] in ("warming", "ready")
+    assert {"kokoro_load", "kokoro_warmup"} <= set(detail["startup_s"])
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while _readyz_cloning(url) != 200:
+        assert time.monotonic() < deadline, "cloning models never became ready"
+        time.sleep(0.5)
+    with urllib.request.urlopen(f"{url}/readyz", timeout=5) as response:
+        detail = json.loads(response.read())["detail"]
+    assert detail["cloning"] == "ready" and detail["startup_s"]["cloning_warmup"] > 0
+
+
+def _readyz_cloning(url: str) -> int:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz?capability=cloning", timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 503
+        return int(exc.code)

@@ -61,16 +61,33 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
 
     started = time.perf_counter()
     try:
-        runtime = build_runtime(settings, warmup=True, metrics=metrics)
+        # Speech first: the cloning models load after /readyz says speech is ready.
+        runtime = build_runtime(settings, warmup=True, metrics=metrics, warm_cloning=False)
     except Exception as exc:
         log.exception("model loading failed")
         # Shown on /readyz: the class name only, never paths from the message.
         app.state.startup_error = type(exc).__name__
         return
-    metrics.model_load_seconds.set(time.perf_counter() - started)
+    speech_s = time.perf_counter() - started
+    metrics.model_load_seconds.set(speech_s)
     app.state.owned_runtime = runtime
     app.state.runtime = runtime
-    log.info("models loaded and warmed in %.1f s", time.perf_counter() - started)
+    log.info(
+        "speech ready in %.1f s",
+        speech_s,
+        extra={"startup_s": runtime.stages.as_dict()},
+    )
+    if settings.warm_cloning and runtime.voices is not None:
+        try:
+            runtime.warm_cloning()
+        except Exception:  # a clone loads them on first use and reports its own error
+            log.exception("loading the cloning models failed")
+            return
+        log.info(
+            "cloning ready in %.1f s",
+            time.perf_counter() - started,
+            extra={"startup_s": runtime.stages.as_dict()},
+        )
 
 
 def create_app(

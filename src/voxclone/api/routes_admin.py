@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -48,12 +48,27 @@ def _dependencies(state: Any) -> dict[str, Any]:
     return detail
 
 
-@router.get("/readyz", summary="Readiness: models loaded and warmed")
-async def readyz(request: Request) -> JSONResponse:
+@router.get("/readyz", summary="Readiness: speech (default) or cloning models loaded and warmed")
+async def readyz(
+    request: Request,
+    capability: Literal["speech", "cloning"] = Query(
+        "speech",
+        description="'speech': the engines are warm (the default). 'cloning': the "
+        "cloning models are loaded too, so a clone is instant (route clones by this).",
+    ),
+) -> JSONResponse:
     state = request.app.state
-    if getattr(state, "runtime", None) is not None:
+    runtime: Runtime | None = getattr(state, "runtime", None)
+    if runtime is not None:
+        cloning = runtime.cloning_state
+        if capability == "cloning" and cloning != "ready":
+            body = error_body("not_ready", f"cloning models: {cloning}")
+            return JSONResponse(
+                body, status_code=503, headers=retry_after_header(NOT_READY_RETRY_S)
+            )
         # Ready even when Redis is down (the local tiers serve); the detail says so.
         detail = await run_in_threadpool(_dependencies, state)
+        detail.update(speech="ready", cloning=cloning, startup_s=runtime.stages.as_dict())
         return JSONResponse({"status": "ready", "detail": detail})
     failure = getattr(state, "startup_error", None)
     if failure:
