@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from char_tokenizer import CharTokenizer
 
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
@@ -34,18 +35,7 @@ RATE = 24_000
 FRAME = RATE * 80 // 1000
 FRAMES_PER_TOKEN = 1
 FRAME_SECONDS = 0.03  # compute time per frame
-ALPHABET = "abcdefghijklmnopqrstuvwxyz '.,?!"
 TEXT = "The quick brown fox jumps over the lazy dog."
-
-
-class _Chars:
-    languages: tuple[str, ...] = ("en-us",)
-
-    def phonemize(self, text: str, language: str) -> str:
-        return text.lower()
-
-    def token_ids(self, units: str) -> tuple[int, ...]:
-        return tuple(1 + ALPHABET.index(c) for c in units if c in ALPHABET)
 
 
 @dataclass(frozen=True)
@@ -88,7 +78,7 @@ class FrameEngine(EngineBase):
         pass
 
     def tokenizer(self) -> Tokenizer:
-        return _Chars()
+        return CharTokenizer()
 
     def builtin_voices(self) -> dict[str, EngineVoice]:
         return {"hum": EngineVoice("hum", "a hum", prompt=_Prompt(150.0))}

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from char_tokenizer import CharTokenizer
 from fastapi.testclient import TestClient
 
 from voxclone.api.app import create_app
@@ -48,21 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "tests" / "data" / "librispeech_3005-163389-0000.wav"
 CONSENT = ConsentInput(given=True, statement="I agree to be cloned.", given_by="tester")
 RATE = 16_000
-ALPHABET = "abcdefghijklmnopqrstuvwxyz '.,?!"
 TOKEN_SECONDS = 0.04
 TEXT = "Hello there, how are you today?"
-
-
-class CharTokenizer:
-    """Text in, character ids out: how a text engine's tokenizer plugs in."""
-
-    languages: tuple[str, ...] = ("en-us",)
-
-    def phonemize(self, text: str, language: str) -> str:
-        return text.lower()
-
-    def token_ids(self, units: str) -> tuple[int, ...]:
-        return tuple(1 + ALPHABET.index(c) for c in units if c in ALPHABET)
 
 
 @dataclass(frozen=True)
