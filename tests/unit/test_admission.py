@@ -163,7 +163,8 @@ def test_idle_scheduler_admits_even_with_a_slow_prior(
     # 1000 chars at the cold prior would be minutes: still taken on an idle
     # server (nothing to wait for; the call calibrates the rate) ...
     scheduler.admit(1000, clock() + 30).release()
-    # ... but once the rate is measured, a text that cannot be done alone is a 413.
+    # ... but once the rate is measured, a text that cannot be done alone even
+    # on all cores is a 413 (1000 x 0.25 / 2 cores: 125 s > 30 s).
     _calibrate(scheduler, 0.25)
     with pytest.raises(PayloadTooLarge) as refused:
         scheduler.admit(1000, clock() + 30)

@@ -189,7 +189,7 @@ async def audio_speech(
         deadline,
         stream=True,
         must_finish=client_set_deadline(request),
-        first_audio_s=runtime.settings.stream_first_audio_s,
+        first_audio_s=request.app.state.settings.stream_first_audio_s,
     )
     try:
         req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)

@@ -123,7 +123,7 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
         deadline,
         stream=True,
         must_finish=client_set_deadline(request),
-        first_audio_s=runtime.settings.stream_first_audio_s,
+        first_audio_s=request.app.state.settings.stream_first_audio_s,
     )
     try:
         stream = await open_audio_stream(

@@ -343,11 +343,14 @@ class Scheduler:
     def _refuse_too_long(
         self, chars: float, piece: float, allowed: float, workers: int, parallel: int
     ) -> None:
+        # A permanent refusal must be certain: judged as if every chunk ran
+        # alone on all cores (the fast lane), the most optimistic reading of
+        # the measured rate. Borderline texts are admitted on an idle server.
         alone = estimate(
             reserved_chars=0.0,
             chars=chars,
             piece_chars=piece,
-            seconds_per_char=self.rate.mean,
+            seconds_per_char=self.rate.mean / workers,
             workers=workers,
             parallel=parallel,
         )
@@ -357,7 +360,7 @@ class Scheduler:
         per_char = alone.finish_s / max(1.0, chars)
         fits = int(max(0.0, allowed) / per_char)
         raise PayloadTooLarge(
-            f"this text needs about {alone.finish_s:.0f} s of synthesis, more than the "
+            f"this text needs at least {alone.finish_s:.0f} s of synthesis, more than the "
             f"request deadline of {max(0.0, allowed):.0f} s; stream it or send at most "
             f"about {fits} characters",
             field="text",
