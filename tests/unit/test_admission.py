@@ -171,6 +171,24 @@ def test_idle_scheduler_admits_even_with_a_slow_prior(
     assert refused.value.field == "text" and 0 < refused.value.limit < 1000
 
 
+def test_rate_from_a_load_spike_does_not_lock_texts_out_forever(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    # A rate measured while the machine was swamped says 200 characters need
+    # 50 s even alone on all cores (0.5 s/char / 2): a 413 while it is fresh ...
+    _calibrate(scheduler, 0.5)
+    scheduler._measured_at = clock()  # as if the last call had just finished
+    with pytest.raises(PayloadTooLarge):
+        scheduler.admit(200, clock() + 30)
+    # ... but nothing admitted means nothing re-measured: once the rate is old,
+    # an idle server takes a borderline text again to learn the current speed,
+    clock.now += 60
+    scheduler.admit(200, clock() + 30).release()
+    # while a text far too long is still refused.
+    with pytest.raises(PayloadTooLarge):
+        scheduler.admit(5000, clock() + 30)
+
+
 def test_consumed_chunks_shrink_the_backlog(scheduler: Scheduler) -> None:
     held = scheduler.admit(1000, None)
     before = scheduler.stats().backlog_s

@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 PRIORITY_FIRST_CHUNK = 0
 PRIORITY_NORMAL = 1
 PRIORITY_BACKGROUND = 2
+# After this long without a learned call, an idle scheduler re-measures: it
+# admits a text up to REPROBE_MARGIN x what the old rate says fits.
+RATE_STALE_S = 30.0
+REPROBE_MARGIN = 4.0
 
 
 @dataclass(order=True)
@@ -184,6 +188,7 @@ class Scheduler:
         self._admissions: set[Admission] = set()
         self.rate = rate if rate is not None else WorkRate()
         self._headroom = headroom
+        self._measured_at: float | None = None  # scheduler clock of the last learned call
         self._stopping = False
         self._threads = [
             threading.Thread(target=self._worker, name=f"voxclone-worker-{i}", daemon=True)
@@ -314,9 +319,17 @@ class Scheduler:
         with self._cond:
             if deadline is not None:
                 allowed = deadline - self._clock()
-                if must_finish and self.rate.calibrated:
-                    self._refuse_too_long(chars, piece, allowed, workers, parallel)
                 reserved = self._reserved_locked()
+                if must_finish and self.rate.calibrated:
+                    # A rate measured during a load spike would refuse the same
+                    # text forever (nothing admitted, nothing re-measured): an
+                    # idle scheduler whose last measurement is old refuses only
+                    # texts far too long and lets a borderline one re-measure.
+                    stale = self._measured_at is None or (
+                        self._clock() - self._measured_at > RATE_STALE_S
+                    )
+                    margin = REPROBE_MARGIN if reserved == 0 and stale else 1.0
+                    self._refuse_too_long(chars, piece, allowed * margin, workers, parallel)
                 if reserved > 0:
                     est = estimate(
                         reserved_chars=reserved,
@@ -343,6 +356,7 @@ class Scheduler:
     def _refuse_too_long(
         self, chars: float, piece: float, allowed: float, workers: int, parallel: int
     ) -> None:
+        """413 when even alone the text could not be done in ``allowed`` seconds."""
         # A permanent refusal must be certain: judged as if every chunk ran
         # alone on all cores (the fast lane), the most optimistic reading of
         # the measured rate. Borderline texts are admitted on an idle server.
@@ -509,5 +523,6 @@ class Scheduler:
             # Under the same lock admission reads it. An all-cores call is
             # counted as if every worker's core had shared it (pessimistic).
             self.rate.observe(elapsed, cost, cores=len(self._threads) if exclusive else 1.0)
+            self._measured_at = self._clock()
         for work, audio in zip(live, outputs, strict=True):
             work.future.set_result(audio)
