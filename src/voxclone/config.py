@@ -62,8 +62,12 @@ class Settings(BaseSettings):
     # Longest an HTTP speech request may take, and the cap on what a client
     # asks with X-Request-Deadline / Request-Timeout. A whole file that the
     # queued work would push past it is refused at once (503 + Retry-After);
-    # a stream must start by it. Queued chunks past it are dropped.
+    # a stream must start by it, and finish by it too when the client named
+    # its own deadline in a header. Queued chunks past it are dropped.
     request_deadline_s: float = 30.0
+    # A stream the queued work would keep from its first audio for longer than
+    # this (or than its deadline) is refused at once (503 + Retry-After).
+    stream_first_audio_s: float = 10.0
 
     # Caches
     memory_cache_mb: float = 256.0

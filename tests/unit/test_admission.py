@@ -1,32 +1,136 @@
 """Admission by queued work and cancellable shared renders (no models needed).
 
-The scheduler runs a fake engine here: these tests are about its
-arithmetic (reserved characters x learned rate against a deadline), not audio.
+The scheduler runs a fake engine and a fake clock here: these tests are about
+its arithmetic (reserved characters x learned rate against a deadline), not
+audio, so the engine's speed is fed to the rate estimator directly.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from test_scheduler import FakeEngine
 
 from voxclone.errors import Cancelled, Overloaded, PayloadTooLarge
-from voxclone.runtime.scheduler import DEFAULT_SECONDS_PER_CHAR, Scheduler
+from voxclone.runtime.admission import HEADROOM, WorkRate, estimate
+from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.singleflight import SingleFlight
+
+SENTENCE_CHARS = 41  # "Client 7 saw the river and the garden." and alike
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture()
-def scheduler() -> Scheduler:
-    sched = Scheduler(FakeEngine(), workers=2, queue_size=64)
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture()
+def scheduler(clock: FakeClock) -> Iterator[Scheduler]:
+    sched = Scheduler(FakeEngine(), workers=2, queue_size=64, clock=clock)
     yield sched
     sched.close()
 
 
-def test_admission_refuses_once_reserved_work_passes_the_deadline(scheduler: Scheduler) -> None:
-    rate = DEFAULT_SECONDS_PER_CHAR
-    now = time.monotonic()
+def _calibrate(sched: Scheduler, seconds_per_char: float, calls: int = 12) -> None:
+    """As if ``calls`` one-worker engine calls had run at exactly this rate."""
+    for _ in range(calls):
+        sched.rate.observe(seconds_per_char * 100, 100)
+
+
+def _admit_burst(sched: Scheduler, clock: FakeClock, n: int, chars: float, within: float) -> int:
+    admitted = 0
+    for _ in range(n):
+        try:
+            sched.admit(chars, clock() + within)
+        except Overloaded:
+            continue
+        admitted += 1
+    return admitted
+
+
+def _last_finish(jobs: int, seconds_each: float, workers: int) -> float:
+    """When the last of ``jobs`` single-chunk requests ends, served FIFO by ``workers``."""
+    free = [0.0] * workers
+    end = 0.0
+    for _ in range(jobs):
+        start = heapq.heappop(free)
+        end = start + seconds_each
+        heapq.heappush(free, end)
+    return end
+
+
+def test_cold_scheduler_does_not_over_admit_the_first_burst(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    # Nothing measured yet, 40 one-sentence requests with a 30 s deadline at
+    # once. The engine may be as slow as measured on the loaded 2-core CI
+    # machine (0.1 s/char on one worker: 4.1 s a sentence): admission must not
+    # take more than two workers can finish by then. Before: an optimistic
+    # prior (0.015 s/char) admitted all 40, and most timed out.
+    admitted = _admit_burst(scheduler, clock, 40, SENTENCE_CHARS, 30.0)
+    assert admitted >= 1  # an idle server always takes work (and so learns its rate)
+    assert _last_finish(admitted, SENTENCE_CHARS * 0.1, workers=2) <= 30.0, admitted
+
+
+@pytest.mark.parametrize("rate", [0.01, 0.05, 0.2])
+def test_calibrated_admission_admits_only_what_finishes_in_time(
+    scheduler: Scheduler, clock: FakeClock, rate: float
+) -> None:
+    _calibrate(scheduler, rate)
+    admitted = _admit_burst(scheduler, clock, 64, SENTENCE_CHARS, 30.0)
+    # Every admitted request finishes by the deadline at the measured rate ...
+    assert _last_finish(admitted, SENTENCE_CHARS * rate, workers=2) <= 30.0 * HEADROOM
+    # ... and admission does not waste much of the capacity either.
+    capacity = 2 * math.floor(30.0 * HEADROOM / (SENTENCE_CHARS * rate))
+    assert admitted >= min(64, capacity) - 2, (admitted, capacity)
+
+
+def test_one_chunk_is_not_shared_between_workers() -> None:
+    # A one-sentence request runs on one worker: its own time is not halved.
+    est = estimate(reserved_chars=80, chars=40, piece_chars=510, seconds_per_char=0.1, workers=2)
+    assert est.wait_s == pytest.approx(4.0)
+    assert est.finish_s == pytest.approx(8.0)
+    # A long text's chunks render two at a time (the look-ahead), the last alone.
+    long = estimate(reserved_chars=0, chars=1000, piece_chars=100, seconds_per_char=0.1, workers=2)
+    assert long.first_audio_s == pytest.approx(10.0)
+    assert long.finish_s == pytest.approx(900 * 0.1 / 2 + 10.0)
+
+
+def test_rate_learns_from_calls_and_stays_pessimistic() -> None:
+    rate = WorkRate(prior=0.25)
+    assert not rate.calibrated and rate.pessimistic == pytest.approx(0.25)
+    rate.observe(2.0, 100)  # the first measurement replaces the prior
+    assert rate.mean == pytest.approx(0.02) and rate.pessimistic > rate.mean
+    rate.observe(0.01, 4)  # too short to say anything about the rate
+    assert rate.samples == 1
+    for _ in range(30):  # the machine got busier: the estimate follows
+        rate.observe(6.0, 100)
+    assert rate.mean == pytest.approx(0.06, rel=0.05)
+    # A call alone on both cores counts as if both had shared it.
+    fast_lane = WorkRate()
+    fast_lane.observe(1.0, 100, cores=2)
+    assert fast_lane.mean == pytest.approx(0.02)
+
+
+def test_admission_refuses_once_reserved_work_passes_the_deadline(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    _calibrate(scheduler, 0.01)
+    rate = scheduler.seconds_per_char
+    now = clock()
     # 20 s of work on two workers = 10 s of backlog.
     held = scheduler.admit(20.0 / rate, now + 60)
     assert scheduler.stats().backlog_s == pytest.approx(10.0)
@@ -36,10 +140,53 @@ def test_admission_refuses_once_reserved_work_passes_the_deadline(scheduler: Sch
     # A stream only has to start by its deadline: same answer when the wait alone is over it.
     with pytest.raises(Overloaded):
         scheduler.admit(100, now + 5, must_finish=False)
-    scheduler.admit(100, now + 11, must_finish=False).release()
+    scheduler.admit(100, now + 14, must_finish=False).release()
     held.release()  # the request ended (done, failed or its client left)
     scheduler.admit(100, now + 5).release()
     assert scheduler.stats().reserved_chars == 0
+
+
+def test_stream_first_audio_budget(scheduler: Scheduler, clock: FakeClock) -> None:
+    _calibrate(scheduler, 0.01)
+    held = scheduler.admit(2000, None)  # 2000 x 0.01 / 2 workers = 10 s ahead
+    now = clock()
+    # Far from its deadline, but the first audio would come after 10 s.
+    with pytest.raises(Overloaded):
+        scheduler.admit(50, now + 600, must_finish=False, first_audio_s=5.0)
+    scheduler.admit(50, now + 600, must_finish=False, first_audio_s=20.0).release()
+    held.release()
+
+
+def test_idle_scheduler_admits_even_with_a_slow_prior(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    # 1000 chars at the cold prior would be minutes: still taken on an idle
+    # server (nothing to wait for; the call calibrates the rate) ...
+    scheduler.admit(1000, clock() + 30).release()
+    # ... but once the rate is measured, a text that cannot be done alone even
+    # on all cores is a 413 (1000 x 0.25 / 2 cores: 125 s > 30 s).
+    _calibrate(scheduler, 0.25)
+    with pytest.raises(PayloadTooLarge) as refused:
+        scheduler.admit(1000, clock() + 30)
+    assert refused.value.field == "text" and 0 < refused.value.limit < 1000
+
+
+def test_rate_from_a_load_spike_does_not_lock_texts_out_forever(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    # A rate measured while the machine was swamped says 200 characters need
+    # 50 s even alone on all cores (0.5 s/char / 2): a 413 while it is fresh ...
+    _calibrate(scheduler, 0.5)
+    scheduler._measured_at = clock()  # as if the last call had just finished
+    with pytest.raises(PayloadTooLarge):
+        scheduler.admit(200, clock() + 30)
+    # ... but nothing admitted means nothing re-measured: once the rate is old,
+    # an idle server takes a borderline text again to learn the current speed,
+    clock.now += 60
+    scheduler.admit(200, clock() + 30).release()
+    # while a text far too long is still refused.
+    with pytest.raises(PayloadTooLarge):
+        scheduler.admit(5000, clock() + 30)
 
 
 def test_consumed_chunks_shrink_the_backlog(scheduler: Scheduler) -> None:
@@ -50,19 +197,15 @@ def test_consumed_chunks_shrink_the_backlog(scheduler: Scheduler) -> None:
     held.release()
 
 
-def test_text_too_long_for_its_deadline_is_413_not_retry(scheduler: Scheduler) -> None:
-    with pytest.raises(PayloadTooLarge) as refused:
-        scheduler.admit(1_000_000, time.monotonic() + 5)
-    assert refused.value.field == "text" and refused.value.limit > 0
-
-
-def test_no_deadline_only_counts_towards_the_backlog(scheduler: Scheduler) -> None:
+def test_no_deadline_only_counts_towards_the_backlog(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
     held = scheduler.admit(10_000_000, None)  # CLI or job: never refused for its length
     assert scheduler.stats().backlog_s > 1000
     with pytest.raises(Overloaded):
-        scheduler.check_wait(time.monotonic() + 30)
+        scheduler.check_wait(clock() + 30)
     held.release()
-    scheduler.check_wait(time.monotonic() + 30)
+    scheduler.check_wait(clock() + 30)
 
 
 def test_shared_render_stops_only_when_every_waiter_left() -> None:

@@ -9,6 +9,13 @@ The deadline of a request is the setting ``request_deadline_s``, or less
 when the client asks for less with ``X-Request-Deadline`` (or the draft
 standard ``Request-Timeout``) in seconds. It is turned into a point on the
 ``time.monotonic()`` clock as soon as the request arrives.
+
+What a deadline promises: a whole file is complete by it. A stream delivers
+its first audio within ``stream_first_audio_s`` (and by the deadline); when
+the client named the deadline itself, the whole stream also ends by it, since
+that client will hang up then. Without a header a stream may run past the
+server's deadline: its client reads at its own pace and may be listening to a
+long text.
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ DEADLINE_HEADERS = ("x-request-deadline", "request-timeout")
 # How often the route checks whether the client is still connected: the work
 # a departed client can still cause is about one chunk plus this.
 DISCONNECT_POLL_S = 0.05
+
+
+def client_set_deadline(request: Request) -> bool:
+    """Whether the client said when it gives up (then a stream must end by then too)."""
+    return any(request.headers.get(name) is not None for name in DEADLINE_HEADERS)
 
 
 def request_deadline(request: Request, limit_s: float) -> float:

@@ -36,7 +36,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import TTSCaller
-from voxclone.api.cancellation import request_deadline
+from voxclone.api.cancellation import client_set_deadline, request_deadline
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.schemas import (
     AudioVoicesOut,
@@ -181,10 +181,27 @@ async def audio_speech(
     runtime: RuntimeDep,
 ) -> Response:
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
-    stream = await open_audio_stream(
-        request, lambda flag: runtime.speech.stream(req, cancelled=flag, deadline=deadline)
+    # Admission first, on the event loop, before the voice lookup and text
+    # preparation in a thread: an overloaded server refuses in microseconds.
+    # The engine comes from ``model`` alone (an OpenAI alias: the default one).
+    admission = runtime.speech.admit(
+        SpeechRequest(text=body.input, model=body.model, owner=principal.owner),
+        deadline,
+        stream=True,
+        must_finish=client_set_deadline(request),
+        first_audio_s=request.app.state.settings.stream_first_audio_s,
     )
+    try:
+        req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
+        stream = await open_audio_stream(
+            request,
+            lambda flag: runtime.speech.stream(
+                req, cancelled=flag, deadline=deadline, admission=admission
+            ),
+        )
+    except BaseException:
+        admission.release()
+        raise
     if body.stream_format == "sse":
         return stream.response(
             _sse_events(stream.audio),

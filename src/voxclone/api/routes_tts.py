@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import Principal, TTSCaller
-from voxclone.api.cancellation import request_deadline, run_until_disconnect
+from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import TTSRequest
@@ -116,7 +116,15 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    admission = runtime.speech.admit(req, deadline, stream=True)  # refuse before any thread
+    # Refuse before any thread: by first audio, and by the whole stream when
+    # the client said when it gives up.
+    admission = runtime.speech.admit(
+        req,
+        deadline,
+        stream=True,
+        must_finish=client_set_deadline(request),
+        first_audio_s=request.app.state.settings.stream_first_audio_s,
+    )
     try:
         stream = await open_audio_stream(
             request,

@@ -12,11 +12,14 @@
   they reach the engine;
 * admission by queued work, not request count: each admitted request holds
   an :class:`Admission` reserving its text's characters until it ends; the
-  engine seconds per character are learned from finished calls, so the wait a
-  new request faces is (reserved characters x seconds per character / workers).
-  A request that could not finish (or, for streams, start) within its
-  deadline is refused at once with 503 + Retry-After instead of timing out
-  later after compute was spent on it;
+  engine seconds per character are learned from finished calls
+  (:class:`voxclone.runtime.admission.WorkRate`, pessimistic until measured),
+  and :func:`voxclone.runtime.admission.estimate` turns reserved work plus the
+  new request into when its first audio and its last chunk would be ready.
+  A request that could not finish (whole files, and streams whose client set
+  a deadline) or deliver first audio within its budget is refused at once
+  with 503 + Retry-After instead of timing out later after compute was spent
+  on it;
 * circuit breaker: after ``breaker_threshold`` consecutive engine failures
   calls fail fast for ``breaker_cooldown_s``, then one trial call is let
   through and success closes the circuit again.
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded, PayloadTooLarge
+from voxclone.runtime.admission import HEADROOM, WorkRate, estimate
 from voxclone.synth.engine.base import Engine, SynthItem
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,10 @@ log = logging.getLogger(__name__)
 PRIORITY_FIRST_CHUNK = 0
 PRIORITY_NORMAL = 1
 PRIORITY_BACKGROUND = 2
+# After this long without a learned call, an idle scheduler re-measures: it
+# admits a text up to REPROBE_MARGIN x what the old rate says fits.
+RATE_STALE_S = 30.0
+REPROBE_MARGIN = 4.0
 
 
 @dataclass(order=True)
@@ -70,18 +78,10 @@ class SchedulerStats:
     breaker_open: bool
     reserved_chars: float = 0.0  # characters admitted requests have still to render
     backlog_s: float = 0.0  # estimated wait for a new request
-    seconds_per_char: float = 0.0  # learned engine seconds per character, one worker
+    seconds_per_char: float = 0.0  # engine seconds per character, one worker (pessimistic)
+    rate_samples: int = 0  # engine calls the rate was learned from (0: the cold prior)
     dropped: int = 0  # items dropped before the engine (cancelled or past their deadline)
     engine_seconds: float = 0.0  # wall time workers spent inside the engine
-
-
-# Engine seconds per character of text on one worker before any call was
-# measured (Kokoro int8, one intra-op thread, 2-core laptop: ~0.012-0.02).
-DEFAULT_SECONDS_PER_CHAR = 0.015
-_RATE_SMOOTHING = 0.2  # weight of the newest measurement in the running estimate
-# An exclusive (all-cores) call vs one worker's single thread, first chunk of
-# 5 words on 2 cores: 0.73 s vs 1.25 s (config.py, fast_lane_threads).
-_FAST_LANE_SPEEDUP = 1.7
 
 
 class Admission:
@@ -165,6 +165,8 @@ class Scheduler:
         on_batch: Callable[[int], None] | None = None,
         on_engine_failure: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        rate: WorkRate | None = None,
+        headroom: float = HEADROOM,
     ) -> None:
         self._engine = engine
         self._queue: list[_Work] = []
@@ -187,8 +189,9 @@ class Scheduler:
         self._dropped = 0
         self._engine_seconds = 0.0
         self._admissions: set[Admission] = set()
-        self._seconds_per_char = DEFAULT_SECONDS_PER_CHAR
-        self._rate_samples = 0
+        self.rate = rate if rate is not None else WorkRate()
+        self._headroom = headroom
+        self._measured_at: float | None = None  # scheduler clock of the last learned call
         self._stopping = False
         self._threads = [
             threading.Thread(target=self._worker, name=f"voxclone-worker-{i}", daemon=True)
@@ -261,10 +264,12 @@ class Scheduler:
             backlog = self._backlog_locked()
         return float(max(1, math.ceil(backlog)))
 
+    def _reserved_locked(self) -> float:
+        return sum(a.remaining for a in self._admissions)
+
     def _backlog_locked(self) -> float:
         """Estimated seconds until a new request's first chunk would start."""
-        reserved = sum(a.remaining for a in self._admissions)
-        return reserved * self._seconds_per_char / max(1, len(self._threads))
+        return self._reserved_locked() * self.rate.pessimistic / max(1, len(self._threads))
 
     def check_wait(self, deadline: float) -> None:
         """Raise Overloaded when the admitted work alone would keep a new
@@ -275,49 +280,113 @@ class Scheduler:
             allowed = deadline - self._clock()
             if wait > allowed:
                 self._rejected += 1
-                raise self._busy(wait, allowed, 0.0)
+                raise self._busy(wait, allowed, wait - allowed)
 
-    def _busy(self, wait: float, allowed: float, own: float) -> Overloaded:
+    def _busy(self, wait: float, allowed: float, late: float) -> Overloaded:
+        # The wait shrinks by a second every second: retrying after ``late``
+        # seconds is when the same request would just fit.
         return Overloaded(
             f"server is busy: about {wait:.0f} s of queued work, more than this "
             f"request's deadline of {max(0.0, allowed):.0f} s allows; retry shortly",
-            retry_after=float(max(1, math.ceil(wait + own - max(0.0, allowed)))),
+            retry_after=float(max(1, math.ceil(late))),
         )
 
-    def admit(self, chars: float, deadline: float | None, *, must_finish: bool = True) -> Admission:
+    def admit(
+        self,
+        chars: float,
+        deadline: float | None,
+        *,
+        must_finish: bool = True,
+        first_audio_s: float | None = None,
+        piece_chars: float | None = None,
+        parallel: int = 2,
+    ) -> Admission:
         """Reserve ``chars`` of rendering for a request due by ``deadline``.
 
-        Refuses at once (503 + Retry-After) when the work already admitted
-        means the request could not finish by its deadline (``must_finish``,
-        whole files) or not even start (streams, which deliver as they go).
-        A whole file too long for its deadline even on an idle server gets
-        413: retrying would never help. Without a deadline only the queue
-        bound applies; the reservation still counts in the backlog.
+        Refuses at once (503 + Retry-After) when, with the work already
+        admitted, the request could not finish by its deadline
+        (``must_finish``: whole files, streams whose client set a deadline)
+        or could not deliver its first audio within ``first_audio_s`` (and
+        never after the deadline). Cheap: a sum over the open admissions under
+        a lock that workers hold only for bookkeeping; no I/O.
+
+        ``piece_chars`` is the longest chunk the text becomes (default: all of
+        it), ``parallel`` how many of its chunks run at once (the look-ahead).
+        An idle scheduler always admits, so a cold prior that is too slow for
+        this machine never locks a request out, and the first call calibrates
+        it. A text too long for its deadline even alone gets 413 (retrying
+        would never help), judged only with a measured rate. Without a
+        deadline only the queue bound applies; the reservation still counts
+        in the backlog others see.
         """
         self.ensure_capacity()
         workers = max(1, len(self._threads))
+        piece = chars if piece_chars is None else min(chars, piece_chars)
         with self._cond:
             if deadline is not None:
                 allowed = deadline - self._clock()
-                wait = self._backlog_locked()
-                own = chars * self._seconds_per_char / workers if must_finish else 0.0
-                if own > allowed:
-                    self._rejected += 1
-                    fits = int(max(0.0, allowed) * workers / self._seconds_per_char)
-                    raise PayloadTooLarge(
-                        f"this text needs about {own:.0f} s of synthesis, more than the "
-                        f"request deadline of {max(0.0, allowed):.0f} s; stream it or "
-                        f"send at most about {fits} characters",
-                        field="text",
-                        limit=fits,
-                        value=int(chars),
+                reserved = self._reserved_locked()
+                if must_finish and self.rate.calibrated:
+                    # A rate measured during a load spike would refuse the same
+                    # text forever (nothing admitted, nothing re-measured): an
+                    # idle scheduler whose last measurement is old refuses only
+                    # texts far too long and lets a borderline one re-measure.
+                    stale = self._measured_at is None or (
+                        self._clock() - self._measured_at > RATE_STALE_S
                     )
-                if wait + own > allowed:
-                    self._rejected += 1
-                    raise self._busy(wait, allowed, own)
+                    margin = REPROBE_MARGIN if reserved == 0 and stale else 1.0
+                    self._refuse_too_long(chars, piece, allowed * margin, workers, parallel)
+                if reserved > 0:
+                    est = estimate(
+                        reserved_chars=reserved,
+                        chars=chars,
+                        piece_chars=piece,
+                        seconds_per_char=self.rate.pessimistic,
+                        workers=workers,
+                        parallel=parallel,
+                    )
+                    budget = allowed * self._headroom
+                    first_budget = budget
+                    if first_audio_s is not None:
+                        first_budget = min(budget, first_audio_s * self._headroom)
+                    late = est.first_audio_s - first_budget
+                    if must_finish:
+                        late = max(late, est.finish_s - budget)
+                    if late > 0:
+                        self._rejected += 1
+                        raise self._busy(est.wait_s, allowed, late)
             admission = Admission(self, chars, deadline, must_finish)
             self._admissions.add(admission)
         return admission
+
+    def _refuse_too_long(
+        self, chars: float, piece: float, allowed: float, workers: int, parallel: int
+    ) -> None:
+        """413 when even alone the text could not be done in ``allowed`` seconds."""
+        # A permanent refusal must be certain: judged as if every chunk ran
+        # alone on all cores (the fast lane), the most optimistic reading of
+        # the measured rate. Borderline texts are admitted on an idle server.
+        alone = estimate(
+            reserved_chars=0.0,
+            chars=chars,
+            piece_chars=piece,
+            seconds_per_char=self.rate.mean / workers,
+            workers=workers,
+            parallel=parallel,
+        )
+        if alone.finish_s <= allowed:
+            return
+        self._rejected += 1
+        per_char = alone.finish_s / max(1.0, chars)
+        fits = int(max(0.0, allowed) / per_char)
+        raise PayloadTooLarge(
+            f"this text needs at least {alone.finish_s:.0f} s of synthesis, more than the "
+            f"request deadline of {max(0.0, allowed):.0f} s; stream it or send at most "
+            f"about {fits} characters",
+            field="text",
+            limit=fits,
+            value=int(chars),
+        )
 
     def run(self, item: SynthItem, **kwargs: object) -> np.ndarray:
         return self.submit(item, **kwargs).result()  # type: ignore[arg-type]
@@ -328,7 +397,7 @@ class Scheduler:
 
     @property
     def seconds_per_char(self) -> float:
-        return self._seconds_per_char
+        return self.rate.pessimistic
 
     def stats(self) -> SchedulerStats:
         with self._cond:
@@ -339,9 +408,10 @@ class Scheduler:
                 rejected=self._rejected,
                 failed=self._failed,
                 breaker_open=self._breaker.is_open,
-                reserved_chars=sum(a.remaining for a in self._admissions),
+                reserved_chars=self._reserved_locked(),
                 backlog_s=self._backlog_locked(),
-                seconds_per_char=self._seconds_per_char,
+                seconds_per_char=self.rate.pessimistic,
+                rate_samples=self.rate.samples,
                 dropped=self._dropped,
                 engine_seconds=self._engine_seconds,
             )
@@ -484,13 +554,9 @@ class Scheduler:
         with self._cond:
             self._completed += len(live)
             self._engine_seconds += elapsed
-            if cost >= 8:
-                # A running mean for the first calls (the prior is only a guess
-                # for this machine), then an exponential average that follows load.
-                # An all-cores call is faster than one worker's: scale it back.
-                self._rate_samples += 1
-                weight = max(_RATE_SMOOTHING, 1.0 / self._rate_samples)
-                measured = elapsed * (_FAST_LANE_SPEEDUP if exclusive else 1.0) / cost
-                self._seconds_per_char += weight * (measured - self._seconds_per_char)
+            # Under the same lock admission reads it. An all-cores call is
+            # counted as if every worker's core had shared it (pessimistic).
+            self.rate.observe(elapsed, cost, cores=len(self._threads) if exclusive else 1.0)
+            self._measured_at = self._clock()
         for work, audio in zip(live, outputs, strict=True):
             work.future.set_result(audio)

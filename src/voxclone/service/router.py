@@ -178,12 +178,22 @@ class SpeechRouter:
         service, routed = self.route(req)
         return service.stream(routed, cancelled=cancelled, deadline=deadline, admission=admission)
 
-    def admit(self, req: SpeechRequest, deadline: float, *, stream: bool) -> Admission:
+    def admit(
+        self,
+        req: SpeechRequest,
+        deadline: float,
+        *,
+        stream: bool,
+        must_finish: bool | None = None,
+        first_audio_s: float | None = None,
+    ) -> Admission:
         """Reserve engine time on the engine that will speak ``req`` (see
         :meth:`SpeechService.admit`). No voice lookup, so it stays safe on the
         event loop: a stored voice of another engine named without ``model``
         reserves on the default engine's scheduler."""
-        return self._admission_service(req).admit(req, deadline, stream=stream)
+        return self._admission_service(req).admit(
+            req, deadline, stream=stream, must_finish=must_finish, first_audio_s=first_audio_s
+        )
 
     def check_admission(self, req: SpeechRequest, deadline: float) -> None:
         self._admission_service(req).check_admission(req, deadline)

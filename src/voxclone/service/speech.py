@@ -296,7 +296,9 @@ class SpeechService:
         ``deadline`` bounds the start: a stream that the queued work would
         keep from starting by then is refused at once (here, so it is a 503
         and not a stream that ends early). Once audio flows, the client sets
-        the pace and a disconnect (``cancelled``) stops it.
+        the pace and a disconnect (``cancelled``) stops it. HTTP routes admit
+        before calling this (:meth:`admit`), also by the stream's end when
+        the client named a deadline.
         """
         voice, language = self._validate(req)
         ctype = content_type(req.format)
@@ -518,21 +520,57 @@ class SpeechService:
         finally:
             encoder.close()
 
-    def _admit(self, text: str, deadline: float | None, *, must_finish: bool) -> Admission:
+    def _admit(
+        self,
+        text: str,
+        deadline: float | None,
+        *,
+        must_finish: bool,
+        first_audio_s: float | None = None,
+    ) -> Admission:
         # Before planning: text preparation costs ~15 ms a request, and a flood
         # of refusals should not queue behind it. Without a deadline (CLI,
         # jobs) the request only counts towards the backlog others see.
-        return self._scheduler.admit(float(len(text)), deadline, must_finish=must_finish)
+        # A chunk holds at most the engine's token budget (about a character
+        # a token); up to the look-ahead of them render at once.
+        return self._scheduler.admit(
+            float(len(text)),
+            deadline,
+            must_finish=must_finish,
+            first_audio_s=first_audio_s,
+            piece_chars=float(self._caps.max_tokens),
+            parallel=LOOKAHEAD_CHUNKS,
+        )
 
-    def admit(self, req: SpeechRequest, deadline: float, *, stream: bool) -> Admission:
+    def admit(
+        self,
+        req: SpeechRequest,
+        deadline: float,
+        *,
+        stream: bool,
+        must_finish: bool | None = None,
+        first_audio_s: float | None = None,
+    ) -> Admission:
         """Reserve engine time for ``req`` before any other work (cheap, no I/O:
         safe on the event loop). Raises Overloaded (503) when the work already
         admitted would make it late, PayloadTooLarge (413) when it could not
         be done by ``deadline`` even alone. The caller releases it at the end
-        (releasing twice is harmless); a cache hit releases it unused."""
+        (releasing twice is harmless); a cache hit releases it unused.
+
+        A whole file must finish by ``deadline``. A stream must deliver its
+        first audio within ``first_audio_s`` (and by ``deadline``), and must
+        also finish by ``deadline`` when ``must_finish`` (the HTTP routes set
+        it when the client named its own deadline: a client that says when
+        it gives up must not be admitted to a stream it would abandon)."""
         if isinstance(req.text, str) and len(req.text) > self._max_text:
             self._validate(req)  # the length error, not an admission one
-        return self._admit(req.text, deadline, must_finish=not stream)
+        finish = (not stream) if must_finish is None else (must_finish or not stream)
+        return self._admit(
+            req.text,
+            deadline,
+            must_finish=finish,
+            first_audio_s=first_audio_s if stream else None,
+        )
 
     def check_admission(self, req: SpeechRequest, deadline: float) -> None:
         """Cheap early refusal (no voice lookup, no cache): raise Overloaded when
