@@ -76,6 +76,8 @@ IMAGE       ?= localhost/voxclone:latest
 BASE_IMAGE  ?=
 LOCAL_BASE  := localhost/bookworm-min:local
 IMAGE_VARIANT ?= cpu
+# Package extras baked in, e.g. IMAGE_EXTRAS=ray for deploy/k8s/kuberay.
+IMAGE_EXTRAS  ?=
 IMAGE_VOLUME  ?= voxclone-data
 IMAGE_PORT    ?= 8000
 IMAGE_NAME    ?= voxclone
@@ -95,7 +97,8 @@ image-wheels: $(if $(filter $(BIN)/pip,$(IMAGE_PIP)),install)
 	@echo "==> image: wheelhouse $(WHEELHOUSE) (torch $(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml) CPU)"
 	mkdir -p $(WHEELHOUSE)
 	$(IMAGE_PIP) wheel --progress-bar off --wheel-dir $(WHEELHOUSE) --find-links $(WHEELHOUSE) \
-		"torch==$(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)" "hatchling>=1.21" .
+		"torch==$(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)" "hatchling>=1.21" \
+		".$(if $(IMAGE_EXTRAS),[$(IMAGE_EXTRAS)])"
 	rm -f $(WHEELHOUSE)/voxclone-*.whl  # the image builds the package from src/
 
 image: image-base image-wheels
@@ -103,6 +106,7 @@ image: image-base image-wheels
 	$(PODMAN) build --network host -f Containerfile -t $(IMAGE) \
 		--build-arg BASE_IMAGE=$(or $(BASE_IMAGE),$(LOCAL_BASE)) \
 		--build-arg VARIANT=$(IMAGE_VARIANT) \
+		--build-arg EXTRAS=$(IMAGE_EXTRAS) \
 		--build-arg WHEELHOUSE=$(WHEELHOUSE) \
 		--build-arg TORCH_INDEX_URL= .
 	$(PODMAN) image ls $(IMAGE)
