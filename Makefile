@@ -99,6 +99,9 @@ image-wheels: $(if $(filter $(BIN)/pip,$(IMAGE_PIP)),install)
 	$(IMAGE_PIP) wheel --progress-bar off --wheel-dir $(WHEELHOUSE) --find-links $(WHEELHOUSE) \
 		"torch==$(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)" "hatchling>=1.21" \
 		".$(if $(IMAGE_EXTRAS),[$(IMAGE_EXTRAS)])"
+	# Debian 12's Python is 3.11.2: redis wants async-timeout below 3.11.3,
+	# which a newer host Python never resolves.
+	$(IMAGE_PIP) download --progress-bar off --no-deps --dest $(WHEELHOUSE) "async-timeout>=4.0.3"
 	rm -f $(WHEELHOUSE)/voxclone-*.whl  # the image builds the package from src/
 
 image: image-base image-wheels
