@@ -104,9 +104,10 @@ image-wheels: $(if $(filter $(BIN)/pip,$(IMAGE_PIP)),install)
 	$(IMAGE_PIP) download --progress-bar off --no-deps --dest $(WHEELHOUSE) "async-timeout>=4.0.3"
 	rm -f $(WHEELHOUSE)/voxclone-*.whl  # the image builds the package from src/
 
+# --format docker: the OCI image format has no HEALTHCHECK (podman drops it).
 image: image-base image-wheels
 	@echo "==> image: building $(IMAGE) ($(IMAGE_VARIANT)); takes several minutes"
-	$(PODMAN) build --network host -f Containerfile -t $(IMAGE) \
+	$(PODMAN) build --format docker --network host -f Containerfile -t $(IMAGE) \
 		--build-arg BASE_IMAGE=$(or $(BASE_IMAGE),$(LOCAL_BASE)) \
 		--build-arg VARIANT=$(IMAGE_VARIANT) \
 		--build-arg EXTRAS=$(IMAGE_EXTRAS) \

@@ -35,7 +35,7 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parents[2]
 PODMAN = str(ROOT / "scripts" / "container" / "podman.sh")
 IMAGE = os.environ.get("VOXCLONE_IMAGE", "")
-READY_BOUND_S = float(os.environ.get("VOXCLONE_IMAGE_READY_BOUND_S", "240"))
+READY_BOUND_S = float(os.environ.get("VOXCLONE_IMAGE_READY_BOUND_S", "600"))
 RESULTS = ROOT / "bench" / "results" / "container_image.json"
 CLIP = ROOT / "tests" / "data" / "librispeech_1088-129236-0000.wav"
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank."
