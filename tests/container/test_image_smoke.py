@@ -133,7 +133,13 @@ def speak(client: httpx.Client, text: str, voice: str) -> tuple[np.ndarray, int]
 def test_image_serves_clones_and_keeps_voices_across_restarts(volume: str) -> None:
     from voxclone.synth.voice.asr import Transcriber
 
-    figures: dict[str, Any] = {"image": IMAGE}
+    size = podman("image", "inspect", "--format", "{{.Size}}", IMAGE).strip()
+    figures: dict[str, Any] = {
+        "command": f"VOXCLONE_IMAGE={IMAGE} pytest -m slow tests/container (make image-smoke)",
+        "image": IMAGE,
+        "image_size_mb": round(int(size) / 1e6, 1),
+        "load_average_before": os.getloadavg()[0],
+    }
     first = Container(volume, free_port())
     try:
         figures["cold_start_to_ready_s"] = round(first.start(), 2)
@@ -168,7 +174,8 @@ def test_image_serves_clones_and_keeps_voices_across_restarts(volume: str) -> No
             assert len(cloned) / rate > 1.0 and float(np.sqrt(np.mean(cloned**2))) > 0.01
             figures["rss_mb_after_clone"] = round(first.rss_mb(), 1)
 
-        figures["stop_s"], code = first.stop()
+        stop_s, code = first.stop()
+        figures["stop_s"] = round(stop_s, 2)
         assert code == 0, f"exit code {code}:\n{first.logs()[-2000:]}"
         assert "Traceback" not in first.logs()
     finally:
@@ -189,5 +196,6 @@ def test_image_serves_clones_and_keeps_voices_across_restarts(volume: str) -> No
     finally:
         second.remove()
 
+    figures["load_average_after"] = os.getloadavg()[0]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
