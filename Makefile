@@ -122,7 +122,7 @@ image-run:
 	-@$(PODMAN) rm -f -t 30 $(IMAGE_NAME) >/dev/null 2>&1
 	$(PODMAN) run -d --name $(IMAGE_NAME) --stop-timeout 30 \
 		-p 127.0.0.1:$(IMAGE_PORT):8000 -v $(IMAGE_VOLUME):/data $(IMAGE)
-	@echo "==> $(IMAGE_NAME) starting on http://127.0.0.1:$(IMAGE_PORT)/ (ready in ~30 s);"
+	@echo "==> $(IMAGE_NAME) starting on http://127.0.0.1:$(IMAGE_PORT)/ (ready once the models load: ~20 s on a quiet machine, minutes on a busy one);"
 	@echo "    first start: the admin key is in '$(PODMAN) logs $(IMAGE_NAME)'"
 
 image-stop:
@@ -130,7 +130,7 @@ image-stop:
 
 # Release check (docs/deploy.md): build, run, speak, clone, restart, stop.
 image-smoke: install
-	VOXCLONE_IMAGE=$(IMAGE) $(BIN)/python -m pytest -q -m slow tests/container/test_image_smoke.py -p no:randomly
+	VOXCLONE_IMAGE=$(IMAGE) $(BIN)/python -m pytest -q -m slow tests/container/test_image_smoke.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
