@@ -5,8 +5,11 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 APT_PKGS := redis-server chromium iproute2 util-linux
+# Only `make image` needs these (CI's `make test` does not build images).
+IMAGE_APT_PKGS := podman runc debootstrap
 
-.PHONY: run serve test test-fast lint bench bench-quick install system-deps clean mutants
+.PHONY: run serve test test-fast lint bench bench-quick install system-deps clean mutants \
+	image image-base image-deps image-wheels image-run image-stop image-smoke
 
 # pip's own progress (one line per package, a bar per download) instead of
 # -q silence: the first install takes minutes and a person should see it move.
@@ -62,6 +65,72 @@ bench-quick: install
 bench: install
 	$(BIN)/pip install -q -e ".[bench]"
 	$(BIN)/python bench/run_all.py
+
+# ---- container image (Containerfile, scripts/container/, docs/deploy.md) ----
+# podman with the runc/cgroupfs/ulimit settings these hosts need.
+PODMAN      := scripts/container/podman.sh
+IMAGE       ?= localhost/voxclone:latest
+# Empty: build on the locally debootstrapped Debian 12 base (no registry
+# needed). Set to e.g. docker.io/library/python:3.11-slim-bookworm to use an
+# official base from a registry.
+BASE_IMAGE  ?=
+LOCAL_BASE  := localhost/bookworm-min:local
+IMAGE_VARIANT ?= cpu
+# Package extras baked in, e.g. IMAGE_EXTRAS=ray for deploy/k8s/kuberay.
+IMAGE_EXTRAS  ?=
+IMAGE_VOLUME  ?= voxclone-data
+IMAGE_PORT    ?= 8000
+IMAGE_NAME    ?= voxclone
+WHEELHOUSE  := .image/wheels
+
+image-deps:
+	@bash scripts/install_system_deps.sh $(IMAGE_APT_PKGS)
+
+image-base: image-deps
+	@if [ -z "$(BASE_IMAGE)" ]; then bash scripts/container/make_base.sh; fi
+
+# Wheels for every dependency, built by the host's pip (its index, cache and
+# local wheel directories), so the image build installs offline and fast.
+# IMAGE_PIP: any pip of Python 3.11 (default: the project venv's, made by install).
+IMAGE_PIP ?= $(BIN)/pip
+image-wheels: $(if $(filter $(BIN)/pip,$(IMAGE_PIP)),install)
+	@echo "==> image: wheelhouse $(WHEELHOUSE) (torch $(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml) CPU)"
+	mkdir -p $(WHEELHOUSE)
+	$(IMAGE_PIP) wheel --progress-bar off --wheel-dir $(WHEELHOUSE) --find-links $(WHEELHOUSE) \
+		"torch==$(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)" "hatchling>=1.21" \
+		".$(if $(IMAGE_EXTRAS),[$(IMAGE_EXTRAS)])"
+	# Debian 12's Python is 3.11.2: redis wants async-timeout below 3.11.3,
+	# which a newer host Python never resolves.
+	$(IMAGE_PIP) download --progress-bar off --no-deps --dest $(WHEELHOUSE) "async-timeout>=4.0.3"
+	rm -f $(WHEELHOUSE)/voxclone-*.whl  # the image builds the package from src/
+
+# --format docker: the OCI image format has no HEALTHCHECK (podman drops it).
+image: image-base image-wheels
+	@echo "==> image: building $(IMAGE) ($(IMAGE_VARIANT)); takes several minutes"
+	$(PODMAN) build --format docker --network host -f Containerfile -t $(IMAGE) \
+		--build-arg BASE_IMAGE=$(or $(BASE_IMAGE),$(LOCAL_BASE)) \
+		--build-arg VARIANT=$(IMAGE_VARIANT) \
+		--build-arg EXTRAS=$(IMAGE_EXTRAS) \
+		--build-arg WHEELHOUSE=$(WHEELHOUSE) \
+		--build-arg TORCH_INDEX_URL= .
+	$(PODMAN) image ls $(IMAGE)
+
+# Start the image in the background: data in the named volume $(IMAGE_VOLUME),
+# the API on 127.0.0.1:$(IMAGE_PORT) of this host only. The first start prints
+# an admin API key once: `$(PODMAN) logs $(IMAGE_NAME)`.
+image-run:
+	-@$(PODMAN) rm -f -t 30 $(IMAGE_NAME) >/dev/null 2>&1
+	$(PODMAN) run -d --name $(IMAGE_NAME) --stop-timeout 30 \
+		-p 127.0.0.1:$(IMAGE_PORT):8000 -v $(IMAGE_VOLUME):/data $(IMAGE)
+	@echo "==> $(IMAGE_NAME) starting on http://127.0.0.1:$(IMAGE_PORT)/ (ready once the models load: ~20 s on a quiet machine, minutes on a busy one);"
+	@echo "    first start: the admin key is in '$(PODMAN) logs $(IMAGE_NAME)'"
+
+image-stop:
+	$(PODMAN) stop -t 30 $(IMAGE_NAME)
+
+# Release check (docs/deploy.md): build, run, speak, clone, restart, stop.
+image-smoke: install
+	VOXCLONE_IMAGE=$(IMAGE) $(BIN)/python -m pytest -q -m slow tests/container/test_image_smoke.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -28,6 +28,8 @@ RESULTS = ROOT / "bench" / "results"
 
 # Result name -> the command that produces it when nothing better is recorded.
 DEFAULT_COMMANDS = {
+    # Release check of the container image (tests/container, docs/deploy.md).
+    "container_image": "make image && make image-smoke",
     "rtf": "python bench/rtf.py",
     "peers": "python bench/peers.py",
     "ttfa": "python bench/ttfa.py",

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
 
     # Security
     require_keys: bool = False  # keys are required whenever any key exists
+    # First start of a server whose key store never held a key: create one
+    # admin key, store its hash, print it once (api/first_key.py). The
+    # container image turns this on so it can listen on 0.0.0.0 safely.
+    bootstrap_admin_key: bool = False
     rate_limit_per_minute: float = 120.0
     rate_limit_burst: float = 30.0
     # Host headers accepted besides loopback names ("api.example.com",

@@ -91,3 +91,68 @@ def test_keys_create_with_bad_scope_fails(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidInput):
         _keys(["keys", "create", "--name", "x", "--scopes", "root"], Settings(home=tmp_path))
+
+
+def test_bootstrap_admin_key_lets_a_fresh_server_bind_publicly(tmp_path: Path, capsys: Any) -> None:
+    """The container path: first start creates one admin key, shown once, stored hashed."""
+    from voxclone.api.first_key import create_first_admin_key
+
+    settings = Settings(home=tmp_path, host="0.0.0.0", bootstrap_admin_key=True)
+    created = create_first_admin_key(settings.home)
+    assert created is not None
+    plaintext, record = created
+    assert record.scopes == {"admin"}
+    assert check_exposure(settings) is None
+    # Only the hash is stored: the plaintext appears nowhere in the database files.
+    for db in tmp_path.glob("keys.sqlite3*"):
+        assert plaintext.encode() not in db.read_bytes()
+        assert db.stat().st_mode & 0o077 == 0
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    assert store.authenticate(plaintext) == record
+    store.close()
+    # A second start creates nothing more.
+    assert create_first_admin_key(settings.home) is None
+
+
+def test_serve_with_bootstrap_prints_the_key_once_then_never(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    import uvicorn
+
+    import voxclone.api.app
+
+    # Everything of serve() but the model load and the listening socket.
+    fake_app = types.SimpleNamespace(state=types.SimpleNamespace())
+    monkeypatch.setattr(voxclone.api.app, "create_app", lambda s: fake_app)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: setattr(self, "should_exit", True))
+    settings = Settings(home=tmp_path, host="0.0.0.0", bootstrap_admin_key=True)
+    assert serve(settings) == 0
+    first = capsys.readouterr().err
+    keys = [w for w in first.split() if w.startswith("vox_")]
+    assert len(keys) == 1
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    assert store.authenticate(keys[0]) is not None
+    store.close()
+    assert serve(settings) == 0
+    assert "vox_" not in capsys.readouterr().err
+
+
+def test_bootstrap_never_reopens_a_server_whose_keys_were_all_revoked(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, host="0.0.0.0", bootstrap_admin_key=True)
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    _, record = store.create("old", {"tts"})
+    store.revoke(record.id)
+    store.close()
+    assert serve(settings) == 2
+    store = KeyStore(tmp_path / "keys.sqlite3")
+    assert store.count_active() == 0
+    store.close()
+
+
+def test_bootstrap_setting_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXCLONE_BOOTSTRAP_ADMIN_KEY", "true")
+    assert Settings().bootstrap_admin_key is True
+    monkeypatch.delenv("VOXCLONE_BOOTSTRAP_ADMIN_KEY")
+    assert Settings().bootstrap_admin_key is False

@@ -7,6 +7,7 @@ installed, ``kubectl kustomize`` renders both kustomizations too.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 SERVE_YAML = ROOT / "deploy" / "ray" / "serve.yaml"
 RAYSERVICE = K8S / "kuberay" / "rayservice.yaml"
-KUSTOMIZATIONS = ("plain", "kuberay")
+KUSTOMIZATIONS = ("plain", "kuberay", "jobs")
+CONTAINERFILE = ROOT / "Containerfile"
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -153,8 +155,12 @@ def test_env_sources_exist() -> None:
                 if "secretRef" in source:
                     assert source["secretRef"]["name"] in secrets, where
             home = Settings(**_pod_env(container)).home
-            mounts = [m["mountPath"] for m in container.get("volumeMounts", [])]
-            assert str(home) in mounts, f"{where}: VOXCLONE_HOME {home} is not the shared volume"
+            mounts = [Path(m["mountPath"]) for m in container.get("volumeMounts", [])]
+            # Inside the volume, not its root: the non-root server must own
+            # the home to keep it 0700, and a volume's root belongs to root.
+            assert any(home.is_relative_to(m) and home != m for m in mounts), (
+                f"{where}: VOXCLONE_HOME {home} is not inside the shared volume"
+            )
 
 
 def _pod_env(container: dict[str, Any]) -> dict[str, str]:
@@ -174,6 +180,34 @@ def test_every_container_requests_resources_and_uses_the_image() -> None:
         requests = container["resources"]["requests"]
         assert requests.get("cpu") and requests.get("memory"), where
         assert container["image"].split(":")[0] == "voxclone", where
+
+
+def _image_uid() -> int:
+    match = re.search(r"useradd [^\n]*--uid (\d+)", CONTAINERFILE.read_text())
+    assert match, "Containerfile creates no user with a fixed uid"
+    return int(match.group(1))
+
+
+def test_every_pod_runs_as_the_images_non_root_user() -> None:
+    uid = _image_uid()
+    assert uid != 0
+    for where, spec in pod_specs():
+        context = spec.get("securityContext", {})
+        assert context.get("runAsNonRoot") is True, where
+        assert context.get("runAsUser") == uid and context.get("fsGroup") == uid, where
+
+
+def test_every_kustomization_sets_the_image_by_name() -> None:
+    """One place per kustomization names the image; the manifests say only 'voxclone'."""
+    for name in KUSTOMIZATIONS:
+        kustomization = yaml.safe_load((K8S / name / "kustomization.yaml").read_text())
+        images = {entry["name"]: entry for entry in kustomization["images"]}
+        assert set(images) == {"voxclone"}, name
+        assert images["voxclone"].get("newName") and images["voxclone"].get("newTag"), name
+        for resource in kustomization["resources"]:
+            assert (K8S / name / resource).exists(), (name, resource)
+    for where, container in containers():
+        assert container["image"] == "voxclone", where
 
 
 def test_deployment_ports_probes_and_service_agree() -> None:

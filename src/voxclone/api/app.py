@@ -54,6 +54,10 @@ class UIMount(Mount):
         return super().matches(scope)
 
 
+# Longest the shutdown waits for a model load still in progress.
+LOADER_JOIN_S = 5.0
+
+
 def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     import time
 
@@ -123,7 +127,11 @@ def create_app(
             yield
         finally:
             if loader is not None:
-                loader.join(timeout=60)
+                # A stop during model loading (a container stopped before it
+                # was ready) must not outlast the runtime's stop grace period
+                # (30 s in our manifests, after uvicorn's 10 s drain): wait a
+                # little for the loader, then leave it; it is a daemon thread.
+                loader.join(timeout=LOADER_JOIN_S)
             owned: Runtime | None = getattr(app.state, "owned_runtime", None)
             if owned is not None:
                 owned.close()

@@ -5,7 +5,9 @@ prints one plain line to stdout: where the web UI and the API docs are.
 
 Without an active API key every request runs with full rights, so the server
 then binds only to loopback; asking for any other address without keys is
-refused with exit code 2 before anything listens.
+refused with exit code 2 before anything listens, unless
+``VOXCLONE_BOOTSTRAP_ADMIN_KEY`` lets the first start create an admin key
+(``api/first_key.py``; the container image does).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from typing import Any
 
 from voxclone.api.auth import key_db_path
+from voxclone.api.first_key import announce_key, create_first_admin_key
 from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
 from voxclone.runtime.keys import KeyStore
@@ -61,6 +64,10 @@ def check_exposure(settings: Settings) -> str | None:
 
 
 def serve(settings: Settings) -> int:
+    if settings.bootstrap_admin_key:
+        created = create_first_admin_key(settings.home)
+        if created is not None:
+            announce_key(*created)
     problem = check_exposure(settings)
     if problem is not None:
         print(f"voxclone: error: {problem}", file=sys.stderr)
