@@ -92,7 +92,11 @@ SENTENCES = (
     "We will meet again next week to talk about the results of the test.",
 )
 MODELS_DIR = Path.home() / ".cache" / "voxclone" / "models"
-DEFAULT_EVALDATA = ROOT.parent / "shared" / "evaldata"
+# The checkout's sibling shared/ (main checkout), else the machine-wide copy (worktrees).
+DEFAULT_EVALDATA = next(
+    (p for p in (ROOT.parent / "shared" / "evaldata", Path("/work/shared/evaldata")) if p.exists()),
+    ROOT.parent / "shared" / "evaldata",
+)
 MALE_F0_BELOW_HZ = 165.0
 # DESIGN.md §4 constants for the judge on the dev set; used when this run has
 # too few real pairs to measure a statistic itself (e.g. one speaker of a sex).

@@ -57,9 +57,8 @@ from voxclone.config import Settings  # noqa: E402
 from voxclone.synth.audio.denoise import Denoiser  # noqa: E402
 from voxclone.synth.audio.reference import ReferenceAudio, prepare_reference  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
-from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
-from voxclone.synth.text.g2p import EspeakG2P  # noqa: E402
+from voxclone.synth.engine import registry  # noqa: E402
+from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
@@ -137,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
 
     by_speaker = utterances_by_speaker(args.evaldata)
     dev = sorted(s for s, utts in by_speaker.items() if len(utts) >= 2)
-    engine = KokoroEngine(MODELS_DIR)
+    engine = registry.create("kokoro", EngineConfig(MODELS_DIR))
     engine.load()
-    g2p = EspeakG2P(engine.assets.vocab)
+    g2p = engine.tokenizer()
 
     def tokens(text: str) -> tuple[int, ...]:
         return g2p.token_ids(g2p.phonemize(text, "en-us"))
@@ -160,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     detector = SpeechDetector()
     denoiser = Denoiser()
-    atlas = VoiceAtlas.load(engine.assets.packs)
+    atlas = VoiceAtlas.load(engine.style_packs())
     pipeline = CloningPipeline(
         InstantCloner(atlas, encoder),
         probe=lambda pack: synth(probe_tokens, pack),
@@ -182,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
     builtins = {
         name: judge_voice(pack, None)
-        for name, (_, pack) in builtin_voices(engine.assets.packs).items()
+        for name, (_, pack) in builtin_voices(engine.style_packs()).items()
     }
     print(f"{len(builtins)} built-ins judged", flush=True)
 
