@@ -27,7 +27,6 @@ Studies (``--studies noise,length,clips``):
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import platform
@@ -50,6 +49,7 @@ from clone_eval import (  # noqa: E402
     ROOT,
     SENTENCES,
     Judge,
+    RenderCache,
     recording_statistics,
     utterances_by_speaker,
 )
@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-denoise-snrs", default="", help="SNRs also run without the denoiser (default: all)"
     )
     parser.add_argument(
+        "--render-cache", type=Path, help="directory memoizing renders across runs (deterministic)"
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "reference_robustness.json"
     )
     args = parser.parse_args(argv)
@@ -145,14 +148,11 @@ def main(argv: list[str] | None = None) -> int:
 
     sentence_tokens = [tokens(s) for s in SENTENCES]
     probe_tokens = tokens(TEST_SENTENCE)
-    renders: dict[str, np.ndarray] = {}
-
-    def synth(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
-        # Memoized: conditions that land on the same voice are not rendered twice.
-        key = hashlib.sha1(np.asarray(tok).tobytes() + pack.tobytes()).hexdigest()
-        if key not in renders:
-            renders[key] = engine.synthesize([SynthItem(tok, pack, 1.0)])[0]
-        return renders[key]
+    # Memoized: conditions that land on the same voice are not rendered twice
+    # (and, with --render-cache, nothing clone_eval already rendered).
+    synth = RenderCache(
+        lambda tok, pack: engine.synthesize([SynthItem(tok, pack, 1.0)])[0], args.render_cache
+    )
 
     judge = Judge()
     encoder = SpeakerEncoder()
@@ -179,9 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             [soxr.resample(c, 24_000, 16_000).astype(np.float32) for c in clips]
         )
 
+    # Reverse order: a clone_eval run started alongside renders them front to back.
     builtins = {
         name: judge_voice(pack, None)
-        for name, (_, pack) in builtin_voices(engine.style_packs()).items()
+        for name, (_, pack) in reversed(builtin_voices(engine.style_packs()).items())
     }
     print(f"{len(builtins)} built-ins judged", flush=True)
 
@@ -224,50 +225,6 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     singles = sorted(s for s, utts in by_speaker.items() if len(utts) == 1)
     talkers = [stats.audio[by_speaker[s][0]["file"]] for s in singles[:BABBLE_TALKERS]]
-
-    if "noise" in studies:
-        rows = []
-        for speaker in [s.strip() for s in args.noise_speakers.split(",") if s.strip()]:
-            utts = sorted(by_speaker[speaker], key=lambda e: -e["duration_s"])
-            enroll, held = utts[0], utts[1:]
-            sex = stats.sexes[speaker]
-            targets = [stats.real[speaker][by_speaker[speaker].index(e)] for e in held]
-            clean = stats.audio[enroll["file"]].astype(np.float64)
-            noise = babble(clean.size, talkers, rng) + pink_noise(clean.size, rng)
-            noise /= np.sqrt(np.mean(noise**2))
-            power = speech_power(clean.astype(np.float32), detector)
-            row: dict[str, Any] = {
-                "speaker": speaker,
-                "sex": sex,
-                "enroll_file": enroll["file"],
-                "builtin_sims": builtin_sims(targets),
-                "conditions": [],
-            }
-            for snr in [None, *snrs]:
-                mixed = clean if snr is None else clean + noise * np.sqrt(power / 10 ** (snr / 10))
-                mixed = mixed * min(1.0, 0.9 / float(np.max(np.abs(mixed))))  # no clipping
-                data = wav_bytes(mixed.astype(np.float32))
-                denoise_modes = (True, False) if snr is not None and snr in off_snrs else (True,)
-                for use_denoiser in denoise_modes:
-                    ref = prepare_reference(
-                        data,
-                        detector=detector,
-                        denoiser=denoiser if use_denoiser else None,
-                        min_snr_db=-np.inf,
-                        **LIMITS,
-                    )
-                    cell = score([ref], targets, sex)
-                    cell.update(
-                        snr_db=snr,
-                        estimated_snr_db=round(ref.snr_db, 1),
-                        denoiser=use_denoiser,
-                        denoised=ref.denoised,
-                    )
-                    row["conditions"].append(cell)
-                    print(speaker, json.dumps(cell), flush=True)
-            rows.append(row)
-            result["noise"] = summarize_noise(rows, norm, snrs)
-            save(partial=True)
 
     chosen = [s.strip() for s in args.speakers.split(",") if s.strip()] or dev
     if "length" in studies or "clips" in studies:
@@ -324,6 +281,50 @@ def main(argv: list[str] | None = None) -> int:
                 clip_rows.append({**base, "cells": cells})
                 result["clips"] = summarize_by(clip_rows, norm, "clips")
                 save(partial=True)
+
+    if "noise" in studies:
+        rows = []
+        for speaker in [s.strip() for s in args.noise_speakers.split(",") if s.strip()]:
+            utts = sorted(by_speaker[speaker], key=lambda e: -e["duration_s"])
+            enroll, held = utts[0], utts[1:]
+            sex = stats.sexes[speaker]
+            targets = [stats.real[speaker][by_speaker[speaker].index(e)] for e in held]
+            clean = stats.audio[enroll["file"]].astype(np.float64)
+            noise = babble(clean.size, talkers, rng) + pink_noise(clean.size, rng)
+            noise /= np.sqrt(np.mean(noise**2))
+            power = speech_power(clean.astype(np.float32), detector)
+            row: dict[str, Any] = {
+                "speaker": speaker,
+                "sex": sex,
+                "enroll_file": enroll["file"],
+                "builtin_sims": builtin_sims(targets),
+                "conditions": [],
+            }
+            for snr in [None, *snrs]:
+                mixed = clean if snr is None else clean + noise * np.sqrt(power / 10 ** (snr / 10))
+                mixed = mixed * min(1.0, 0.9 / float(np.max(np.abs(mixed))))  # no clipping
+                data = wav_bytes(mixed.astype(np.float32))
+                denoise_modes = (True, False) if snr is not None and snr in off_snrs else (True,)
+                for use_denoiser in denoise_modes:
+                    ref = prepare_reference(
+                        data,
+                        detector=detector,
+                        denoiser=denoiser if use_denoiser else None,
+                        min_snr_db=-np.inf,
+                        **LIMITS,
+                    )
+                    cell = score([ref], targets, sex)
+                    cell.update(
+                        snr_db=snr,
+                        estimated_snr_db=round(ref.snr_db, 1),
+                        denoiser=use_denoiser,
+                        denoised=ref.denoised,
+                    )
+                    row["conditions"].append(cell)
+                    print(speaker, json.dumps(cell), flush=True)
+            rows.append(row)
+            result["noise"] = summarize_noise(rows, norm, snrs)
+            save(partial=True)
 
     save(partial=False)
     print(args.out.with_suffix(".md").read_text())
