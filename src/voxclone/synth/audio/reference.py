@@ -10,13 +10,14 @@ The limits are set so that no clip with >= 1.5 s of speech at >= 10 dB SNR is
 refused (every clip of the dev evaluation data is accepted; the noisiest, a
 LibriSpeech audiobook clip, measures 6.2 dB; tests/unit/test_reference_floor.py
 holds the floor). bench/reference_robustness.py measured, with the independent
-judge (docs/benchmarks.md, "Reference robustness"; 2 speakers per curve, so a
-first measurement, not a final one): a denoised clone from babble + pink noise
-at 20/15/10/5 dB never fell below the best stock voice (normalized 0.41 clean,
-0.43 at 10 dB, 0.30 at 5 dB vs 0.04 for the stock voice), and 1.5 s of speech
-gave 0.48 against 0.53 from 12 s (stock voice 0.20). So refusing above 5 dB or
-1.5 s would refuse clones better than what the user would get instead; where
-below 5 dB the clone falls under a stock voice is not measured yet.
+judge (docs/benchmarks.md, "Reference robustness"; 2-3 speakers per curve, so
+a first measurement, not a final one): a denoised clone from babble + pink
+noise at 20/15/10/5 dB never fell below the best stock voice (normalized 0.41
+clean, 0.43 at 10 dB, 0.30 at 5 dB vs 0.04 for the stock voice), and 1.5 s of
+speech gave 0.47 against 0.46 from 12 s (stock voice 0.19; flat in between).
+So refusing above 5 dB or 1.5 s would refuse clones better than what the user
+would get instead; where below 5 dB the clone falls under a stock voice is not
+measured yet.
 """
 
 from __future__ import annotations
