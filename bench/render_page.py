@@ -616,6 +616,8 @@ CLONE_SUBSECTIONS = {
     "pick_study": "Which instant pick carries over to the judge (policies replayed)",
     "pick_study_auditions": "Which refine audition policy carries over (policies replayed)",
     "reference_robustness": "Reference robustness: noise, length, several recordings",
+    "reference_clips": "Several recordings per voice: 1, 2 and 3 clips",
+    "pick_fit": "Pick objective fitted by leave-one-speaker-out cross-validation",
 }
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 

@@ -333,6 +333,7 @@ def build_voice_service(
     from voxclone.synth.voice.atlas import VoiceAtlas
     from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
     from voxclone.synth.voice.encoder import SpeakerEncoder
+    from voxclone.synth.voice.pick import AtlasCues, load_weights
     from voxclone.synth.voice.pitch_calibration import PitchCalibrator
     from voxclone.synth.voice.quality_report import (
         CONFIRM_SENTENCE,
@@ -372,7 +373,15 @@ def build_voice_service(
     cloner = refiner = reporter = calibrator = None
     if style is not None:
         atlas = VoiceAtlas.load(style.engine.style_packs())
-        cloner = InstantCloner(atlas, encoder)
+        # The pick objective's weights and the atlas side of its cues
+        # (bench/fit_pick_weights.py); a cue table for another atlas is ignored.
+        cues = AtlasCues.load()
+        cloner = InstantCloner(
+            atlas,
+            encoder,
+            pick=load_weights(),
+            cues=cues if cues is not None and len(cues) == len(atlas) else None,
+        )
         tokenizer = style.engine.tokenizer()
         style_scheduler = style.scheduler
 

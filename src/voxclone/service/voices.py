@@ -429,6 +429,7 @@ class VoiceService:
         # The pooled print's totals, so a recording added later is weighted right.
         quality["reference_seconds"] = round(cloned.print.speech_seconds, 2)
         quality["reference_pitch"] = cloned.print.pitch_json()
+        quality["reference_rate"] = round(cloned.print.rate, 3)  # a cue of the pick
         if voice.calibration is not None:
             quality["pitch_calibration"] = voice.calibration
         return quality
@@ -765,6 +766,7 @@ def _stored_print(record: VoiceRecord) -> VoicePrint | None:
         spectrum=record.reference_spectrum,
         speech_seconds=seconds,
         clips=int(quality.get("clips", 1)),
+        rate=float(quality.get("reference_rate") or 0.0),  # older records: unknown
     )
 
 

@@ -33,6 +33,13 @@ from voxclone.errors import Cancelled
 from voxclone.synth.audio.tone import tone_filter_for
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, AtlasMatch, VoiceAtlas
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
+from voxclone.synth.voice.pick import (
+    AtlasCues,
+    PickWeights,
+    ReferenceCues,
+    cue_distances,
+    pick_scores,
+)
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats
 from voxclone.synth.voice.style_space import VoiceRecipe
 
@@ -70,11 +77,18 @@ class InstantCloner:
         pitch_tolerance: float | None = PITCH_TOLERANCE,
         prosody: str = "match",
         builtin_margin: float = BUILTIN_MARGIN,
+        pick: PickWeights | None = None,
+        cues: AtlasCues | None = None,
     ) -> None:
         """``pitch_tolerance`` None disables the pitch gate; ``prosody`` is
         ``"match"`` (the atlas prosody closest to the reference's median F0)
         or ``"neighbour"`` (the best match's own prosody half); ``builtin_margin``
-        is the cosine a random atlas voice must gain over the built-ins."""
+        is the cosine a random atlas voice must gain over the built-ins.
+
+        ``pick`` (synth/voice/pick.py) re-ranks the nearest voices by several
+        cues measured on the atlas voices (``cues``); it replaces
+        ``builtin_margin`` when given. Without cues, or with every cue weight
+        at 0, the pick is the encoder's nearest eligible voice."""
         if prosody not in PROSODY_MODES:
             raise ValueError(f"prosody must be one of {PROSODY_MODES}")
         self._atlas = atlas
@@ -84,7 +98,11 @@ class InstantCloner:
         self._max_wer = max_wer
         self._pitch_tolerance = pitch_tolerance
         self._prosody = prosody
-        self._builtin_margin = builtin_margin
+        self._pick = pick if pick is not None else PickWeights(builtin_margin=builtin_margin)
+        self._builtin_margin = self._pick.builtin_margin
+        if cues is not None and len(cues) != len(atlas):
+            raise ValueError("the atlas cue table does not match the atlas")
+        self._cues = cues
 
     @property
     def atlas(self) -> VoiceAtlas:
@@ -105,11 +123,23 @@ class InstantCloner:
         pitch = pitch_stats(x16k, ENCODER_RATE)
         return self.clone_from(embedding, pitch, started=started)
 
+    @property
+    def pick_weights(self) -> PickWeights:
+        return self._pick
+
     def clone_from(
-        self, embedding: np.ndarray, pitch: PitchStats, *, started: float | None = None
+        self,
+        embedding: np.ndarray,
+        pitch: PitchStats,
+        *,
+        started: float | None = None,
+        spectrum: np.ndarray | None = None,
+        rate: float = 0.0,
     ) -> InstantClone:
+        """``spectrum`` (long-term, synth/audio/tone.py) and ``rate``
+        (prosody.speaking_rate) of the reference feed the pick's cues."""
         started = time.perf_counter() if started is None else started
-        matches = self.eligible_nearest(embedding, pitch.median_hz, self._top_k)
+        matches = self.pick(embedding, ReferenceCues(pitch, spectrum, rate), self._top_k)
         timbre = self._atlas.blended_timbre(matches, self._temperature)
         if self._prosody == "neighbour":
             prosody = self._atlas.prosody_of(matches[0].index)
@@ -118,6 +148,18 @@ class InstantCloner:
         recipe = timbre.with_prosody(prosody)
         style = self._atlas.basis.pack(recipe)
         return InstantClone(recipe, style, embedding, pitch, matches, time.perf_counter() - started)
+
+    def pick(self, embedding: np.ndarray, reference: ReferenceCues, k: int) -> list[AtlasMatch]:
+        """The ``k`` best atlas voices for a reference by the pick objective, best first."""
+        if self._cues is None or not self._pick.uses_cues:
+            return self.eligible_nearest(embedding, reference.pitch.median_hz, k)
+        pool = self.eligible_nearest(embedding, reference.pitch.median_hz, max(k, self._pick.pool))
+        indices = np.array([m.index for m in pool], dtype=np.int64)
+        cosines = np.array([m.similarity for m in pool])
+        distances = cue_distances(indices, self._atlas.f0_median, self._cues, reference)
+        scores = pick_scores(cosines, distances, self._atlas.is_builtin[indices], self._pick)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [pool[int(i)] for i in order]
 
     def eligible_nearest(self, embedding: np.ndarray, pitch_hz: float, k: int) -> list[AtlasMatch]:
         """The atlas lookup with this cloner's gates (WER, pitch) and built-in margin."""

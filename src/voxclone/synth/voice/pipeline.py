@@ -33,7 +33,7 @@ from voxclone.synth.voice.clone import (
 )
 from voxclone.synth.voice.encoder import normalize
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
-from voxclone.synth.voice.prosody import PitchStats, pitch_stats
+from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 
@@ -56,6 +56,7 @@ class VoicePrint:
     spectrum: np.ndarray | None  # long-term spectrum in dB (synth/audio/tone.py)
     speech_seconds: float  # total, the weight of this print when pooled again
     clips: int
+    rate: float = 0.0  # prosody.speaking_rate (peaks per second of speech); 0.0 = unknown
 
     def pitch_json(self) -> dict[str, float]:
         p = self.pitch
@@ -79,6 +80,8 @@ def pool_prints(prints: Sequence[VoicePrint]) -> VoicePrint:
     pairs = list(zip(weights, prints, strict=True))
     embedding = normalize(np.sum([w * p.embedding.astype(np.float64) for w, p in pairs], axis=0))
     spectra = [(w, p.spectrum) for w, p in pairs if p.spectrum is not None]
+    rates = [(w, p.rate) for w, p in pairs if p.rate > 0]
+    rate = float(sum(w * r for w, r in rates) / sum(w for w, _ in rates)) if rates else 0.0
     spectrum = None
     if spectra:
         total = sum(w for w, _ in spectra)
@@ -89,6 +92,7 @@ def pool_prints(prints: Sequence[VoicePrint]) -> VoicePrint:
         spectrum=spectrum,
         speech_seconds=float(sum(p.speech_seconds for p in prints)),
         clips=sum(p.clips for p in prints),
+        rate=rate,
     )
 
 
@@ -173,6 +177,7 @@ class CloningPipeline:
                 spectrum=long_term_spectrum(ref.samples16k, ENCODER_RATE),
                 speech_seconds=float(ref.speech_seconds),
                 clips=1,
+                rate=speaking_rate(ref.samples16k, ENCODER_RATE),
             )
             for ref in references
         ]
@@ -196,7 +201,12 @@ class CloningPipeline:
     ) -> ClonedVoice:
         """Clone from a print already measured (e.g. a stored voice's, pooled with a new clip)."""
         started = time.perf_counter() if started is None else started
-        instant = self._cloner.clone_from(voice_print.embedding, voice_print.pitch)
+        instant = self._cloner.clone_from(
+            voice_print.embedding,
+            voice_print.pitch,
+            spectrum=voice_print.spectrum,
+            rate=voice_print.rate,
+        )
         voice = self.speak(instant.recipe, voice_print.pitch.median_hz)
         tone = self.tone_for(voice_print.spectrum if match_tone else None, voice.probe)
         return ClonedVoice(

@@ -138,3 +138,48 @@ def rank_prosody(
         cost = cost + wer_weight * np.asarray(candidate_wer, dtype=np.float64)
     order = np.argsort(np.where(usable, cost, np.inf), kind="stable")
     return order[: int(usable.sum())]
+
+
+# Speaking rate: syllable nuclei counted as peaks of the smoothed band energy
+# (300-2500 Hz holds the vowels' first two formants). No transcript is needed,
+# so the same measure applies to a user's reference and to a synthetic voice;
+# it is a relative cue (a faster talker gives more peaks per second of speech),
+# not an exact syllable count.
+RATE_BAND_HZ = (300.0, 2500.0)
+RATE_FRAME_S = 0.01
+RATE_SMOOTH_S = 0.05
+RATE_MIN_GAP_S = 0.09  # faster than ~11 syllables/s is not speech
+RATE_PROMINENCE_DB = 4.0
+RATE_ACTIVE_RANGE_DB = 30.0  # frames this far below the loudest count as pauses
+
+
+def speaking_rate(audio: np.ndarray, sample_rate: int) -> float:
+    """Energy peaks per second of active speech (about syllables per second); 0.0 if silent."""
+    from scipy.signal import find_peaks
+
+    x = np.asarray(audio, dtype=np.float64).ravel()
+    frame = max(1, round(RATE_FRAME_S * sample_rate))
+    if x.size < 20 * frame:
+        return 0.0
+    low, high = RATE_BAND_HZ
+    sos = butter(
+        4, [low, min(high, 0.45 * sample_rate)], btype="bandpass", fs=sample_rate, output="sos"
+    )
+    band = sosfiltfilt(sos, x)
+    n = band.size // frame
+    power = np.mean(band[: n * frame].reshape(n, frame) ** 2, axis=1)
+    smooth = max(1, round(RATE_SMOOTH_S / RATE_FRAME_S))
+    power = np.convolve(power, np.ones(smooth) / smooth, mode="same")
+    level = 10.0 * np.log10(power + 1e-12)
+    if level.max() < -90.0:
+        return 0.0
+    active = level > level.max() - RATE_ACTIVE_RANGE_DB
+    active_s = float(active.sum()) * RATE_FRAME_S
+    if active_s <= 0.2:
+        return 0.0
+    peaks, _ = find_peaks(
+        np.where(active, level, level.max() - RATE_ACTIVE_RANGE_DB),
+        prominence=RATE_PROMINENCE_DB,
+        distance=max(1, round(RATE_MIN_GAP_S / RATE_FRAME_S)),
+    )
+    return float(len(peaks) / active_s)
