@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from voxclone.errors import Conflict, NotFound
+from voxclone.runtime.db import head_revision
 from voxclone.runtime.job_store import (
     INTERRUPTED_MESSAGE,
     InMemoryJobStore,
@@ -19,7 +20,6 @@ from voxclone.runtime.job_store import (
     JobStore,
     SqliteJobStore,
 )
-from voxclone.runtime.db import head_revision
 from voxclone.runtime.voice_store import SqliteVoiceStore
 
 

@@ -65,9 +65,7 @@ class InlineVoiceLog:
     def pending(self) -> list[str]:
         """Voice ids whose cached audio has not been purged yet."""
         with self._db.read() as conn:
-            rows = conn.execute(
-                select(_U.voice_id).where(_U.purged_at.is_(None)).distinct()
-            ).all()
+            rows = conn.execute(select(_U.voice_id).where(_U.purged_at.is_(None)).distinct()).all()
         return [str(r[0]) for r in rows]
 
     def mark_purged(self, voice_id: str) -> None:

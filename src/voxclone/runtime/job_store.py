@@ -7,8 +7,9 @@ cancels a queued job at once and flags a running one, and the worker checks
 
 Two stores implement the :class:`JobStore` protocol: :class:`SqlJobStore`
 (alias ``SqliteJobStore``; survives restarts; shares the voice library's
-database, SQLite or PostgreSQL, with its own table) and :class:`InMemoryJobStore` (tests, throw-away servers). Work queues
-live in process memory, so after a restart nothing will ever pick up a job
+database, SQLite or PostgreSQL, with its own table) and
+:class:`InMemoryJobStore` (tests, throw-away servers). Work queues live in
+process memory, so after a restart nothing will ever pick up a job
 that was queued or running: :meth:`SqlJobStore.recover_interrupted` marks
 those failed with "interrupted by restart".
 
@@ -396,9 +397,7 @@ class SqlJobStore:
         """Fail jobs a previous process left queued or running; return how many."""
         with self._db.write() as conn:
             rows = conn.execute(
-                select(*_JOB_COLUMNS)
-                .where(_J.state.in_(("queued", "running")))
-                .with_for_update()
+                select(*_JOB_COLUMNS).where(_J.state.in_(("queued", "running"))).with_for_update()
             ).all()
             for row in rows:
                 self._save(conn, _interrupted(_job_from_row(row)))
@@ -415,9 +414,7 @@ class SqlJobStore:
         self.close()
 
     @staticmethod
-    def _load(
-        conn: Connection, job_id: str, owner: str | None, *, lock: bool = False
-    ) -> JobRecord:
+    def _load(conn: Connection, job_id: str, owner: str | None, *, lock: bool = False) -> JobRecord:
         query = select(*_JOB_COLUMNS).where(_J.id == job_id)
         if owner is not None:
             query = query.where(_J.owner == owner)

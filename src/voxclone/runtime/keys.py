@@ -168,9 +168,7 @@ class KeyStore:
         presented = _hash_key(plaintext)
         with self._db.read() as conn:
             rows = conn.execute(
-                select(*_COLUMNS, _K.key_hash).where(
-                    _K.prefix == plaintext[:DISPLAY_PREFIX_CHARS]
-                )
+                select(*_COLUMNS, _K.key_hash).where(_K.prefix == plaintext[:DISPLAY_PREFIX_CHARS])
             ).all()
         match: KeyRecord | None = None
         for row in rows:

@@ -369,9 +369,7 @@ _SUMMARY_COLUMNS = (
     _V.version,
     _V.source,
     _V.quality_json,
-    exists()
-    .where(t.voice_reference_audio.c.voice_id == _V.id)
-    .label("has_reference_audio"),
+    exists().where(t.voice_reference_audio.c.voice_id == _V.id).label("has_reference_audio"),
     _V.engine,
     _V.model_id,
     _V.model_version,

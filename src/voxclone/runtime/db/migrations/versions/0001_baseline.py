@@ -20,6 +20,8 @@ the file: refused, nothing changed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -38,7 +40,7 @@ def _fk() -> sa.ForeignKey:
     return sa.ForeignKey("voices.id", ondelete="CASCADE")
 
 
-def _tables() -> dict[str, tuple[sa.SchemaItem, ...]]:
+def _tables() -> dict[str, tuple[Any, ...]]:
     """Each table of this revision: its columns and constraints."""
     return {
         "voices": (
@@ -172,7 +174,7 @@ def upgrade() -> None:
         existing = {ix["name"] for ix in inspector.get_indexes(table)}
         if index_name in existing:
             continue
-        extra = {}
+        extra: dict[str, Any] = {}
         if where is not None:
             extra = {"sqlite_where": sa.text(where), "postgresql_where": sa.text(where)}
         op.create_index(index_name, table, columns, unique=unique, **extra)
