@@ -17,7 +17,6 @@ import threading
 import time
 from typing import Any
 
-from voxclone.api.auth import key_db_path
 from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
 from voxclone.runtime.keys import KeyStore
@@ -36,7 +35,7 @@ def is_loopback(host: str) -> bool:
 
 
 def _active_keys(settings: Settings) -> int:
-    store = KeyStore(key_db_path(settings.home))
+    store = KeyStore(settings.key_database_target)
     try:
         return store.count_active()
     finally:
