@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-APT_PKGS := redis-server chromium iproute2 util-linux
+APT_PKGS := redis-server chromium iproute2 util-linux postgresql
 
 .PHONY: run serve test test-fast lint bench bench-quick install system-deps clean mutants
 

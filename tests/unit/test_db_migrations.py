@@ -315,3 +315,26 @@ def test_two_processes_opening_a_fresh_file_migrate_it_once(tmp_path: Path) -> N
     db = Database(url)
     assert current_revision(db) == head_revision()
     db.close()
+
+
+def test_db_cli_migrates_the_configured_databases(
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from voxclone.api.cli import main
+
+    monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "home"))
+    shared = not database_url.startswith("sqlite")
+    if shared:
+        monkeypatch.setenv("VOXCLONE_DATABASE_URL", database_url)
+    else:
+        monkeypatch.delenv("VOXCLONE_DATABASE_URL", raising=False)
+    assert main(["db", "upgrade"]) == 0
+    assert main(["db", "current"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # Embedded: the library file and the key file; shared: one database for both.
+    assert len(lines) == (2 if not shared else 1) * 2
+    assert all(f": {head_revision()} (this version: {head_revision()})" in line for line in lines)
+    assert all("SECRET" not in line for line in lines)
