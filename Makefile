@@ -4,7 +4,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-APT_PKGS := redis-server chromium iproute2 util-linux
+APT_PKGS := redis-server chromium iproute2 util-linux postgresql
 # Only `make image` needs these (CI's `make test` does not build images).
 IMAGE_APT_PKGS := podman runc debootstrap
 

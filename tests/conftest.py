@@ -139,6 +139,157 @@ def redis_server() -> Iterator[str]:
 
 
 # =============================================================================
+# PostgreSQL: a real server (Debian's initdb / pg_ctl) on a free loopback port,
+# one per test session; each test that asks gets the migrated database, emptied after it
+# =============================================================================
+
+_PG_START_TIMEOUT_S = 60
+
+
+def _postgres_bin_dir() -> Path | None:
+    """Where initdb and pg_ctl are: Debian's versioned directory, else PATH."""
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
+            return candidate
+    found = shutil.which("initdb")
+    if found and shutil.which("pg_ctl"):
+        return Path(found).resolve().parent
+    return None
+
+
+class PostgresServer:
+    """A throwaway cluster; :meth:`create_database` hands out new databases."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._counter = 0
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+    def create_database(self) -> str:
+        self._counter += 1
+        name = f"t{os.getpid()}_{self._counter}"
+        self.admin(f"CREATE DATABASE {name}")
+        return name
+
+    def reset(self, name: str) -> None:
+        """Empty every table of ``name`` and put it back at the newest revision."""
+        import psycopg
+
+        from voxclone.runtime.db import head_revision
+        from voxclone.runtime.db.schema import metadata
+
+        tables = ", ".join(metadata.tables)
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="postgres", dbname=name, autocommit=True
+        ) as conn:
+            # Connections a test left open (a store it never closed) must not
+            # hold locks that TRUNCATE waits for, nor leak into the next test.
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")  # type: ignore[arg-type]
+            conn.execute("DELETE FROM alembic_version")
+            conn.execute("INSERT INTO alembic_version VALUES (%s)", (head_revision(),))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster in a temporary directory (trust auth, loopback only).
+
+    Tests run as root in CI; PostgreSQL refuses to, so the cluster belongs to
+    the ``postgres`` user. Durability is off (fsync, full pages): the data is
+    thrown away at the end of the session.
+    """
+    bin_dir = _postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("runuser") is None:
+            pytest.skip("running as root and runuser is missing: cannot start PostgreSQL")
+        run_as = ["runuser", "-u", "postgres", "--"]
+    workdir = Path(tempfile.mkdtemp(prefix="voxclone-pg-"))
+    data_dir, log_path = workdir / "data", workdir / "server.log"
+    if run_as:
+        shutil.chown(workdir, user="postgres", group="postgres")
+    started = False
+    try:
+        subprocess.run(
+            [*run_as, str(bin_dir / "initdb"), "-D", str(data_dir), "-U", "postgres",
+             "--auth=trust", "-E", "UTF8", "--no-sync"],
+            check=True, capture_output=True, timeout=_PG_START_TIMEOUT_S,
+        )  # fmt: skip
+        port = free_loopback_port()
+        options = (
+            f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1"
+            " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+        )
+        subprocess.run(
+            [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data_dir), "-o", options,
+             "-l", str(log_path), "-w", "-t", str(_PG_START_TIMEOUT_S), "start"],
+            check=True, capture_output=True, timeout=_PG_START_TIMEOUT_S + 10,
+        )  # fmt: skip
+        started = True
+        yield PostgresServer(port)
+    except subprocess.CalledProcessError as exc:
+        log_tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+        pytest.fail(
+            f"PostgreSQL did not start: {exc.stderr!r}\nlog tail:\n{log_tail}", pytrace=False
+        )
+    finally:
+        if started:
+            subprocess.run(
+                [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data_dir), "-m", "immediate", "stop"],
+                capture_output=True, timeout=60,
+            )  # fmt: skip
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_database(postgres_server: PostgresServer) -> str:
+    """One database for the session, migrated to the newest revision."""
+    from voxclone.runtime.db import Database, upgrade
+
+    name = postgres_server.create_database()
+    db = Database(postgres_server.url(name))
+    upgrade(db)
+    db.close()
+    return name
+
+
+@pytest.fixture()
+def postgres_url(postgres_server: PostgresServer, postgres_database: str) -> Iterator[str]:
+    """URL of the session's migrated database, emptied after each test.
+
+    Emptying (TRUNCATE) is much cheaper than a database per test: CREATE and
+    DROP DATABASE each force a checkpoint.
+    """
+    yield postgres_server.url(postgres_database)
+    postgres_server.reset(postgres_database)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The store suites run once on an embedded SQLite file, once on PostgreSQL."""
+    if request.param == "sqlite":
+        from voxclone.runtime.db import sqlite_url
+
+        return sqlite_url(tmp_path / "voxclone.sqlite3")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+# =============================================================================
 # Models: one real runtime (Kokoro + espeak + stores) per test session
 # =============================================================================
 

@@ -25,13 +25,13 @@ import numpy as np
 from voxclone.config import Settings
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
 from voxclone.runtime.inline_log import InlineVoiceLog
-from voxclone.runtime.job_store import JobEvents, SqliteJobStore
+from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.startup import StartupStages
-from voxclone.runtime.voice_store import SqliteVoiceStore
+from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger
 from voxclone.service.router import SpeechRouter
@@ -70,7 +70,7 @@ class Runtime:
     engines: dict[str, EngineStack]  # in VOXCLONE_ENGINES order; the first is the default
     speech: SpeechRouter
     catalog: VoiceCatalog
-    voice_store: SqliteVoiceStore
+    voice_store: SqlVoiceStore
     cache: TieredCache | None
     job_events: JobEvents
     voices: VoiceService | None = None  # cloning; None when built without it
@@ -129,7 +129,7 @@ class VoiceLibrary:
     """The voice library without loaded models (CLI ``voices`` commands)."""
 
     catalog: VoiceCatalog
-    store: SqliteVoiceStore
+    store: SqlVoiceStore
     cache: TieredCache | None
 
     def close(self) -> None:
@@ -232,9 +232,14 @@ def build_engines(
     return engines
 
 
-def build_voice_store(settings: Settings, engines: dict[str, Engine]) -> SqliteVoiceStore:
+def build_voice_store(settings: Settings, engines: dict[str, Engine]) -> SqlVoiceStore:
+    """The voice library on ``VOXCLONE_DATABASE_URL``, else the embedded SQLite file.
+
+    The store opens (and migrates) the database; the job store and inline log
+    share its connection pool (``store.database``).
+    """
     shapes = {name: engine.capabilities.style_shape for name, engine in engines.items()}
-    return SqliteVoiceStore(settings.db_path, style_shapes=shapes)
+    return SqlVoiceStore(settings.database_target, style_shapes=shapes)
 
 
 def build_library(settings: Settings) -> VoiceLibrary:
@@ -318,7 +323,7 @@ def build_runtime(
 def build_voice_service(
     settings: Settings,
     stacks: dict[str, EngineStack],
-    store: SqliteVoiceStore,
+    store: SqlVoiceStore,
     router: SpeechRouter,
     job_events: JobEvents,
     *,
@@ -428,7 +433,9 @@ def build_voice_service(
     )
     service = VoiceService(
         store=store,
-        jobs=SqliteJobStore(settings.db_path),
+        # A shared database is shared by live processes: failing every
+        # unfinished job at start would fail the other replicas' live jobs.
+        jobs=SqlJobStore(store.database, recover_on_open=settings.database_url is None),
         job_events=job_events,
         cloner=cloner,
         refiner_factory_or_refiner=refiner,
@@ -442,7 +449,7 @@ def build_voice_service(
         prompt_engines=prompt_engines,
         default_engine=router.default_engine,
         resolve_model=router.engine_for,
-        inline_log=InlineVoiceLog(settings.db_path),
+        inline_log=InlineVoiceLog(store.database),
         inline_ttl_s=settings.inline_voice_ttl_s,
     )
     service.start_inline_sweeper()

@@ -69,6 +69,13 @@ class Settings(BaseSettings):
     # this (or than its deadline) is refused at once (503 + Retry-After).
     stream_first_audio_s: float = 10.0
 
+    # Database of the voice library, jobs and API keys. Unset: embedded SQLite
+    # files under ``home`` (voxclone.sqlite3, keys.sqlite3). Set to a PostgreSQL
+    # URL (postgresql://user:password@host:5432/voxclone) so several voxclone
+    # processes share voices, jobs and keys; the schema is migrated at start
+    # (or ahead with `voxclone db upgrade`).
+    database_url: str | None = None
+
     # Caches
     memory_cache_mb: float = 256.0
     disk_cache_mb: float = 2048.0
@@ -140,6 +147,16 @@ class Settings(BaseSettings):
     @property
     def db_path(self) -> Path:
         return self.home / "voxclone.sqlite3"
+
+    @property
+    def database_target(self) -> str | Path:
+        """Where the voice library and jobs live: the URL, else the SQLite file."""
+        return self.database_url or self.db_path
+
+    @property
+    def key_database_target(self) -> str | Path:
+        """Where API keys live: the shared URL, else their own SQLite file."""
+        return self.database_url or self.home / "keys.sqlite3"
 
     @property
     def cache_dir(self) -> Path:

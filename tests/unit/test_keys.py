@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,10 @@ from voxclone.runtime.keys import KeyStore
 
 
 @pytest.fixture()
-def store(tmp_path: Path) -> KeyStore:
-    return KeyStore(tmp_path / "keys.sqlite3")
+def store(database_url: str) -> Iterator[KeyStore]:
+    keys = KeyStore(database_url)
+    yield keys
+    keys.close()
 
 
 def test_create_returns_plaintext_once_and_authenticates(store: KeyStore) -> None:

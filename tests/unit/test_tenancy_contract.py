@@ -28,9 +28,10 @@ from voxclone.api.schemas import OpenAISpeechRequest, TTSRequest
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput, NotFound, VoxcloneError
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
-from voxclone.runtime.job_store import JobEvents, SqliteJobStore
+from voxclone.runtime.db import open_database
+from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.keys import KeyStore
-from voxclone.runtime.voice_store import ConsentRecord, SqliteVoiceStore, VoiceRecord
+from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechService
@@ -78,7 +79,7 @@ class _Engine:
         return self._voices
 
 
-def _openai_runtime(store: SqliteVoiceStore | None) -> Any:
+def _openai_runtime(store: SqlVoiceStore | None) -> Any:
     """What the OpenAI route reads from a runtime: the catalog (with the two
     voices OpenAI's names stand for) and the model router."""
     style = np.zeros((510, 1, 256), np.float32)
@@ -90,17 +91,18 @@ def _openai_runtime(store: SqliteVoiceStore | None) -> Any:
 
 class Library(SimpleNamespace):
     service: VoiceService
-    store: SqliteVoiceStore
-    jobs: SqliteJobStore
+    store: SqlVoiceStore
+    jobs: SqlJobStore
     changed: list[str]
     voice: VoiceRecord
 
 
 @pytest.fixture()
-def library(tmp_path: Path) -> Iterator[Library]:
-    db = tmp_path / "voices.sqlite3"
-    store = SqliteVoiceStore(db, style_shapes={"kokoro": (510, 1, 256)})
-    jobs = SqliteJobStore(db)
+def library(database_url: str) -> Iterator[Library]:
+    # One shared Database, as the composition root builds it.
+    db = open_database(database_url)
+    store = SqlVoiceStore(db, style_shapes={"kokoro": (510, 1, 256)})
+    jobs = SqlJobStore(db)
     changed: list[str] = []
     service = VoiceService(
         store=store,
@@ -118,6 +120,7 @@ def library(tmp_path: Path) -> Iterator[Library]:
         service.close()
         jobs.close()
         store.close()
+        db.close()
 
 
 def test_another_owner_cannot_touch_a_voice_or_its_jobs(library: Library) -> None:

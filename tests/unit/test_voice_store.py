@@ -1,9 +1,13 @@
-"""SqliteVoiceStore: tenancy, atomicity, complete deletion, round-trips."""
+"""The voice repository: tenancy, atomicity, complete deletion, round-trips.
+
+Every test taking ``database_url`` (or ``store``) runs on SQLite and on
+PostgreSQL (tests/conftest.py); the ones about files (secure deletion from the
+SQLite file, SIGKILL mid-write) are SQLite's own.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import signal
 import sqlite3
@@ -15,18 +19,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlalchemy import MetaData, func, select, text
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
+from voxclone.runtime.db import Database
 from voxclone.runtime.voice_store import (
-    _VOICE_MIGRATIONS,
-    LEGACY_ENGINE,
-    LEGACY_MODEL_ID,
     ConsentRecord,
-    SqliteDatabase,
     SqliteVoiceStore,
+    SqlVoiceStore,
     VoiceRecord,
     VoiceStore,
-    apply_migrations,
     validate_voice_name,
 )
 
@@ -72,28 +74,33 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path):
-    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
+def store(database_url: str):
+    with SqlVoiceStore(database_url, style_shapes=SHAPES) as s:
         yield s
 
 
-def raw_rows_mentioning(db_path: Path, needle: str) -> list[tuple[str, tuple]]:
+def raw_rows_mentioning(db: Database, needle: str) -> list[tuple[str, tuple]]:
     """Every row of every table that contains ``needle`` in any column."""
     found = []
-    conn = sqlite3.connect(db_path)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        assert "voices" in tables and "voice_arrays" in tables
-        for table in tables:
-            for row in conn.execute(f'SELECT * FROM "{table}"'):
+    tables = MetaData()
+    tables.reflect(db.engine)
+    assert "voices" in tables.tables and "voice_arrays" in tables.tables
+    with db.read() as conn:
+        for table in tables.sorted_tables:
+            for row in conn.execute(select(table)):
                 for value in row:
-                    text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
-                    if needle in text:
-                        found.append((table, row[:3]))
+                    if isinstance(value, memoryview):
+                        value = bytes(value)
+                    shown = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+                    if needle in shown:
+                        found.append((table.name, tuple(row[:3])))
                         break
-    finally:
-        conn.close()
     return found
+
+
+def count_rows(db: Database, table: str) -> int:
+    with db.read() as conn:
+        return int(conn.execute(select(func.count()).select_from(text(table))).scalar_one())
 
 
 def chunk(array: np.ndarray, at: int) -> bytes:
@@ -243,26 +250,33 @@ def test_rename(store: SqliteVoiceStore) -> None:
         store.rename(a.id, "owner-a", "")
 
 
-def test_delete_leaves_no_derived_data(store: SqliteVoiceStore, db_path: Path) -> None:
+def test_delete_leaves_no_derived_data(store: SqlVoiceStore) -> None:
+    db = store.database
     keep = store.create(make_record(name="Keep", seed=1))
     doomed = store.create(make_record(name="Gone", seed=2, reference_audio=b"secret-audio-bytes"))
-    assert raw_rows_mentioning(db_path, doomed.id)  # the scan does find live data
+    assert raw_rows_mentioning(db, doomed.id)  # the scan does find live data
 
     deleted = store.delete(doomed.id, "owner-a")
     assert deleted.id == doomed.id and deleted.version == 1
 
     # Only the owed cache purge names it, until the purge is done.
-    assert [row[0] for row in raw_rows_mentioning(db_path, doomed.id)] == ["purge_journal"]
+    assert [row[0] for row in raw_rows_mentioning(db, doomed.id)] == ["purge_journal"]
     assert [p.voice_id for p in store.pending_purges()] == [doomed.id]
+    store.purge_failed(doomed.id, "redis down")
+    assert [(p.attempts, p.last_error) for p in store.pending_purges()] == [(1, "redis down")]
+    store.record_purge(doomed.id)  # owed again: one row, attempts kept
+    assert [p.attempts for p in store.pending_purges()] == [1]
     store.purge_done(doomed.id)
-    assert raw_rows_mentioning(db_path, doomed.id) == []
+    assert raw_rows_mentioning(db, doomed.id) == []
     with pytest.raises(NotFound):
         store.get(doomed.id, "owner-a")
     with pytest.raises(NotFound):
         store.delete(doomed.id, "owner-a")
     assert store.get(keep.id, "owner-a").name == "Keep"
+    if db.path is None:
+        return  # PostgreSQL: dead tuples are reclaimed by VACUUM (docs/deploy.md)
     # secure_delete + WAL checkpoint: the biometric bytes are gone from the files too.
-    blob = b"".join(p.read_bytes() for p in db_path.parent.iterdir() if p.is_file())
+    blob = b"".join(p.read_bytes() for p in db.path.parent.iterdir() if p.is_file())
     # Short probes: a BLOB is split across overflow pages, so long runs would not match.
     probes = (0, 100_000, 400_000)
     assert not any(chunk(doomed.style, at) in blob for at in probes)
@@ -301,56 +315,72 @@ def test_concurrent_creates_from_eight_threads(store: SqliteVoiceStore) -> None:
     assert len(store.list("owner-0")) == 12
 
 
-def _legacy_file(db_path: Path, schema: int) -> VoiceRecord:
-    """A library as an older voxclone wrote it (schema ``schema``), with one voice."""
-    db = SqliteDatabase(db_path)
-    apply_migrations(db, SqliteVoiceStore.COMPONENT, _VOICE_MIGRATIONS[:schema])
-    db.close()
-    record = make_record(name="Old")
-    assert record.style is not None
-    conn = sqlite3.connect(db_path)
-    conn.execute(
-        "INSERT INTO voices (id, owner, name, name_key, language, created_at, updated_at,"
-        " version, source, quality_json) VALUES ('v_old', 'owner-a', 'Old', 'old', 'en-us',"
-        " '2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z', 1, 'instant', '{}')"
-    )
-    consent = record.consent
-    conn.execute(
-        "INSERT INTO voice_consents VALUES ('v_old', ?, ?, ?, ?)",
-        (consent.statement_sha256, consent.given_by, consent.given_at, consent.client_address),
-    )
-    for kind, array in (("embedding", record.embedding), ("style", record.style)):
-        conn.execute(
-            "INSERT INTO voice_arrays VALUES ('v_old', ?, ?, ?)",
-            (kind, json.dumps(list(array.shape)), array.astype("<f4").tobytes()),
-        )
-    conn.commit()
-    conn.close()
-    return record
+def test_concurrent_creates_of_one_name_leave_exactly_one(store: SqlVoiceStore) -> None:
+    """Eight threads enroll "Same" at once: one voice, seven Conflicts, no half rows."""
+    outcomes: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        try:
+            store.create(make_record(name="Same" if n % 2 else "same", seed=n))
+            outcomes.append("created")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(outcomes) == ["conflict"] * 7 + ["created"]
+    assert store.count() == 1
+    assert count_rows(store.database, "voice_consents") == 1
+    assert count_rows(store.database, "voice_arrays") == 2  # embedding + style
 
 
-@pytest.mark.parametrize("schema", [1, 2])
-def test_migration_keeps_older_voices_as_kokoro_voices(db_path: Path, schema: int) -> None:
-    old = _legacy_file(db_path, schema)
-    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
-        assert s.schema_version == len(_VOICE_MIGRATIONS) == 3
-        voice = s.get("v_old", "owner-a")
-        assert (voice.engine, voice.model_id, voice.model_version) == (
-            LEGACY_ENGINE,
-            LEGACY_MODEL_ID,
-            "",
-        )
-        assert voice.prompt is None and voice.style is not None and old.style is not None
-        assert voice.style.tobytes() == old.style.tobytes()
-        assert [v.engine for v in s.list("owner-a")] == [LEGACY_ENGINE]
-        # The migrated library takes new voices, and refinements of the old one.
-        s.create(make_record(name="New"))
-        s.update_style("v_old", "owner-a", style=old.style, quality={}, source="refined")
-    conn = sqlite3.connect(db_path)
-    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    version = conn.execute("SELECT version FROM schema_version WHERE component='voices'").fetchone()
-    conn.close()
-    assert "voices_owner_created" in indexes and version == (3,)
+def test_concurrent_deletes_of_one_voice_journal_once(store: SqlVoiceStore) -> None:
+    voice = store.create(make_record())
+    outcomes: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def worker() -> None:
+        barrier.wait()
+        try:
+            store.delete(voice.id, "owner-a")
+            outcomes.append("deleted")
+        except NotFound:
+            outcomes.append("not found")
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(outcomes) == ["deleted"] + ["not found"] * 3
+    assert [p.voice_id for p in store.pending_purges()] == [voice.id]
+
+
+def test_concurrent_renames_to_one_name(store: SqlVoiceStore) -> None:
+    ids = [store.create(make_record(name=f"n{i}", seed=i)).id for i in range(6)]
+    outcomes: list[str] = []
+    barrier = threading.Barrier(len(ids))
+
+    def worker(voice_id: str) -> None:
+        barrier.wait()
+        try:
+            store.rename(voice_id, "owner-a", "Winner")
+            outcomes.append("renamed")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=worker, args=(v,)) for v in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(outcomes) == ["conflict"] * 5 + ["renamed"]
+    assert [s.name for s in store.list("owner-a")].count("Winner") == 1
 
 
 PROMPT_SHAPES: dict[str, tuple[int, ...] | None] = {**SHAPES, "fakeprompt": None, "tiny": (4, 8)}
@@ -364,8 +394,8 @@ def prompt_record(name: str = "Pat", prompt: bytes = b"\x00opaque conditioning\x
     return record
 
 
-def test_prompt_voice_round_trip_and_delete_purges_the_prompt(db_path: Path) -> None:
-    with SqliteVoiceStore(db_path, style_shapes=PROMPT_SHAPES) as s:
+def test_prompt_voice_round_trip_and_delete_purges_the_prompt(database_url: str) -> None:
+    with SqlVoiceStore(database_url, style_shapes=PROMPT_SHAPES) as s:
         created = s.create(prompt_record())
         loaded = s.get(created.id, "owner-a")
         assert loaded.prompt == b"\x00opaque conditioning\xff" and loaded.style is None
@@ -377,15 +407,13 @@ def test_prompt_voice_round_trip_and_delete_purges_the_prompt(db_path: Path) -> 
         summary = s.list("owner-a")[0]
         assert (summary.engine, summary.model_id) == ("fakeprompt", "fake-1")
         s.delete(created.id, "owner-a")
-    conn = sqlite3.connect(db_path)
-    rows = conn.execute("SELECT COUNT(*) FROM voice_prompts").fetchone()
-    conn.close()
-    assert rows == (0,)
-    assert b"opaque conditioning" not in db_path.read_bytes()
+        assert count_rows(s.database, "voice_prompts") == 0
+        if s.database.path is not None:
+            assert b"opaque conditioning" not in s.database.path.read_bytes()
 
 
-def test_store_validates_against_each_engines_style_shape(db_path: Path) -> None:
-    with SqliteVoiceStore(db_path, style_shapes=PROMPT_SHAPES) as s:
+def test_store_validates_against_each_engines_style_shape(database_url: str) -> None:
+    with SqlVoiceStore(database_url, style_shapes=PROMPT_SHAPES) as s:
         # Another engine's shape is fine for that engine, wrong for Kokoro.
         tiny = make_record(name="Tiny")
         tiny.engine, tiny.style = "tiny", np.ones((4, 8), np.float32)
@@ -414,26 +442,26 @@ def test_store_validates_against_each_engines_style_shape(db_path: Path) -> None
         assert excinfo.value.field == "engine"
 
 
-def test_refuses_schema_from_the_future(db_path: Path) -> None:
-    SqliteVoiceStore(db_path, style_shapes=SHAPES).close()
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE schema_version SET version = 99 WHERE component = 'voices'")
-    conn.commit()
-    conn.close()
+def test_refuses_schema_from_the_future(database_url: str) -> None:
+    with SqlVoiceStore(database_url, style_shapes=SHAPES) as s:
+        s.create(make_record())
+        with s.database.write() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
     with pytest.raises(VoxcloneError, match="newer"):
-        SqliteVoiceStore(db_path, style_shapes=SHAPES)
+        SqlVoiceStore(database_url, style_shapes=SHAPES)
 
 
-def test_failed_statement_rolls_back_whole_voice(db_path: Path) -> None:
+def test_failed_statement_rolls_back_whole_voice(database_url: str) -> None:
     def fail_after_style(step: str) -> None:
         if step == "style":
             raise RuntimeError("disk full")
 
-    with SqliteVoiceStore(db_path, style_shapes=SHAPES, statement_hook=fail_after_style) as s:
+    with SqlVoiceStore(database_url, style_shapes=SHAPES, statement_hook=fail_after_style) as s:
         with pytest.raises(RuntimeError):
             s.create(make_record())
         assert s.count() == 0
-    with SqliteVoiceStore(db_path, style_shapes=SHAPES) as s:
+        assert count_rows(s.database, "voice_consents") == 0
+    with SqlVoiceStore(database_url, style_shapes=SHAPES) as s:
         assert s.create(make_record()).version == 1  # name is free again
 
 

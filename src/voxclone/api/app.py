@@ -23,7 +23,7 @@ from starlette.types import Scope
 
 import voxclone
 from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
-from voxclone.api.auth import Authenticator, key_db_path
+from voxclone.api.auth import Authenticator
 from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.host_guard import HostGuardMiddleware
@@ -147,7 +147,7 @@ def create_app(
         redoc_url=None,
     )
     secure_home(settings.home)  # before the first file in it is created
-    keys = KeyStore(key_db_path(settings.home))
+    keys = KeyStore(settings.key_database_target)
     app.state.settings = settings
     app.state.runtime = runtime
     app.state.startup_error = None

@@ -78,12 +78,14 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     from voxclone.api.cli_clone import add_clone_parser
+    from voxclone.api.cli_db import add_db_parser
     from voxclone.api.cli_keys import add_keys_parser
     from voxclone.api.cli_models import add_models_parser
 
     add_keys_parser(sub)
     add_models_parser(sub)
     add_clone_parser(sub)
+    add_db_parser(sub)
     return parser
 
 
@@ -288,6 +290,12 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
     return run_models(args, settings)
 
 
+def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_db import cmd_db as run_db
+
+    return run_db(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
@@ -295,6 +303,7 @@ COMMANDS: dict[str, Handler] = {
     "keys": cmd_keys,
     "clone": cmd_clone,
     "models": cmd_models,
+    "db": cmd_db,
 }
 
 

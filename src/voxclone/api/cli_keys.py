@@ -7,7 +7,6 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from voxclone.api.auth import key_db_path
 from voxclone.config import Settings
 from voxclone.runtime.keys import SCOPES, KeyStore
 
@@ -37,7 +36,7 @@ def _when(ts: float | None) -> str:
 
 def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
     settings.home.mkdir(parents=True, exist_ok=True)
-    store = KeyStore(key_db_path(settings.home))
+    store = KeyStore(settings.key_database_target)
     try:
         if args.keys_command == "create":
             scopes = {s.strip() for s in args.scopes.split(",") if s.strip()}

@@ -18,15 +18,15 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from voxclone.api.auth import key_db_path
 from voxclone.runtime.keys import SCOPE_ADMIN, KeyRecord, KeyStore
 from voxclone.runtime.private_home import secure_home
 
 BOOTSTRAP_KEY_NAME = "bootstrap-admin"
 
 
-def create_first_admin_key(home: Path) -> tuple[str, KeyRecord] | None:
-    """Create the admin key if the store has never held one; else None.
+def create_first_admin_key(home: Path, keys: str | Path) -> tuple[str, KeyRecord] | None:
+    """Create the admin key in ``keys`` (the key store's file or database URL) if
+    it has never held one; else None.
 
     A file lock makes two processes starting on the same home at once (two
     replicas on one volume) create at most one key between them.
@@ -34,7 +34,7 @@ def create_first_admin_key(home: Path) -> tuple[str, KeyRecord] | None:
     secure_home(home)  # the key hash is created private, like every later file
     with open(home / ".bootstrap-key.lock", "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        store = KeyStore(key_db_path(home))
+        store = KeyStore(keys)
         try:
             if store.list(include_revoked=True):
                 return None

@@ -19,7 +19,6 @@ import threading
 import time
 from typing import Any
 
-from voxclone.api.auth import key_db_path
 from voxclone.api.first_key import announce_key, create_first_admin_key
 from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
@@ -39,7 +38,7 @@ def is_loopback(host: str) -> bool:
 
 
 def _active_keys(settings: Settings) -> int:
-    store = KeyStore(key_db_path(settings.home))
+    store = KeyStore(settings.key_database_target)
     try:
         return store.count_active()
     finally:
@@ -65,7 +64,7 @@ def check_exposure(settings: Settings) -> str | None:
 
 def serve(settings: Settings) -> int:
     if settings.bootstrap_admin_key:
-        created = create_first_admin_key(settings.home)
+        created = create_first_admin_key(settings.home, settings.key_database_target)
         if created is not None:
             announce_key(*created)
     problem = check_exposure(settings)

@@ -10,35 +10,23 @@ starts belong to a process that is gone, so their audio is purged then: an
 inline voice's audio never outlives its expiry by more than a restart.
 
 Consent rows are kept after the purge, as for an audit log; they hold no
-biometric data.
+biometric data. The table lives in the voxclone database (SQLite file or
+PostgreSQL), created by the same migrations as the voice library.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import insert, select, update
+
+from voxclone.runtime.db import Database, open_database
+from voxclone.runtime.db import schema as t
 from voxclone.runtime.voice_store import ConsentRecord
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS inline_voice_uses ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " voice_id TEXT NOT NULL,"
-    " owner TEXT NOT NULL,"
-    " statement_sha256 TEXT NOT NULL,"
-    " given_by TEXT NOT NULL,"
-    " given_at TEXT NOT NULL,"
-    " client_address TEXT,"
-    " expires_at REAL NOT NULL,"  # unix time
-    " purged_at REAL)"
-)
-_INDEX = (
-    "CREATE INDEX IF NOT EXISTS inline_voice_uses_pending"
-    " ON inline_voice_uses (voice_id) WHERE purged_at IS NULL"
-)
+_U = t.inline_voice_uses.c
 
 
 @dataclass(frozen=True)
@@ -51,65 +39,63 @@ class InlineUse:
 
 
 class InlineVoiceLog:
-    """SQLite table ``inline_voice_uses`` (thread-safe; one connection, one lock)."""
+    """Table ``inline_voice_uses``; thread-safe (pooled connections)."""
 
-    def __init__(self, db_path: Path) -> None:
-        Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(db_path), check_same_thread=False, timeout=10.0)
-        with self._lock, self._conn:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.execute(_INDEX)
+    def __init__(self, database: Database | Path | str) -> None:
+        if isinstance(database, Database):
+            self._db, self._owns_db = database, False
+        else:
+            self._db, self._owns_db = open_database(database), True
+        self._db.ensure_schema()
 
     def record(self, voice_id: str, owner: str, consent: ConsentRecord, expires_at: float) -> None:
-        with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT INTO inline_voice_uses (voice_id, owner, statement_sha256, given_by,"
-                " given_at, client_address, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    voice_id,
-                    owner,
-                    consent.statement_sha256,
-                    consent.given_by,
-                    consent.given_at,
-                    consent.client_address,
-                    expires_at,
-                ),
+        with self._db.write() as conn:
+            conn.execute(
+                insert(t.inline_voice_uses).values(
+                    voice_id=voice_id,
+                    owner=owner,
+                    statement_sha256=consent.statement_sha256,
+                    given_by=consent.given_by,
+                    given_at=consent.given_at,
+                    client_address=consent.client_address,
+                    expires_at=expires_at,
+                )
             )
 
     def pending(self) -> list[str]:
         """Voice ids whose cached audio has not been purged yet."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT DISTINCT voice_id FROM inline_voice_uses WHERE purged_at IS NULL"
-            ).fetchall()
+        with self._db.read() as conn:
+            rows = conn.execute(select(_U.voice_id).where(_U.purged_at.is_(None)).distinct()).all()
         return [str(r[0]) for r in rows]
 
     def mark_purged(self, voice_id: str) -> None:
-        with self._lock, self._conn:
-            self._conn.execute(
-                "UPDATE inline_voice_uses SET purged_at = ?"
-                " WHERE voice_id = ? AND purged_at IS NULL",
-                (time.time(), voice_id),
+        with self._db.write() as conn:
+            conn.execute(
+                update(t.inline_voice_uses)
+                .where(_U.voice_id == voice_id, _U.purged_at.is_(None))
+                .values(purged_at=time.time())
             )
 
     def uses(self, voice_id: str | None = None) -> list[InlineUse]:
-        query = (
-            "SELECT voice_id, owner, statement_sha256, given_by, given_at, client_address,"
-            " expires_at, purged_at FROM inline_voice_uses"
+        query = select(
+            _U.voice_id,
+            _U.owner,
+            _U.statement_sha256,
+            _U.given_by,
+            _U.given_at,
+            _U.client_address,
+            _U.expires_at,
+            _U.purged_at,
         )
-        args: tuple[str, ...] = ()
         if voice_id is not None:
-            query += " WHERE voice_id = ?"
-            args = (voice_id,)
-        with self._lock:
-            rows = self._conn.execute(query + " ORDER BY id", args).fetchall()
+            query = query.where(_U.voice_id == voice_id)
+        with self._db.read() as conn:
+            rows = conn.execute(query.order_by(_U.id)).all()
         return [
             InlineUse(r[0], r[1], ConsentRecord(r[2], r[3], r[4], r[5]), float(r[6]), r[7])
             for r in rows
         ]
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        if self._owns_db:
+            self._db.close()

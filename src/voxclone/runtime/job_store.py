@@ -5,11 +5,12 @@ states are final. Cancellation is cooperative: :meth:`JobStore.request_cancel`
 cancels a queued job at once and flags a running one, and the worker checks
 :meth:`JobStore.is_cancel_requested` between steps.
 
-Two stores implement the :class:`JobStore` protocol: :class:`SqliteJobStore`
-(survives restarts; may share the voice library's SQLite file, with its own
-tables) and :class:`InMemoryJobStore` (tests, throw-away servers). Work queues
-live in process memory, so after a restart nothing will ever pick up a job
-that was queued or running: :meth:`SqliteJobStore.recover_interrupted` marks
+Two stores implement the :class:`JobStore` protocol: :class:`SqlJobStore`
+(alias ``SqliteJobStore``; survives restarts; shares the voice library's
+database, SQLite or PostgreSQL, with its own table) and
+:class:`InMemoryJobStore` (tests, throw-away servers). Work queues live in
+process memory, so after a restart nothing will ever pick up a job
+that was queued or running: :meth:`SqlJobStore.recover_interrupted` marks
 those failed with "interrupted by restart".
 
 :class:`JobEvents` lets asyncio code await a job's progress while the work
@@ -23,15 +24,18 @@ import builtins
 import json
 import math
 import secrets
-import sqlite3
 import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
+from sqlalchemy import Connection, delete, insert, select, update
+
 from voxclone.errors import Conflict, InvalidInput, NotFound
-from voxclone.runtime.voice_store import SqliteDatabase, apply_migrations, utc_now_iso
+from voxclone.runtime.db import Database, open_database
+from voxclone.runtime.db import schema as t
+from voxclone.runtime.voice_store import utc_now_iso
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 JOB_STATES: frozenset[str] = frozenset({"queued", "running", "succeeded", "failed", "cancelled"})
@@ -242,35 +246,23 @@ class InMemoryJobStore:
 
 
 # --------------------------------------------------------------------------
-# SQLite store
+# The job repository on SQLAlchemy Core (SQLite or PostgreSQL)
 # --------------------------------------------------------------------------
 
-_JOB_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        (
-            "CREATE TABLE jobs ("
-            " id TEXT PRIMARY KEY,"
-            " kind TEXT NOT NULL,"
-            " voice_id TEXT,"
-            " owner TEXT NOT NULL,"
-            " state TEXT NOT NULL,"
-            " progress REAL NOT NULL,"
-            " message TEXT NOT NULL,"
-            " created_at TEXT NOT NULL,"
-            " updated_at TEXT NOT NULL,"
-            " result_json TEXT,"
-            " error_json TEXT,"
-            " cancel_requested INTEGER NOT NULL DEFAULT 0)"
-        ),
-        "CREATE INDEX jobs_owner_created ON jobs (owner, created_at)",
-        "CREATE INDEX jobs_state ON jobs (state)",
-        "CREATE INDEX jobs_voice ON jobs (voice_id)",
-    ),
-)
-
+_J = t.jobs.c
 _JOB_COLUMNS = (
-    "id, kind, voice_id, owner, state, progress, message, created_at, updated_at,"
-    " result_json, error_json, cancel_requested"
+    _J.id,
+    _J.kind,
+    _J.voice_id,
+    _J.owner,
+    _J.state,
+    _J.progress,
+    _J.message,
+    _J.created_at,
+    _J.updated_at,
+    _J.result_json,
+    _J.error_json,
+    _J.cancel_requested,
 )
 
 
@@ -302,21 +294,42 @@ def _dumps_or_none(value: dict[str, Any] | None, field_name: str) -> str | None:
         ) from None
 
 
-class SqliteJobStore:
-    """Jobs in a SQLite file; the file may be the voice library's own."""
+def _row_values(job: JobRecord) -> dict[str, Any]:
+    return {
+        "kind": job.kind,
+        "voice_id": job.voice_id,
+        "owner": job.owner,
+        "state": job.state,
+        "progress": job.progress,
+        "message": job.message,
+        "created_at": job.created_at,
+        "updated_at": job.updated_at,
+        "result_json": _dumps_or_none(job.result, "result"),
+        "error_json": _dumps_or_none(job.error, "error"),
+        "cancel_requested": int(job.cancel_requested),
+    }
 
-    COMPONENT = "jobs"
 
-    def __init__(self, path: Path, *, recover_on_open: bool = True) -> None:
+class SqlJobStore:
+    """Jobs in the voxclone database; may share it with the voice library.
+
+    ``database`` is a shared :class:`Database`, or a path / URL the store opens
+    (and closes) itself.
+    """
+
+    def __init__(self, database: Database | Path | str, *, recover_on_open: bool = True) -> None:
         """Open (and migrate) the job tables.
 
         ``recover_on_open`` fails jobs left queued/running by a previous
-        process. Turn it off when several processes share one file, since each
-        would otherwise fail the others' live jobs; call
+        process. Turn it off when several processes share one database, since
+        each would otherwise fail the others' live jobs; call
         :meth:`recover_interrupted` from one place instead.
         """
-        self._db = SqliteDatabase(path)
-        self.schema_version = apply_migrations(self._db, self.COMPONENT, _JOB_MIGRATIONS)
+        if isinstance(database, Database):
+            self._db, self._owns_db = database, False
+        else:
+            self._db, self._owns_db = open_database(database), True
+        self._db.ensure_schema()
         if recover_on_open:
             self.recover_interrupted()
 
@@ -334,7 +347,7 @@ class SqliteJobStore:
             updated_at=now,
         )
         with self._db.write() as conn:
-            self._insert_or_replace(conn, job, insert=True)
+            conn.execute(insert(t.jobs).values(id=job.id, **_row_values(job)))
         return job
 
     def get(self, job_id: str, owner: str | None) -> JobRecord:
@@ -343,59 +356,56 @@ class SqliteJobStore:
 
     def update(self, job_id: str, **fields: Any) -> JobRecord:
         with self._db.write() as conn:
-            updated = _apply_update(self._load(conn, job_id, None), fields)
-            self._insert_or_replace(conn, updated, insert=False)
+            updated = _apply_update(self._load(conn, job_id, None, lock=True), fields)
+            self._save(conn, updated)
         return updated
 
     def request_cancel(self, job_id: str, owner: str | None) -> JobRecord:
         with self._db.write() as conn:
-            job = self._load(conn, job_id, owner)
+            job = self._load(conn, job_id, owner, lock=True)
             updated = _cancelled_or_flagged(job)
             if updated is not job:
-                self._insert_or_replace(conn, updated, insert=False)
+                self._save(conn, updated)
         return updated
 
     def is_cancel_requested(self, job_id: str) -> bool:
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)
-            ).fetchone()
-        if row is None:
+            flag = conn.execute(select(_J.cancel_requested).where(_J.id == job_id)).scalar()
+        if flag is None:
             raise _not_found(job_id)
-        return bool(row[0])
+        return bool(flag)
 
     def list(self, owner: str | None, limit: int = 100) -> builtins.list[JobRecord]:
-        """Newest first."""
+        """Newest first (jobs created in the same microsecond: by id)."""
         _check_limit(limit)
-        where = "" if owner is None else " WHERE owner = ?"
-        params: tuple[Any, ...] = () if owner is None else (owner,)
+        query = select(*_JOB_COLUMNS)
+        if owner is not None:
+            query = query.where(_J.owner == owner)
+        query = query.order_by(_J.created_at.desc(), _J.id.desc()).limit(limit)
         with self._db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs{where}"
-                " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                (*params, limit),
-            ).fetchall()
+            rows = conn.execute(query).all()
         return [_job_from_row(row) for row in rows]
 
     def delete_for_voice(self, voice_id: str) -> int:
         """Forget every job about a voice (part of deleting the voice)."""
         with self._db.write() as conn:
-            cursor = conn.execute("DELETE FROM jobs WHERE voice_id = ?", (voice_id,))
+            deleted = conn.execute(delete(t.jobs).where(_J.voice_id == voice_id)).rowcount
         self._db.checkpoint()
-        return cursor.rowcount
+        return int(deleted)
 
     def recover_interrupted(self) -> int:
         """Fail jobs a previous process left queued or running; return how many."""
         with self._db.write() as conn:
             rows = conn.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state IN ('queued', 'running')"
-            ).fetchall()
+                select(*_JOB_COLUMNS).where(_J.state.in_(("queued", "running"))).with_for_update()
+            ).all()
             for row in rows:
-                self._insert_or_replace(conn, _interrupted(_job_from_row(row)), insert=False)
+                self._save(conn, _interrupted(_job_from_row(row)))
         return len(rows)
 
     def close(self) -> None:
-        self._db.close()
+        if self._owns_db:
+            self._db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -404,46 +414,26 @@ class SqliteJobStore:
         self.close()
 
     @staticmethod
-    def _load(conn: sqlite3.Connection, job_id: str, owner: str | None) -> JobRecord:
-        if owner is None:
-            row = conn.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)
-            ).fetchone()
-        else:
-            row = conn.execute(
-                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND owner = ?", (job_id, owner)
-            ).fetchone()
+    def _load(conn: Connection, job_id: str, owner: str | None, *, lock: bool = False) -> JobRecord:
+        query = select(*_JOB_COLUMNS).where(_J.id == job_id)
+        if owner is not None:
+            query = query.where(_J.owner == owner)
+        if lock:
+            # PostgreSQL: two workers updating one job queue here instead of
+            # overwriting each other (SQLite already holds the write lock).
+            query = query.with_for_update()
+        row = conn.execute(query).first()
         if row is None:
             raise _not_found(job_id)
         return _job_from_row(row)
 
     @staticmethod
-    def _insert_or_replace(conn: sqlite3.Connection, job: JobRecord, *, insert: bool) -> None:
-        values = (
-            job.kind,
-            job.voice_id,
-            job.owner,
-            job.state,
-            job.progress,
-            job.message,
-            job.created_at,
-            job.updated_at,
-            _dumps_or_none(job.result, "result"),
-            _dumps_or_none(job.error, "error"),
-            int(job.cancel_requested),
-        )
-        if insert:
-            conn.execute(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (job.id, *values),
-            )
-        else:
-            conn.execute(
-                "UPDATE jobs SET kind = ?, voice_id = ?, owner = ?, state = ?, progress = ?,"
-                " message = ?, created_at = ?, updated_at = ?, result_json = ?, error_json = ?,"
-                " cancel_requested = ? WHERE id = ?",
-                (*values, job.id),
-            )
+    def _save(conn: Connection, job: JobRecord) -> None:
+        conn.execute(update(t.jobs).where(_J.id == job.id).values(**_row_values(job)))
+
+
+# The embedded default is the same class on a SQLite file.
+SqliteJobStore = SqlJobStore
 
 
 # --------------------------------------------------------------------------

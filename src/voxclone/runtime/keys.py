@@ -1,4 +1,4 @@
-"""API keys with scopes, stored in SQLite as hashes only.
+"""API keys with scopes, stored as hashes only (SQLite file or PostgreSQL).
 
 A key is shown to its creator once (``vox_`` + 32 URL-safe random characters,
 192 bits of entropy). Only its SHA-256 is stored. A slow password hash
@@ -14,14 +14,17 @@ import hashlib
 import hmac
 import re
 import secrets
-import sqlite3
-import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
 
 from voxclone.errors import InvalidInput, NotFound
+from voxclone.runtime.db import Database, open_database
+from voxclone.runtime.db import schema as t
 
 SCOPE_TTS = "tts"
 SCOPE_VOICES_READ = "voices:read"
@@ -35,19 +38,7 @@ _SECRET_CHARS = 32
 _KEY_PATTERN = re.compile(r"^vox_[A-Za-z0-9_-]{32}$")
 _MAX_NAME_CHARS = 100
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id          TEXT PRIMARY KEY,
-    name        TEXT NOT NULL,
-    owner       TEXT NOT NULL,
-    scopes      TEXT NOT NULL,
-    key_hash    BLOB NOT NULL UNIQUE,
-    prefix      TEXT NOT NULL,
-    created_at  REAL NOT NULL,
-    revoked_at  REAL
-);
-CREATE INDEX IF NOT EXISTS api_keys_prefix ON api_keys (prefix);
-"""
+_K = t.api_keys.c
 
 
 @dataclass(frozen=True)
@@ -100,44 +91,43 @@ def _validate_name(name: str) -> str:
     return cleaned
 
 
-_COLUMNS = "id, name, owner, scopes, prefix, created_at, revoked_at"
+_COLUMNS = (_K.id, _K.name, _K.owner, _K.scopes, _K.prefix, _K.created_at, _K.revoked_at)
 
 
-def _record(row: sqlite3.Row | tuple[object, ...]) -> KeyRecord:
+def _record(row: Sequence[Any]) -> KeyRecord:
     key_id, name, owner, scopes, prefix, created_at, revoked_at = tuple(row)
     return KeyRecord(
         id=str(key_id),
         name=str(name),
         owner=str(owner),
         scopes=frozenset(str(scopes).split()),
-        created_at=float(created_at),  # type: ignore[arg-type]
-        revoked_at=None if revoked_at is None else float(revoked_at),  # type: ignore[arg-type]
+        created_at=float(created_at),
+        revoked_at=None if revoked_at is None else float(revoked_at),
         prefix=str(prefix),
     )
 
 
 class KeyStore:
-    """SQLite-backed key store; safe to share between threads.
+    """API keys in the voxclone key database; safe to share between threads.
 
-    One connection guarded by a lock: every query is a single indexed lookup,
-    so serializing them costs nothing noticeable, and WAL mode lets other
-    processes (more server workers, the CLI) read and write the same file.
+    Every query is a single indexed lookup. In the embedded default the keys
+    have their own SQLite file (``keys.sqlite3``, WAL: more server workers and
+    the CLI read and write it at once); with ``VOXCLONE_DATABASE_URL`` they live
+    in the shared PostgreSQL database, so every replica knows every key.
+    ``database`` is a shared :class:`Database`, or a path / URL the store opens
+    (and closes) itself.
     """
 
-    def __init__(self, db_path: Path) -> None:
-        db_path = Path(db_path)
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(db_path, check_same_thread=False, timeout=10.0)
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            self._conn.commit()
+    def __init__(self, database: Database | Path | str) -> None:
+        if isinstance(database, Database):
+            self._db, self._owns_db = database, False
+        else:
+            self._db, self._owns_db = open_database(database), True
+        self._db.ensure_schema()
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        if self._owns_db:
+            self._db.close()
 
     def create(
         self, name: str, scopes: set[str] | frozenset[str], owner: str | None = None
@@ -157,21 +147,18 @@ class KeyStore:
             revoked_at=None,
             prefix=plaintext[:DISPLAY_PREFIX_CHARS],
         )
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO api_keys (id, name, owner, scopes, key_hash, prefix, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.name,
-                    record.owner,
-                    " ".join(sorted(record.scopes)),
-                    _hash_key(plaintext),
-                    record.prefix,
-                    record.created_at,
-                ),
+        with self._db.write() as conn:
+            conn.execute(
+                insert(t.api_keys).values(
+                    id=record.id,
+                    name=record.name,
+                    owner=record.owner,
+                    scopes=" ".join(sorted(record.scopes)),
+                    key_hash=_hash_key(plaintext),
+                    prefix=record.prefix,
+                    created_at=record.created_at,
+                )
             )
-            self._conn.commit()
         return plaintext, record
 
     def authenticate(self, plaintext: str) -> KeyRecord | None:
@@ -179,11 +166,10 @@ class KeyStore:
         if not isinstance(plaintext, str) or not _KEY_PATTERN.match(plaintext):
             return None
         presented = _hash_key(plaintext)
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE prefix = ?",
-                (plaintext[:DISPLAY_PREFIX_CHARS],),
-            ).fetchall()
+        with self._db.read() as conn:
+            rows = conn.execute(
+                select(*_COLUMNS, _K.key_hash).where(_K.prefix == plaintext[:DISPLAY_PREFIX_CHARS])
+            ).all()
         match: KeyRecord | None = None
         for row in rows:
             # Compare every candidate in constant time so timing reveals
@@ -195,35 +181,33 @@ class KeyStore:
         return match
 
     def get(self, key_id: str) -> KeyRecord:
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (key_id,)
-            ).fetchone()
+        with self._db.read() as conn:
+            row = conn.execute(select(*_COLUMNS).where(_K.id == key_id)).first()
         if row is None:
             raise NotFound("no API key with that id", field="key_id")
         return _record(row)
 
     def list(self, include_revoked: bool = True) -> builtins.list[KeyRecord]:
-        query = f"SELECT {_COLUMNS} FROM api_keys"
+        query = select(*_COLUMNS)
         if not include_revoked:
-            query += " WHERE revoked_at IS NULL"
-        with self._lock:
-            rows = self._conn.execute(query + " ORDER BY created_at, id").fetchall()
+            query = query.where(_K.revoked_at.is_(None))
+        with self._db.read() as conn:
+            rows = conn.execute(query.order_by(_K.created_at, _K.id)).all()
         return [_record(row) for row in rows]
 
     def revoke(self, key_id: str) -> KeyRecord:
         """Revoke a key (idempotent); raises NotFound for an unknown id."""
-        with self._lock:
-            self._conn.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (time.time(), key_id),
+        with self._db.write() as conn:
+            conn.execute(
+                update(t.api_keys)
+                .where(_K.id == key_id, _K.revoked_at.is_(None))
+                .values(revoked_at=time.time())
             )
-            self._conn.commit()
         return self.get(key_id)
 
     def count_active(self) -> int:
-        with self._lock:
-            (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL"
-            ).fetchone()
+        with self._db.read() as conn:
+            count = conn.execute(
+                select(func.count()).select_from(t.api_keys).where(_K.revoked_at.is_(None))
+            ).scalar_one()
         return int(count)

@@ -13,41 +13,47 @@ three things:
   and SQLite is run with ``secure_delete`` plus a WAL checkpoint so the bytes
   do not linger in free pages or in the write-ahead log.
 
-All SQL of the voice library lives in this module. The SQL is kept to
-portable types (TEXT, INTEGER, BLOB) and plain statements so that a
-PostgreSQL implementation of :class:`VoiceStore` can follow it closely. What
-would differ there:
+The voice repository: all queries of the voice library live in this module,
+written with SQLAlchemy Core so the same code runs on the embedded SQLite file
+and on PostgreSQL (``VOXCLONE_DATABASE_URL``); connections, transactions and
+the schema history are in :mod:`voxclone.runtime.db`. Per dialect:
 
-* placeholders are ``%s`` instead of ``?``; BLOB becomes BYTEA; timestamps
-  could become TIMESTAMPTZ (we store ISO-8601 UTC text, which sorts correctly
-  in both);
-* ``BEGIN IMMEDIATE`` (take the write lock up front) becomes an ordinary
-  transaction, with ``SELECT ... FOR UPDATE`` on the voice row where a read
-  precedes a write, and the unique index on ``(owner, name_key)`` catching the
-  race between two creates of the same name (``UniqueViolation`` instead of
-  ``sqlite3.IntegrityError``);
-* connections come from a pool instead of one connection per thread;
-* ``secure_delete`` / WAL checkpoints have no equivalent: deleted tuples are
-  reclaimed by VACUUM, which the operator schedules.
+* SQLite takes the write lock up front (``BEGIN IMMEDIATE``); PostgreSQL locks
+  the voice row (``SELECT ... FOR UPDATE``) where a read precedes a write;
+* in both, the unique index on ``(owner, name_key)`` settles two creates of
+  the same name racing (the loser gets ``Conflict``);
+* SQLite runs with ``secure_delete`` and a WAL checkpoint after deletions;
+  PostgreSQL reclaims deleted tuples with VACUUM, which the operator schedules.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 import numpy as np
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
+from voxclone.runtime.db import Database, open_database, upsert
+from voxclone.runtime.db import schema as t
 from voxclone.synth.audio.tone import GRID_HZ
 
 VoiceSource = Literal["instant", "refined", "builtin"]
@@ -61,8 +67,8 @@ LIST_MAX_LIMIT = 1000
 DEFAULT_EMBEDDING_SHAPE: tuple[int, ...] = (256,)
 # Voices stored before engines were recorded were all made for Kokoro; the
 # schema migration gives them these values.
-LEGACY_ENGINE = "kokoro"
-LEGACY_MODEL_ID = "kokoro-82m-v1.0-int8"
+LEGACY_ENGINE = t.LEGACY_ENGINE
+LEGACY_MODEL_ID = t.LEGACY_MODEL_ID
 ENGINE_MAX_CHARS = 64
 PROMPT_MAX_BYTES = 64 << 20
 # Recording-tone vectors: the reference's long-term spectrum and the gain
@@ -330,206 +336,8 @@ def _check_page(limit: int, offset: int) -> None:
 
 
 # --------------------------------------------------------------------------
-# SQLite plumbing (also used by the job store, which may share the file)
+# The voice repository on SQLAlchemy Core (SQLite or PostgreSQL)
 # --------------------------------------------------------------------------
-
-
-class SqliteDatabase:
-    """One SQLite file in WAL mode with one connection per thread.
-
-    Write transactions use ``BEGIN IMMEDIATE`` so the write lock is taken
-    before any read; a concurrent writer waits (``busy_timeout``) instead of
-    failing halfway. Connections live until :meth:`close`; that suits a
-    bounded thread pool (asyncio's default executor), not a thread per request.
-    """
-
-    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
-        self._path = Path(path)
-        self._busy_timeout_s = busy_timeout_s
-        self._local = threading.local()
-        self._open: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def connection(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        with self._lock:
-            if self._closed:
-                raise VoxcloneError("the voice database is closed")
-            # isolation_level=None: we issue BEGIN/COMMIT ourselves so that the
-            # transaction boundaries are exactly the ones written below.
-            conn = sqlite3.connect(
-                self._path,
-                timeout=self._busy_timeout_s,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            # WAL + NORMAL stays atomic and consistent after a process crash;
-            # only a power loss may drop the very last commit.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            # Overwrite deleted content with zeros: voice data is biometric.
-            conn.execute("PRAGMA secure_delete=ON")
-            self._open.append(conn)
-        self._local.conn = conn
-        return conn
-
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        conn = self.connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A snapshot: several SELECTs see the same committed state."""
-        conn = self.connection()
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
-
-    def checkpoint(self) -> None:
-        """Fold the WAL into the main file and truncate it (best effort)."""
-        # With readers active SQLite checkpoints what it can; a later
-        # checkpoint (ours or SQLite's automatic one) finishes the job.
-        with contextlib.suppress(sqlite3.OperationalError):
-            self.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            for conn in self._open:
-                conn.close()
-            self._open.clear()
-        self._local = threading.local()
-
-
-def apply_migrations(
-    db: SqliteDatabase, component: str, migrations: Sequence[Sequence[str]]
-) -> int:
-    """Bring ``component``'s tables to the newest version; return that version.
-
-    ``migrations[i]`` holds the statements that take the schema from version
-    ``i`` to ``i + 1``. Everything runs in one write transaction, so two
-    processes opening a fresh file at once cannot both migrate it.
-    """
-    with db.write() as conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version ("
-            " component TEXT PRIMARY KEY,"
-            " version INTEGER NOT NULL)"
-        )
-        row = conn.execute(
-            "SELECT version FROM schema_version WHERE component = ?", (component,)
-        ).fetchone()
-        current = int(row[0]) if row else 0
-        if current > len(migrations):
-            raise VoxcloneError(
-                f"the {component} database was written by a newer voxclone "
-                f"(schema {current}, this version knows up to {len(migrations)})"
-            )
-        for statements in migrations[current:]:
-            for statement in statements:
-                conn.execute(statement)
-        if row is None:
-            conn.execute(
-                "INSERT INTO schema_version (component, version) VALUES (?, ?)",
-                (component, len(migrations)),
-            )
-        else:
-            conn.execute(
-                "UPDATE schema_version SET version = ? WHERE component = ?",
-                (len(migrations), component),
-            )
-    return len(migrations)
-
-
-# --------------------------------------------------------------------------
-# SQLite voice store
-# --------------------------------------------------------------------------
-
-_VOICE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    # 1: the library itself.
-    (
-        (
-            "CREATE TABLE voices ("
-            " id TEXT PRIMARY KEY,"
-            " owner TEXT NOT NULL,"
-            " name TEXT NOT NULL,"
-            " name_key TEXT NOT NULL,"
-            " language TEXT NOT NULL,"
-            " created_at TEXT NOT NULL,"
-            " updated_at TEXT NOT NULL,"
-            " version INTEGER NOT NULL,"
-            " source TEXT NOT NULL,"
-            " quality_json TEXT NOT NULL)"
-        ),
-        "CREATE UNIQUE INDEX voices_owner_name ON voices (owner, name_key)",
-        (
-            "CREATE TABLE voice_consents ("
-            " voice_id TEXT PRIMARY KEY REFERENCES voices (id) ON DELETE CASCADE,"
-            " statement_sha256 TEXT NOT NULL,"
-            " given_by TEXT NOT NULL,"
-            " given_at TEXT NOT NULL,"
-            " client_address TEXT)"
-        ),
-        (
-            "CREATE TABLE voice_arrays ("
-            " voice_id TEXT NOT NULL REFERENCES voices (id) ON DELETE CASCADE,"
-            " kind TEXT NOT NULL,"
-            " shape_json TEXT NOT NULL,"
-            " data BLOB NOT NULL,"
-            " PRIMARY KEY (voice_id, kind))"
-        ),
-        (
-            "CREATE TABLE voice_reference_audio ("
-            " voice_id TEXT PRIMARY KEY REFERENCES voices (id) ON DELETE CASCADE,"
-            " audio BLOB NOT NULL)"
-        ),
-    ),
-    # 2: listings page through one owner's voices by creation time.
-    ("CREATE INDEX voices_owner_created ON voices (owner, created_at, id)",),
-    # 3: engines as plug-ins. Every voice records the engine and weights it was
-    # made for (existing voices are Kokoro's); prompt engines store an opaque
-    # conditioning blob instead of a style array.
-    (
-        f"ALTER TABLE voices ADD COLUMN engine TEXT NOT NULL DEFAULT '{LEGACY_ENGINE}'",
-        f"ALTER TABLE voices ADD COLUMN model_id TEXT NOT NULL DEFAULT '{LEGACY_MODEL_ID}'",
-        "ALTER TABLE voices ADD COLUMN model_version TEXT NOT NULL DEFAULT ''",
-        (
-            "CREATE TABLE voice_prompts ("
-            " voice_id TEXT PRIMARY KEY REFERENCES voices (id) ON DELETE CASCADE,"
-            " data BLOB NOT NULL)"
-        ),
-    ),
-)
-
-# The purge journal has its own schema version (component "purge_journal"),
-# independent of the library's tables. A row says: audio derived from this
-# voice may still sit in a cache tier that could not be reached when the voice
-# was deleted. It is written in the deletion's own transaction, so a crash or
-# an unreachable Redis can delay a purge but never lose it.
-_PURGE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        (
-            "CREATE TABLE purge_journal ("
-            " voice_id TEXT PRIMARY KEY,"
-            " requested_at TEXT NOT NULL,"
-            " attempts INTEGER NOT NULL DEFAULT 0,"
-            " last_error TEXT)"
-        ),
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -542,22 +350,37 @@ class PendingPurge:
 
 # Every table holding a voice's data, child tables first. Deletion walks this
 # list explicitly rather than trusting ON DELETE CASCADE alone.
-_VOICE_CHILD_TABLES = ("voice_reference_audio", "voice_prompts", "voice_arrays", "voice_consents")
+_VOICE_CHILD_TABLES: tuple[Table, ...] = (
+    t.voice_reference_audio,
+    t.voice_prompts,
+    t.voice_arrays,
+    t.voice_consents,
+)
+
+_V = t.voices.c
 
 _SUMMARY_COLUMNS = (
-    "v.id, v.name, v.language, v.owner, v.created_at, v.updated_at, v.version,"
-    " v.source, v.quality_json,"
-    " EXISTS (SELECT 1 FROM voice_reference_audio r WHERE r.voice_id = v.id),"
-    " v.engine, v.model_id, v.model_version"
+    _V.id,
+    _V.name,
+    _V.language,
+    _V.owner,
+    _V.created_at,
+    _V.updated_at,
+    _V.version,
+    _V.source,
+    _V.quality_json,
+    exists().where(t.voice_reference_audio.c.voice_id == _V.id).label("has_reference_audio"),
+    _V.engine,
+    _V.model_id,
+    _V.model_version,
 )
 
 
-def _owner_clause(owner: str | None) -> tuple[str, tuple[str, ...]]:
-    # Built in Python rather than "(? IS NULL OR owner = ?)", which PostgreSQL
-    # cannot type and which defeats the index.
-    if owner is None:
-        return "", ()
-    return " AND owner = ?", (owner,)
+def _voice_where(voice_id: str, owner: str | None) -> ColumnElement[bool]:
+    # The owner filter is added in Python rather than "(:owner IS NULL OR owner
+    # = :owner)", which PostgreSQL cannot type and which defeats the index.
+    clause = _V.id == voice_id
+    return clause if owner is None else and_(clause, _V.owner == owner)
 
 
 def _summary_from_row(row: Sequence[Any]) -> VoiceSummary:
@@ -583,27 +406,38 @@ def _not_found(voice_id: str) -> NotFound:
     return NotFound(f"voice {voice_id[:40]!r} not found", field="voice_id")
 
 
-class SqliteVoiceStore:
-    """The voice library in a SQLite file (the embedded default).
+def _name_taken(name: str) -> Conflict:
+    return Conflict(f"you already have a voice named {name!r}", field="name")
 
-    ``style_shapes`` maps each engine voices may be written for to its
-    ``EngineCapabilities.style_shape`` (None: a prompt engine, whose voices
-    carry an opaque prompt instead of a style array). Writing a voice for an
-    engine not in the map is refused; reading never needs it.
+
+def _owned_database(target: Database | Path | str) -> tuple[Database, bool]:
+    """(database, whether the caller owns it and must close it)."""
+    if isinstance(target, Database):
+        return target, False
+    return open_database(target), True
+
+
+class SqlVoiceStore:
+    """The voice library in the voxclone database (SQLite file or PostgreSQL).
+
+    ``database`` is a shared :class:`Database` (the composition root's), or a
+    path / URL the store opens (and closes) itself. ``style_shapes`` maps each
+    engine voices may be written for to its ``EngineCapabilities.style_shape``
+    (None: a prompt engine, whose voices carry an opaque prompt instead of a
+    style array). Writing a voice for an engine not in the map is refused;
+    reading never needs it.
     """
-
-    COMPONENT = "voices"
 
     def __init__(
         self,
-        path: Path,
+        database: Database | Path | str,
         *,
         style_shapes: Mapping[str, tuple[int, ...] | None] | None = None,
         embedding_shape: tuple[int, ...] = DEFAULT_EMBEDDING_SHAPE,
         tone_shape: tuple[int, ...] = DEFAULT_TONE_SHAPE,
         statement_hook: StatementHook | None = None,
     ) -> None:
-        self._db = SqliteDatabase(path)
+        self._db, self._owns_db = _owned_database(database)
         self._embedding_shape = tuple(embedding_shape)
         self._style_shapes: dict[str, tuple[int, ...] | None] = {
             name: None if shape is None else tuple(shape)
@@ -611,8 +445,11 @@ class SqliteVoiceStore:
         }
         self._tone_shape = tuple(tone_shape)
         self._hook = statement_hook
-        self.schema_version = apply_migrations(self._db, self.COMPONENT, _VOICE_MIGRATIONS)
-        apply_migrations(self._db, "purge_journal", _PURGE_MIGRATIONS)
+        self._db.ensure_schema()
+
+    @property
+    def database(self) -> Database:
+        return self._db
 
     # -- writes -------------------------------------------------------------
 
@@ -635,64 +472,61 @@ class SqliteVoiceStore:
         created_at = record.created_at or now
         updated_at = record.updated_at or created_at
 
-        with self._db.write() as conn:
-            if conn.execute("SELECT 1 FROM voices WHERE id = ?", (voice_id,)).fetchone():
-                raise Conflict("a voice with this id already exists", field="id")
-            self._ensure_name_free(conn, owner, name, except_id=None)
-            try:
+        try:
+            with self._db.write() as conn:
+                if conn.execute(select(_V.id).where(_V.id == voice_id)).first():
+                    raise Conflict("a voice with this id already exists", field="id")
+                self._ensure_name_free(conn, owner, name, except_id=None)
+                # Two creates of one name racing past the check above: the
+                # unique index on (owner, name_key) stops the second one here.
                 conn.execute(
-                    "INSERT INTO voices (id, owner, name, name_key, language, created_at,"
-                    " updated_at, version, source, quality_json, engine, model_id, model_version)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
-                    (
-                        voice_id,
-                        owner,
-                        name,
-                        _name_key(name),
-                        language,
-                        created_at,
-                        updated_at,
-                        source,
-                        quality_json,
-                        engine,
-                        model_id,
-                        model_version,
-                    ),
+                    insert(t.voices).values(
+                        id=voice_id,
+                        owner=owner,
+                        name=name,
+                        name_key=_name_key(name),
+                        language=language,
+                        created_at=created_at,
+                        updated_at=updated_at,
+                        version=1,
+                        source=source,
+                        quality_json=quality_json,
+                        engine=engine,
+                        model_id=model_id,
+                        model_version=model_version,
+                    )
                 )
-            except sqlite3.IntegrityError:
-                raise Conflict(f"you already have a voice named {name!r}", field="name") from None
-            self._step("voice")
-            conn.execute(
-                "INSERT INTO voice_consents (voice_id, statement_sha256, given_by, given_at,"
-                " client_address) VALUES (?, ?, ?, ?, ?)",
-                (
-                    voice_id,
-                    consent.statement_sha256,
-                    consent.given_by,
-                    consent.given_at,
-                    consent.client_address,
-                ),
-            )
-            self._step("consent")
-            self._write_array(conn, voice_id, "embedding", embedding)
-            self._step("embedding")
-            if style is not None:
-                self._write_array(conn, voice_id, "style", style)
-                self._step("style")
-            if prompt is not None:
+                self._step("voice")
                 conn.execute(
-                    "INSERT INTO voice_prompts (voice_id, data) VALUES (?, ?)", (voice_id, prompt)
+                    insert(t.voice_consents).values(
+                        voice_id=voice_id,
+                        statement_sha256=consent.statement_sha256,
+                        given_by=consent.given_by,
+                        given_at=consent.given_at,
+                        client_address=consent.client_address,
+                    )
                 )
-                self._step("prompt")
-            for kind, array in tone_arrays.items():
-                self._write_array(conn, voice_id, kind, array)
-                self._step(kind)
-            if record.reference_audio is not None:
-                conn.execute(
-                    "INSERT INTO voice_reference_audio (voice_id, audio) VALUES (?, ?)",
-                    (voice_id, record.reference_audio),
-                )
-                self._step("reference_audio")
+                self._step("consent")
+                self._write_array(conn, voice_id, "embedding", embedding)
+                self._step("embedding")
+                if style is not None:
+                    self._write_array(conn, voice_id, "style", style)
+                    self._step("style")
+                if prompt is not None:
+                    conn.execute(insert(t.voice_prompts).values(voice_id=voice_id, data=prompt))
+                    self._step("prompt")
+                for kind, array in tone_arrays.items():
+                    self._write_array(conn, voice_id, kind, array)
+                    self._step(kind)
+                if record.reference_audio is not None:
+                    conn.execute(
+                        insert(t.voice_reference_audio).values(
+                            voice_id=voice_id, audio=record.reference_audio
+                        )
+                    )
+                    self._step("reference_audio")
+        except IntegrityError:
+            raise _name_taken(name) from None
 
         return VoiceRecord(
             id=voice_id,
@@ -734,14 +568,11 @@ class SqliteVoiceStore:
         The version is what audio caches key on, so audio made with the old
         style is never served for the new one.
         """
-        where, params = _owner_clause(owner)
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT engine FROM voices WHERE id = ?" + where, (voice_id, *params)
-            ).fetchone()
-        if row is None:
+            engine = conn.execute(select(_V.engine).where(_voice_where(voice_id, owner))).scalar()
+        if engine is None:
             raise _not_found(voice_id)
-        checked_style, _ = self._checked_conditioning(row[0], style, None)
+        checked_style, _ = self._checked_conditioning(engine, style, None)
         assert checked_style is not None
         checked_embedding = (
             None
@@ -752,12 +583,17 @@ class SqliteVoiceStore:
         quality_json = _quality_to_json(quality)
         _validate_source(source)
         with self._db.write() as conn:
-            cursor = conn.execute(
-                "UPDATE voices SET version = version + 1, updated_at = ?, quality_json = ?,"
-                " source = ? WHERE id = ?" + where,
-                (utc_now_iso(), quality_json, source, voice_id, *params),
+            result = conn.execute(
+                update(t.voices)
+                .where(_voice_where(voice_id, owner))
+                .values(
+                    version=_V.version + 1,
+                    updated_at=utc_now_iso(),
+                    quality_json=quality_json,
+                    source=source,
+                )
             )
-            if cursor.rowcount == 0:
+            if result.rowcount == 0:
                 raise _not_found(voice_id)
             self._step("voice")
             self._write_array(conn, voice_id, "style", checked_style, replace=True)
@@ -772,32 +608,29 @@ class SqliteVoiceStore:
 
     def rename(self, voice_id: str, owner: str | None, name: str) -> VoiceRecord:
         cleaned = validate_voice_name(name)
-        where, params = _owner_clause(owner)
-        with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT owner FROM voices WHERE id = ?" + where, (voice_id, *params)
-            ).fetchone()
-            if row is None:
-                raise _not_found(voice_id)
-            self._ensure_name_free(conn, row[0], cleaned, except_id=voice_id)
-            conn.execute(
-                "UPDATE voices SET name = ?, name_key = ?, updated_at = ? WHERE id = ?",
-                (cleaned, _name_key(cleaned), utc_now_iso(), voice_id),
-            )
+        try:
+            with self._db.write() as conn:
+                row_owner = self._lock_voice(conn, voice_id, owner)
+                self._ensure_name_free(conn, row_owner, cleaned, except_id=voice_id)
+                conn.execute(
+                    update(t.voices)
+                    .where(_V.id == voice_id)
+                    .values(name=cleaned, name_key=_name_key(cleaned), updated_at=utc_now_iso())
+                )
+        except IntegrityError:
+            raise _name_taken(cleaned) from None
         return self.get(voice_id, owner)
 
     def drop_reference_audio(self, voice_id: str, owner: str | None) -> bool:
         """Forget the kept reference recording; True if there was one."""
-        where, params = _owner_clause(owner)
         with self._db.write() as conn:
-            if not conn.execute(
-                "SELECT 1 FROM voices WHERE id = ?" + where, (voice_id, *params)
-            ).fetchone():
-                raise _not_found(voice_id)
-            cursor = conn.execute(
-                "DELETE FROM voice_reference_audio WHERE voice_id = ?", (voice_id,)
+            self._lock_voice(conn, voice_id, owner)
+            result = conn.execute(
+                delete(t.voice_reference_audio).where(
+                    t.voice_reference_audio.c.voice_id == voice_id
+                )
             )
-            dropped = cursor.rowcount > 0
+            dropped = result.rowcount > 0
         if dropped:
             self._db.checkpoint()
         return dropped
@@ -808,13 +641,14 @@ class SqliteVoiceStore:
         Callers use the returned record (id, version, owner) to purge audio
         caches and other artifacts made with the voice.
         """
-        where, params = _owner_clause(owner)
         with self._db.write() as conn:
+            # Lock first: of two concurrent deletes one wins, the other gets NotFound.
+            self._lock_voice(conn, voice_id, owner)
             record = self._load(conn, voice_id, owner, include_reference_audio=False)
             for table in _VOICE_CHILD_TABLES:
-                conn.execute(f"DELETE FROM {table} WHERE voice_id = ?", (voice_id,))
-                self._step(f"delete_{table}")
-            conn.execute("DELETE FROM voices WHERE id = ?" + where, (voice_id, *params))
+                conn.execute(delete(table).where(table.c.voice_id == voice_id))
+                self._step(f"delete_{table.name}")
+            conn.execute(delete(t.voices).where(_voice_where(voice_id, owner)))
             # Same transaction: the voice cannot be gone without its purge owed.
             self._journal_purge(conn, voice_id)
         # Push the zeroed pages out of the WAL so no copy of the deleted voice
@@ -829,34 +663,36 @@ class SqliteVoiceStore:
         with self._db.write() as conn:
             self._journal_purge(conn, voice_id)
 
-    @staticmethod
-    def _journal_purge(conn: sqlite3.Connection, voice_id: str) -> None:
+    def _journal_purge(self, conn: Connection, voice_id: str) -> None:
+        now = utc_now_iso()
         conn.execute(
-            "INSERT INTO purge_journal (voice_id, requested_at, attempts) VALUES (?, ?, 0)"
-            " ON CONFLICT (voice_id) DO UPDATE SET requested_at = excluded.requested_at",
-            (voice_id, utc_now_iso()),
+            upsert(self._db, t.purge_journal)
+            .values(voice_id=voice_id, requested_at=now, attempts=0)
+            .on_conflict_do_update(index_elements=["voice_id"], set_={"requested_at": now})
         )
 
     def pending_purges(self, limit: int = 1000) -> list[PendingPurge]:
+        p = t.purge_journal.c
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT voice_id, requested_at, attempts, last_error FROM purge_journal"
-                " ORDER BY requested_at, voice_id LIMIT ?",
-                (limit,),
-            ).fetchall()
+                select(p.voice_id, p.requested_at, p.attempts, p.last_error)
+                .order_by(p.requested_at, p.voice_id)
+                .limit(limit)
+            ).all()
         return [PendingPurge(r[0], r[1], int(r[2]), r[3]) for r in rows]
 
     def purge_failed(self, voice_id: str, error: str) -> None:
+        p = t.purge_journal.c
         with self._db.write() as conn:
             conn.execute(
-                "UPDATE purge_journal SET attempts = attempts + 1, last_error = ?"
-                " WHERE voice_id = ?",
-                (error[:200], voice_id),
+                update(t.purge_journal)
+                .where(p.voice_id == voice_id)
+                .values(attempts=p.attempts + 1, last_error=error[:200])
             )
 
     def purge_done(self, voice_id: str) -> None:
         with self._db.write() as conn:
-            conn.execute("DELETE FROM purge_journal WHERE voice_id = ?", (voice_id,))
+            conn.execute(delete(t.purge_journal).where(t.purge_journal.c.voice_id == voice_id))
 
     # -- reads --------------------------------------------------------------
 
@@ -872,35 +708,34 @@ class SqliteVoiceStore:
         if not key:
             return None
         with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT id FROM voices WHERE owner = ? AND name_key = ?", (owner, key)
-            ).fetchone()
-            if row is None:
+            voice_id = conn.execute(
+                select(_V.id).where(_V.owner == owner, _V.name_key == key)
+            ).scalar()
+            if voice_id is None:
                 return None
-            return self._load(conn, row[0], owner, include_reference_audio=True)
+            return self._load(conn, voice_id, owner, include_reference_audio=True)
 
     def list(self, owner: str | None, limit: int = 100, offset: int = 0) -> list[VoiceSummary]:
         """Voices oldest first, metadata only."""
         _check_page(limit, offset)
-        where = "" if owner is None else " WHERE v.owner = ?"
-        params: tuple[Any, ...] = () if owner is None else (owner,)
+        query = select(*_SUMMARY_COLUMNS)
+        if owner is not None:
+            query = query.where(_V.owner == owner)
+        query = query.order_by(_V.created_at, _V.id).limit(limit).offset(offset)
         with self._db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {_SUMMARY_COLUMNS} FROM voices v{where}"
-                " ORDER BY v.created_at, v.id LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ).fetchall()
+            rows = conn.execute(query).all()
         return [_summary_from_row(row) for row in rows]
 
     def count(self, owner: str | None = None) -> int:
-        where = "" if owner is None else " WHERE owner = ?"
-        params: tuple[Any, ...] = () if owner is None else (owner,)
+        query = select(func.count()).select_from(t.voices)
+        if owner is not None:
+            query = query.where(_V.owner == owner)
         with self._db.read() as conn:
-            row = conn.execute("SELECT COUNT(*) FROM voices" + where, params).fetchone()
-        return int(row[0])
+            return int(conn.execute(query).scalar_one())
 
     def close(self) -> None:
-        self._db.close()
+        if self._owns_db:
+            self._db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -972,18 +807,30 @@ class SqliteVoiceStore:
             self._hook(name)
 
     @staticmethod
-    def _ensure_name_free(
-        conn: sqlite3.Connection, owner: str, name: str, except_id: str | None
-    ) -> None:
-        row = conn.execute(
-            "SELECT id FROM voices WHERE owner = ? AND name_key = ?", (owner, _name_key(name))
-        ).fetchone()
-        if row is not None and row[0] != except_id:
-            raise Conflict(f"you already have a voice named {name!r}", field="name")
+    def _lock_voice(conn: Connection, voice_id: str, owner: str | None) -> str:
+        """Lock the voice row for this transaction (PostgreSQL); return its owner.
+
+        SQLite already holds the database write lock (BEGIN IMMEDIATE), and
+        SQLAlchemy renders no FOR UPDATE there.
+        """
+        row_owner = conn.execute(
+            select(_V.owner).where(_voice_where(voice_id, owner)).with_for_update()
+        ).scalar()
+        if row_owner is None:
+            raise _not_found(voice_id)
+        return str(row_owner)
 
     @staticmethod
+    def _ensure_name_free(conn: Connection, owner: str, name: str, except_id: str | None) -> None:
+        found = conn.execute(
+            select(_V.id).where(_V.owner == owner, _V.name_key == _name_key(name))
+        ).scalar()
+        if found is not None and found != except_id:
+            raise _name_taken(name)
+
     def _write_array(
-        conn: sqlite3.Connection,
+        self,
+        conn: Connection,
         voice_id: str,
         kind: str,
         array: np.ndarray,
@@ -991,64 +838,78 @@ class SqliteVoiceStore:
         replace: bool = False,
     ) -> None:
         data, shape_json = _encode_array(array)
+        values = {"voice_id": voice_id, "kind": kind, "shape_json": shape_json, "data": data}
         if replace:
             # Upsert: a voice stored before this kind of array existed has no row yet.
             conn.execute(
-                "INSERT INTO voice_arrays (voice_id, kind, shape_json, data) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (voice_id, kind) DO UPDATE"
-                " SET shape_json = excluded.shape_json, data = excluded.data",
-                (voice_id, kind, shape_json, data),
+                upsert(self._db, t.voice_arrays)
+                .values(**values)
+                .on_conflict_do_update(
+                    index_elements=["voice_id", "kind"],
+                    set_={"shape_json": shape_json, "data": data},
+                )
             )
         else:
-            conn.execute(
-                "INSERT INTO voice_arrays (voice_id, kind, shape_json, data) VALUES (?, ?, ?, ?)",
-                (voice_id, kind, shape_json, data),
-            )
+            conn.execute(insert(t.voice_arrays).values(**values))
 
     @staticmethod
     def _load(
-        conn: sqlite3.Connection,
+        conn: Connection,
         voice_id: str,
         owner: str | None,
         include_reference_audio: bool,
     ) -> VoiceRecord:
-        where, params = _owner_clause(owner)
         row = conn.execute(
-            "SELECT id, name, language, owner, created_at, updated_at, version, source,"
-            " quality_json, engine, model_id, model_version FROM voices WHERE id = ?" + where,
-            (voice_id, *params),
-        ).fetchone()
+            select(
+                _V.id,
+                _V.name,
+                _V.language,
+                _V.owner,
+                _V.created_at,
+                _V.updated_at,
+                _V.version,
+                _V.source,
+                _V.quality_json,
+                _V.engine,
+                _V.model_id,
+                _V.model_version,
+            ).where(_voice_where(voice_id, owner))
+        ).first()
         if row is None:
             raise _not_found(voice_id)
+        c = t.voice_consents.c
         consent_row = conn.execute(
-            "SELECT statement_sha256, given_by, given_at, client_address"
-            " FROM voice_consents WHERE voice_id = ?",
-            (voice_id,),
-        ).fetchone()
+            select(c.statement_sha256, c.given_by, c.given_at, c.client_address).where(
+                c.voice_id == voice_id
+            )
+        ).first()
+        a = t.voice_arrays.c
         arrays = {
-            kind: _decode_array(data, shape_json)
+            kind: _decode_array(bytes(data), shape_json)
             for kind, shape_json, data in conn.execute(
-                "SELECT kind, shape_json, data FROM voice_arrays WHERE voice_id = ?", (voice_id,)
+                select(a.kind, a.shape_json, a.data).where(a.voice_id == voice_id)
             )
         }
-        prompt_row = conn.execute(
-            "SELECT data FROM voice_prompts WHERE voice_id = ?", (voice_id,)
-        ).fetchone()
-        prompt = bytes(prompt_row[0]) if prompt_row else None
+        prompt_data = conn.execute(
+            select(t.voice_prompts.c.data).where(t.voice_prompts.c.voice_id == voice_id)
+        ).scalar()
+        prompt = bytes(prompt_data) if prompt_data is not None else None
         if (
             consent_row is None
             or "embedding" not in arrays
             or (("style" in arrays) == (prompt is not None))
         ):
-            # Cannot happen with atomic writes; if the file was edited by hand,
-            # refuse to speak with a voice whose consent or data is missing.
+            # Cannot happen with atomic writes; if the database was edited by
+            # hand, refuse to speak with a voice whose consent or data is missing.
             raise VoxcloneError("stored voice data is incomplete; delete and re-create the voice")
         audio: bytes | None = None
         if include_reference_audio:
-            audio_row = conn.execute(
-                "SELECT audio FROM voice_reference_audio WHERE voice_id = ?", (voice_id,)
-            ).fetchone()
-            audio = bytes(audio_row[0]) if audio_row else None
+            audio_data = conn.execute(
+                select(t.voice_reference_audio.c.audio).where(
+                    t.voice_reference_audio.c.voice_id == voice_id
+                )
+            ).scalar()
+            audio = bytes(audio_data) if audio_data is not None else None
         return VoiceRecord(
             id=row[0],
             name=row[1],
@@ -1070,3 +931,8 @@ class SqliteVoiceStore:
             model_version=row[11],
             prompt=prompt,
         )
+
+
+# The embedded default is the same class on a SQLite file; the name stays for
+# the callers and tests that construct it from a path.
+SqliteVoiceStore = SqlVoiceStore
