@@ -105,7 +105,7 @@ def test_energy_changes_the_loudness(
 def test_emotion_moves_pitch_pace_and_loudness(
     client: TestClient, neutral: dict[str, np.ndarray], route: str
 ) -> None:
-    # "sad": pitch −0.1 octave, speed 0.8, energy 0.88 (synth/controls.py).
+    # "sad": pitch −0.1 octave, speed 0.83, energy 0.85 (synth/controls.py).
     if route == "native":
         audio = _native(client, emotion="sad")
     else:

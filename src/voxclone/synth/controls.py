@@ -106,7 +106,10 @@ EMOTIONS: dict[str, EmotionPreset] = {
         pitch=-0.1,
         f0_range=0.6,
         speed=0.83,
-        energy=0.88,
+        # 0.88 until speeds below 1.5 became WSOLA-only: the stretched reading
+        # measures +0.4 LU louder than the model's own slower one, which left
+        # "sad" only 0.2 LU softer than neutral; 0.85 restores an audible drop.
+        energy=0.85,
         pause=1.35,
     ),
     "angry": EmotionPreset(
