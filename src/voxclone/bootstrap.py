@@ -91,10 +91,13 @@ class Runtime:
 
     @property
     def cloning_state(self) -> str:
-        """ "off" (no cloning here), "warming" (loads on first use) or "ready"."""
+        """One of: off (no cloning here), warming (loading now), on_demand
+        (``warm_cloning`` is off: the first clone loads them), ready."""
         if self.voices is None:
             return "off"
-        return "ready" if self.cloning_warm.is_set() else "warming"
+        if self.cloning_warm.is_set():
+            return "ready"
+        return "warming" if self.settings.warm_cloning else "on_demand"
 
     @property
     def default(self) -> EngineStack:

@@ -61,7 +61,9 @@ async def readyz(
     runtime: Runtime | None = getattr(state, "runtime", None)
     if runtime is not None:
         cloning = runtime.cloning_state
-        if capability == "cloning" and cloning != "ready":
+        # "on_demand": the operator chose not to warm them; a clone works (the
+        # first one loads them), so this replica may take clones.
+        if capability == "cloning" and cloning not in ("ready", "on_demand"):
             body = error_body("not_ready", f"cloning models: {cloning}")
             return JSONResponse(
                 body, status_code=503, headers=retry_after_header(NOT_READY_RETRY_S)
