@@ -132,7 +132,9 @@ EMOTIONS: dict[str, EmotionPreset] = {
         pitch=-0.1,
         f0_range=0.75,
         speed=0.91,
-        energy=0.92,
+        # 0.92 until speeds below 1.5 became WSOLA-only (see "sad"): calm then
+        # measured 0.4 LU louder than neutral; 0.87 keeps it softer.
+        energy=0.87,
         pause=1.2,
     ),
     "serious": EmotionPreset(
