@@ -288,7 +288,7 @@ def _markdown(summaries: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"| {s['engine']} | {s['variant']} | {s['load_s']:.3f} | {s['warmup_s']:.3f} | "
             f"{clone} | {clone_cpu} | {s['rtf']:.3f} | {s['cpu_per_audio_s']:.3f} | "
             f"{s['ttfa_median_s']:.3f} | "
-            f"{'—' if s['service_ttfa_median_s'] is None else s['service_ttfa_median_s']} | "
+            f"{'—' if s.get('service_ttfa_median_s') is None else s['service_ttfa_median_s']} | "
             f"{s['audio_s']:.1f} | {s['peak_rss_mb']:.0f} |"
         )
     lines += [

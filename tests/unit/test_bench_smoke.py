@@ -287,11 +287,14 @@ def test_engines_speed_page_says_pocket_quality_is_not_measured(tmp_path: Path) 
             "rtf": 1.0,
             "clone_s": 2.6,
             "clone_cpu_s": 2.0,
+            "service_ttfa_median_s": 0.381,
         },
     ]
     meta = {"pocket_parameters_m": 105.6, "loadavg_before": 1.0, "loadavg_after": 1.0}
     page = engines_speed._markdown(summaries, meta)
     assert "clone quality cannot be measured here" in page
     assert "| torch 1 thread(s) | 0.50 | 1.00 |" in page  # same-run ratio to Kokoro
+    assert "| 0.500 | 0.381 |" in page  # engine TTFA, then through the service stream
+    assert "| 0.500 | — |" in page  # Kokoro rows (and results from older runs) have no column
     engines_speed._plot(summaries, tmp_path / "engines.png")
     assert (tmp_path / "engines.png").stat().st_size > 0
