@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from voxclone.config import Settings
+from voxclone.runtime.blobs import BlobStore, LocalBlobStore
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
@@ -154,6 +155,11 @@ def build_redis(settings: Settings) -> redis.Redis | None:
         timeout_s=settings.redis_timeout_s,
         cooldown_s=settings.redis_breaker_cooldown_s,
     )
+
+
+def build_blob_store(settings: Settings) -> BlobStore:
+    """Where blobs live: a directory under ``home`` (S3 when configured: see docs/deploy.md)."""
+    return LocalBlobStore(settings.blob_dir)
 
 
 def build_cache(settings: Settings, metrics: Metrics | None = None) -> TieredCache | None:

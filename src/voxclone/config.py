@@ -161,3 +161,8 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "audio-cache"
+
+    @property
+    def blob_dir(self) -> Path:
+        """The local blob store's root (job audio, kept references) when S3 is not set."""
+        return self.home / "blobs"
