@@ -332,11 +332,14 @@ def build_runtime(
     after speech is ready, so speech is served while they load.
     """
     stages = StartupStages()
-    engines = build_engines(settings, warmup=warmup, stages=stages)
+    secure_home(settings.home)  # before the blob directory is created in it
     blobs = build_blob_store(settings)
-    # Once per process: a missing bucket or wrong credentials stops the start
-    # with a readable BlobStoreUnavailable instead of failing the first clone.
-    blobs.check()
+    # Once per process, before the models load: a missing bucket or wrong
+    # credentials stops the start with a readable BlobStoreUnavailable
+    # instead of failing the first clone.
+    with stages.stage("blob_store_check"):
+        blobs.check()
+    engines = build_engines(settings, warmup=warmup, stages=stages)
     store = build_voice_store(settings, engines, blobs)
     catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)

@@ -187,3 +187,59 @@ def test_the_composition_root_picks_the_store(tmp_path: Path, s3_endpoint: Any) 
         Settings(home=tmp_path, s3_bucket="bkt-1", s3_endpoint_url=s3_endpoint.url, s3_prefix="p")
     )
     assert isinstance(s3, S3BlobStore) and (s3.name, s3.bucket, s3.prefix) == ("s3", "bkt-1", "p/")
+
+
+# -- start-up and readiness --------------------------------------------------------
+
+
+def test_serve_refuses_a_missing_bucket_in_one_readable_line(
+    tmp_path: Path,
+    s3_endpoint: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from voxclone.api.cli import main
+    from voxclone.api.server import EXIT_REFUSED
+
+    monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("VOXCLONE_S3_BUCKET", "missing-bucket")
+    monkeypatch.setenv("VOXCLONE_S3_ENDPOINT_URL", s3_endpoint.url)
+    assert main(["serve"]) == EXIT_REFUSED
+    err = capsys.readouterr().err
+    assert "voxclone: error: the S3 bucket 'missing-bucket' does not exist" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_replica_without_its_bucket_fails_start_up_in_one_log_line(
+    tmp_path: Path, s3_endpoint: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The path Ray Serve and embedded apps take (no `voxclone serve` pre-check):
+    # build_runtime checks the store before loading any model.
+    from fastapi.testclient import TestClient
+
+    from voxclone.api.app import create_app
+
+    settings = Settings(home=tmp_path / "home", s3_bucket="gone", s3_endpoint_url=s3_endpoint.url)
+    app = create_app(settings, load_in_background=False)
+    with (
+        pytest.raises(RuntimeError, match="BlobStoreUnavailable"),
+        TestClient(app, base_url="http://127.0.0.1"),
+    ):
+        pass
+    logged = [r for r in caplog.records if "start-up failed" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is None
+    assert "'gone' does not exist" in logged[0].getMessage()
+
+
+def test_readyz_detail_names_the_blob_store(tmp_path: Path, s3_endpoint: Any) -> None:
+    from types import SimpleNamespace
+
+    from voxclone.api.routes_admin import _dependencies
+
+    for store, name in (
+        (LocalBlobStore(tmp_path / "blobs"), "local"),
+        (S3BlobStore(s3_endpoint.create_bucket(), endpoint_url=s3_endpoint.url), "s3"),
+    ):
+        runtime = SimpleNamespace(cache=None, purger=None, blobs=store)
+        state = SimpleNamespace(rate_limiter=None, runtime=runtime)
+        assert _dependencies(state)["blobs"] == name
