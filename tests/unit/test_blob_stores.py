@@ -7,6 +7,7 @@ S3 one talks HTTP to a real S3 endpoint through boto3, with a key prefix.
 from __future__ import annotations
 
 import socket
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -177,6 +178,18 @@ def test_a_frozen_endpoint_costs_timeout_times_attempts_then_a_503(
     assert caught.value.status == 503 and "bucket-x" in caught.value.message
     # 2 tries x 0.3 s read timeout plus the standard retry backoff (< 1 s).
     assert elapsed < 3.0, elapsed
+
+
+def test_a_server_without_s3_never_imports_boto3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # None in sys.modules makes any import of the name fail, as if not installed.
+    monkeypatch.setitem(sys.modules, "boto3", None)
+    monkeypatch.setitem(sys.modules, "voxclone.runtime.blobs_s3", None)
+    assert build_blob_store(Settings(home=tmp_path)).name == "local"
+    assert check_blob_store(Settings(home=tmp_path)) is None
+    with pytest.raises(ImportError):  # the guard above is real: S3 would need it
+        build_blob_store(Settings(home=tmp_path, s3_bucket="b-1"))
 
 
 def test_the_composition_root_picks_the_store(tmp_path: Path, s3_endpoint: Any) -> None:

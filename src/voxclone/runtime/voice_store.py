@@ -509,9 +509,11 @@ class SqlVoiceStore:
                 with self._db.read() as conn:
                     if conn.execute(select(_V.id).where(_V.id == voice_id)).first():
                         raise Conflict("a voice with this id already exists", field="id")
-            self._blobs.put(
-                voice_reference_key(voice_id), stored_audio, content_type="application/octet-stream"
-            )
+            try:
+                reference_key = voice_reference_key(voice_id)
+            except ValueError:
+                raise InvalidInput("this voice id cannot name a blob", field="id") from None
+            self._blobs.put(reference_key, stored_audio, content_type="application/octet-stream")
             stored_audio = IN_BLOB_STORE
         try:
             with self._db.write() as conn:
@@ -718,7 +720,11 @@ class SqlVoiceStore:
         """
         if self._blobs is None:
             return 0
-        return self._blobs.delete_prefix(voice_prefix(voice_id))
+        try:
+            prefix = voice_prefix(voice_id)
+        except ValueError:  # an id no blob key can hold: nothing was ever stored
+            return 0
+        return self._blobs.delete_prefix(prefix)
 
     def _forget_blobs(self, voice_id: str) -> None:
         try:
