@@ -225,3 +225,28 @@ def test_a_blob_purge_the_store_could_not_do_stays_owed_until_done(
         assert CachePurger(a, voice_purge(a, None)).run_pending() == 0
         assert a.pending_purges() == []
     assert not reachable.exists(voice_reference_key(voice.id))
+
+
+def test_cli_voices_delete_purges_the_blobs_on_s3(
+    tmp_path: Path, s3_endpoint: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voxclone.api.cli import main
+    from voxclone.config import Settings
+
+    home = tmp_path / "home"
+    bucket = s3_endpoint.create_bucket()
+    monkeypatch.setenv("VOXCLONE_HOME", str(home))
+    monkeypatch.setenv("VOXCLONE_S3_BUCKET", bucket)
+    monkeypatch.setenv("VOXCLONE_S3_ENDPOINT_URL", s3_endpoint.url)
+    monkeypatch.setenv("VOXCLONE_MEMORY_CACHE_MB", "0")
+    s3 = S3BlobStore(bucket, endpoint_url=s3_endpoint.url)
+    home.mkdir()
+    with SqlVoiceStore(Settings().db_path, style_shapes=SHAPES, blobs=s3) as voices:
+        voice = voices.create(record("Alice"))
+    assert s3.exists(voice_reference_key(voice.id))
+
+    assert main(["voices", "delete", voice.id]) == 0
+
+    assert not s3.exists(voice_reference_key(voice.id))
+    with SqlVoiceStore(Settings().db_path, style_shapes=SHAPES, blobs=s3) as voices:
+        assert voices.count() == 0 and voices.pending_purges() == []
