@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from voxclone.deploy.ray import kill_replica, local_app, replica_actor_names
+from voxclone.deploy.ray import REPLICA_HEADER, kill_replica, local_app, replica_actor_names
 from voxclone.devserver import free_loopback_port
 
 SENTENCES = [
@@ -81,6 +81,44 @@ def stream(client: httpx.Client, url: str, text: str) -> dict[str, Any]:
     }
 
 
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "librispeech_3005-163389-0000.wav"
+
+
+def voice_across_replicas(client: httpx.Client, url: str) -> dict[str, Any]:
+    """Enroll a voice through whichever replica Ray picks, then speak it until
+    both replicas have answered: the library is shared, not per replica."""
+    enrolled = client.post(
+        url + "/v1/voices",
+        data={
+            "name": "Across",
+            "consent": "true",
+            "consent_statement": "I agree that my voice is cloned.",
+        },
+        files={"audio": ("ref.wav", REFERENCE.read_bytes(), "audio/wav")},
+    )
+    out: dict[str, Any] = {
+        "enroll_status": enrolled.status_code,
+        "enrolled_by": enrolled.headers.get(REPLICA_HEADER),
+        "spoken": [],
+    }
+    if enrolled.status_code != 201:
+        out["body"] = enrolled.text[:300]
+        return out
+    voice_id = enrolled.json()["id"]
+    for i in range(12):
+        resp = client.post(
+            url + "/v1/tts",
+            json={"text": f"Spoken through any replica, try {i}.", "voice": voice_id},
+        )
+        out["spoken"].append(
+            {"status": resp.status_code, "replica": resp.headers.get(REPLICA_HEADER)}
+        )
+        replicas = {s["replica"] for s in out["spoken"] if s["status"] == 200}
+        if out["enrolled_by"] is not None and replicas - {out["enrolled_by"]}:
+            break
+    return out
+
+
 def under_kill(client: httpx.Client, url: str) -> dict[str, Any]:
     """Four concurrent requests; one replica killed while they run."""
     results: list[dict[str, Any]] = [{} for _ in range(4)]
@@ -132,6 +170,7 @@ def main() -> None:
         "VOXCLONE_WORKERS": "1",
         "VOXCLONE_FAST_LANE_THREADS": "0",
         "VOXCLONE_WARM_CLONING": "false",
+        "VOXCLONE_CLONE_PITCH_CALIBRATION": "false",
         "VOXCLONE_MEMORY_CACHE_MB": "16",
         "VOXCLONE_DISK_CACHE_MB": "0",  # every request synthesizes
     }
@@ -157,6 +196,7 @@ def main() -> None:
             record["speech"] = speak(client, url, SENTENCES[0])
             record["speech"]["words"] = len(SENTENCES[0].split())
             record["stream"] = stream(client, url, " ".join(SENTENCES[1:3]))
+            record["voice"] = voice_across_replicas(client, url)
             record["kill"] = under_kill(client, url)
     record["total_s"] = time.perf_counter() - started
     out_path.write_text(json.dumps(record, indent=2))

@@ -111,6 +111,17 @@ def test_streaming_passes_through_unbuffered(record: dict[str, Any]) -> None:
     assert stream["first_byte_s"] < 0.5 * stream["total_s"], stream
 
 
+def test_a_voice_enrolled_through_one_replica_is_spoken_by_the_other(
+    record: dict[str, Any],
+) -> None:
+    voice = record["voice"]
+    assert voice["enroll_status"] == 201, voice
+    assert voice["enrolled_by"] in {name.rsplit("#", 1)[-1] for name in record["replicas"]}
+    served = [s for s in voice["spoken"] if s["status"] == 200]
+    assert len(served) == len(voice["spoken"]), voice  # every replica knows the voice
+    assert {s["replica"] for s in served} - {voice["enrolled_by"]}, voice
+
+
 def test_replica_killed_under_load_loses_no_request(record: dict[str, Any]) -> None:
     kill = record["kill"]
     results = kill["results"]

@@ -75,7 +75,46 @@ def build_asgi_app() -> FastAPI:
     problem = check_exposure(settings)
     if problem is not None:
         raise ExposureRefused(problem)
-    return create_app(settings, load_in_background=False)
+    app = create_app(settings, load_in_background=False)
+    app.add_middleware(ReplicaHeaderMiddleware)
+    return app
+
+
+REPLICA_HEADER = "x-voxclone-replica"
+
+
+class ReplicaHeaderMiddleware:
+    """Names the replica that answered (Ray's replica id, part of its actor name):
+    operators see which pod served a request, and the tests check that a voice
+    enrolled through one replica is spoken by another."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._value: bytes | None = None
+
+    def _replica(self) -> bytes:
+        if self._value is None:
+            try:
+                self._value = serve.get_replica_context().replica_id.unique_id.encode()
+            except Exception:  # outside a replica (a test building the app directly)
+                self._value = b"local"
+        return self._value
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_named(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [
+                    *message["headers"],
+                    (REPLICA_HEADER.encode(), self._replica()),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, send_named)
 
 
 @serve.deployment(
