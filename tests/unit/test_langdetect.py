@@ -32,6 +32,25 @@ def test_detects_language(text: str, language: str) -> None:
     assert detect_language(text) == language
 
 
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        # Short English that trigrams took for Spanish / French: spoken with the
+        # wrong phonemes ("Hello there." was heard back as "Is your petta?").
+        ("Hello there.", "en-us"),
+        ("Wait a minute.", "en-us"),
+        # Short foreign phrases the guesser is sure of still switch.
+        ("Buenos días.", "es"),
+        ("Merci beaucoup.", "fr"),
+        ("Obrigado, até logo.", "pt-br"),
+    ],
+)
+def test_short_texts_switch_language_only_when_the_guess_is_sure(
+    text: str, language: str
+) -> None:
+    assert detect_language(text) == language
+
+
 def test_unsure_or_empty_text_falls_back_to_the_default() -> None:
     assert detect_language("123 456") == "en-us"
     assert detect_language("") == "en-us"

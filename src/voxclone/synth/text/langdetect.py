@@ -20,6 +20,14 @@ from typing import Any
 
 DEFAULT_LANGUAGE = "en-us"
 _MIN_WORDS_TO_GUESS = 3
+# A text this short leaves the default language only on a near-certain guess.
+# Trigrams of two or three words mislead: "Hello there." scored Spanish 0.52
+# (and was spoken with Spanish phonemes, heard back as "Is your petta?"),
+# "Wait a minute." French 0.74; real short foreign phrases ("Buenos días.",
+# "Merci beaucoup.", "Obrigado, até logo.") score 1.00. Measured with
+# bench/short_phrases.py and lingua's low-accuracy mode.
+_SHORT_TEXT_WORDS = 4
+_SHORT_TEXT_MIN_CONFIDENCE = 0.9
 LATIN_LANGUAGES = ("en-us", "en-gb", "es", "fr", "it", "pt-br")
 
 # Scripts we classify letters into. "neutral" = digits, spaces, punctuation, symbols.
@@ -103,7 +111,10 @@ class LatinLanguageGuesser:
         if not any(ch.isalpha() for ch in text):
             return None
         values = self._load().compute_language_confidence_values(text)
-        if not values or values[0].value < self._min_confidence:
+        needed = self._min_confidence
+        if len(text.split()) < _SHORT_TEXT_WORDS:
+            needed = max(needed, _SHORT_TEXT_MIN_CONFIDENCE)
+        if not values or values[0].value < needed:
             return None
         return self._CODES.get(values[0].language.name)
 
