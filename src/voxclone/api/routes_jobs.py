@@ -24,7 +24,7 @@ from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Conflict, Forbidden, InvalidInput, NotFound, NotReady
 from voxclone.runtime.blobs import BlobNotFound, check_key
-from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
+from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
 from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND, SpeechJobs
@@ -43,7 +43,7 @@ IDEMPOTENCY_KEY_MAX = 200
 _EXTENSION_TYPES = {file_extension(fmt): content_type(fmt) for fmt in AudioFormat}
 
 
-def _jobs(runtime: Runtime) -> SqlJobStore:
+def _jobs(runtime: Runtime) -> JobStore:
     if runtime.jobs is None:
         raise NotReady("jobs are not available on this server")
     return runtime.jobs
