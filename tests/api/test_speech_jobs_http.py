@@ -133,7 +133,9 @@ def test_bad_speech_job_requests_are_4xx(app: FastAPI) -> None:
         assert r.status_code == 422
         r = c.get("/v1/files/jobs/j_x.wav")
         assert r.status_code == 422  # no signature at all
-        assert c.get("/v1/files/../../etc/passwd", params={"expires": 1, "sig": "a"}).status_code in (
+        assert c.get(
+            "/v1/files/../../etc/passwd", params={"expires": 1, "sig": "a"}
+        ).status_code in (
             403,
             404,
         )

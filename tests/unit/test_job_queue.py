@@ -132,9 +132,7 @@ def test_idempotency_key_returns_the_same_job_per_owner(queue: SqlJobStore) -> N
     )
     assert created_other and other.id != first.id
     with pytest.raises(Conflict):
-        queue.enqueue(
-            kind="speech", owner="alice", payload={"text": "else"}, idempotency_key="k1"
-        )
+        queue.enqueue(kind="speech", owner="alice", payload={"text": "else"}, idempotency_key="k1")
 
 
 def test_restart_recovery_leaves_queue_jobs_to_their_leases(database_url: str) -> None:

@@ -34,7 +34,8 @@ class UrlSigner:
         self._secret = secret
 
     def signature(self, key: str, expires: int) -> str:
-        message = f"{key}\n{int(expires)}".encode()
+        # surrogatepass: a path that is not valid UTF-8 still gets a (wrong) signature.
+        message = f"{key}\n{int(expires)}".encode("utf-8", "surrogatepass")
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
     def sign(self, key: str, ttl_s: float, *, now: float | None = None) -> tuple[int, str]:
@@ -45,7 +46,10 @@ class UrlSigner:
     def verify(self, key: str, expires: int, sig: str, *, now: float | None = None) -> str | None:
         """None when the link is good, else why not ("expired" or "bad_signature")."""
         # Compare first, so a forged link learns nothing from which check failed.
-        good = hmac.compare_digest(self.signature(key, expires), sig)
+        # As bytes: compare_digest refuses non-ASCII text, and ``sig`` comes from a URL.
+        good = hmac.compare_digest(
+            self.signature(key, expires).encode(), sig.encode("utf-8", "surrogatepass")
+        )
         if not good:
             return "bad_signature"
         if expires < (time.time() if now is None else now):
