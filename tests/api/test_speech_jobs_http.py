@@ -4,6 +4,7 @@ signed URL, idempotency, tenancy and scopes, link tampering/expiry, deletion."""
 from __future__ import annotations
 
 import io
+import json
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -73,6 +74,13 @@ def test_speech_job_from_submit_to_signed_download(app: FastAPI) -> None:
         # not look at speech jobs.
         assert c.get(f"/v1/jobs/{job['id']}", headers=bob).status_code == 404
         assert c.get(f"/v1/jobs/{job['id']}", headers=reader).status_code == 403
+
+        # The progress stream follows the job to its end, the URL in its last event.
+        events = c.get(f"/v1/jobs/{job['id']}/events", headers=alice)
+        assert events.status_code == 200
+        assert "event: progress" in events.text and "event: done" in events.text
+        last = json.loads(events.text.strip().rsplit("data: ", 1)[1])
+        assert last["state"] == "succeeded" and last["audio_url"]
 
         done = _wait_done(c, job["id"], alice)
         assert done["state"] == "succeeded", done

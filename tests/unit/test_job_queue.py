@@ -217,3 +217,88 @@ def test_worker_fails_the_job_after_max_attempts(queue: SqlJobStore, tmp_path: P
     assert final is not None and final.state == "failed"
     assert "after 2 attempts" in final.message
     assert queue.get(job.id, "alice").kind == SPEECH_JOB_KIND
+
+
+class _SlowSpeech(_FlakySpeech):
+    """Renders until told to stop (cancelled() turns true), like a long text."""
+
+    def __init__(self) -> None:
+        super().__init__(failures=0)
+        self.started = threading.Event()
+
+    def synthesize(self, req: Any, *, progress: Any, cancelled: Any) -> SpeechResult:
+        from voxclone.errors import Cancelled
+
+        self.started.set()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if cancelled():
+                raise Cancelled("request cancelled")
+            time.sleep(0.01)
+        raise AssertionError("the render was never stopped")
+
+
+def _slow_jobs(queue: SqlJobStore, tmp_path: Path) -> tuple[SpeechJobs, _SlowSpeech]:
+    speech = _SlowSpeech()
+    jobs = SpeechJobs(
+        queue=queue,
+        speech=speech,  # type: ignore[arg-type]
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+        events=JobEvents(),
+        # Heartbeat every 0.1 s: it renews the lease and reads the cancel flag.
+        config=SpeechJobConfig(lease_s=0.3, max_attempts=2),
+        worker_id="w",
+    )
+    return jobs, speech
+
+
+def _in_thread(jobs: SpeechJobs) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(jobs.run_one()))
+    thread.start()
+    return thread, out
+
+
+def test_cancel_through_the_database_stops_a_running_render(
+    queue: SqlJobStore, tmp_path: Path
+) -> None:
+    from voxclone.service.speech import SpeechRequest
+
+    jobs, speech = _slow_jobs(queue, tmp_path)
+    job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
+    thread, out = _in_thread(jobs)
+    assert speech.started.wait(10)
+    time.sleep(0.5)  # longer than the lease: the heartbeat keeps it
+    assert queue.get(job.id, None).claimed_by == "w"
+    queue.request_cancel(job.id, "alice")  # as another replica would
+    thread.join(10)
+    assert out[0] is not None and out[0].state == "cancelled"
+
+
+def test_deleting_a_running_job_stops_its_worker(queue: SqlJobStore, tmp_path: Path) -> None:
+    from voxclone.service.speech import SpeechRequest
+
+    jobs, speech = _slow_jobs(queue, tmp_path)
+    job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
+    thread, out = _in_thread(jobs)
+    assert speech.started.wait(10)
+    jobs.delete(job.id, "alice")
+    thread.join(10)
+    assert out == [None]  # lost its lease: writes nothing
+    assert not jobs.blobs.exists(f"jobs/{job.id}.wav")
+
+
+def test_a_clean_shutdown_hands_the_job_back_without_spending_a_try(
+    queue: SqlJobStore, tmp_path: Path
+) -> None:
+    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech_jobs import JobWorker
+
+    jobs, speech = _slow_jobs(queue, tmp_path)
+    job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
+    worker = JobWorker(jobs, poll_s=0.05)
+    worker.start()
+    assert speech.started.wait(10)
+    worker.stop()
+    back = queue.get(job.id, None)
+    assert (back.state, back.attempts, back.claimed_by) == ("queued", 0, None)
