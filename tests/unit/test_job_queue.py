@@ -157,6 +157,11 @@ def test_delete_and_retention_listing(queue: SqlJobStore) -> None:
     assert not queue.renew(job_id, "a", 30)
 
 
+class _NoAdmission:
+    def release(self) -> None:
+        pass
+
+
 class _FlakySpeech:
     """Stands in for the engine's router only to inject render failures (an
     engine fault cannot be produced on demand); everything else is real."""
@@ -171,7 +176,12 @@ class _FlakySpeech:
     def text_size(self, req: Any) -> int:
         return len(req.text)
 
-    def synthesize(self, req: Any, *, progress: Any, cancelled: Any) -> SpeechResult:
+    def admit_background(self, req: Any) -> Any:
+        return _NoAdmission()
+
+    def synthesize(
+        self, req: Any, *, progress: Any, cancelled: Any, admission: Any
+    ) -> SpeechResult:
         self.calls += 1
         if self.calls <= self.failures:
             raise Overloaded("engine queue full")
@@ -226,7 +236,9 @@ class _SlowSpeech(_FlakySpeech):
         super().__init__(failures=0)
         self.started = threading.Event()
 
-    def synthesize(self, req: Any, *, progress: Any, cancelled: Any) -> SpeechResult:
+    def synthesize(
+        self, req: Any, *, progress: Any, cancelled: Any, admission: Any
+    ) -> SpeechResult:
         from voxclone.errors import Cancelled
 
         self.started.set()

@@ -112,6 +112,28 @@ class Admission:
             self._scheduler._admissions.discard(self)
 
 
+class WindowAdmission(Admission):
+    """Background work (speech jobs) that counts only its look-ahead window.
+
+    A job of a whole book has hours of text left, but only ``window``
+    characters of it are ever queued on the engine at once, and live requests'
+    first chunks go ahead of them: counting the whole text would refuse every
+    live request while the job runs. The window shrinks only at the text's end.
+    """
+
+    __slots__ = ("_left", "_window")
+
+    def __init__(self, scheduler: Scheduler, chars: float, window: float) -> None:
+        super().__init__(scheduler, min(chars, window), None, False)
+        self._left = float(chars)
+        self._window = float(window)
+
+    def consume(self, chars: float) -> None:
+        with self._scheduler._cond:
+            self._left = max(0.0, self._left - chars)
+            self.remaining = min(self._window, self._left)
+
+
 class CircuitBreaker:
     def __init__(self, threshold: int, cooldown_s: float, clock: Callable[[], float]) -> None:
         self._threshold = threshold
@@ -356,6 +378,15 @@ class Scheduler:
                         self._rejected += 1
                         raise self._busy(est.wait_s, allowed, late)
             admission = Admission(self, chars, deadline, must_finish)
+            self._admissions.add(admission)
+        return admission
+
+    def admit_window(self, chars: float, window: float) -> Admission:
+        """Admit background work of ``chars`` that keeps at most ``window`` of them
+        queued at once (:class:`WindowAdmission`); no deadline, never refused here
+        (the queue bound still applies when its chunks are submitted)."""
+        admission = WindowAdmission(self, chars, window)
+        with self._cond:
             self._admissions.add(admission)
         return admission
 

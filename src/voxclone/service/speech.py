@@ -572,6 +572,14 @@ class SpeechService:
             first_audio_s=first_audio_s if stream else None,
         )
 
+    def admit_background(self, req: SpeechRequest) -> Admission:
+        """An admission for a speech job: it counts in the backlog live requests
+        see only as much as it keeps on the engine at once (the look-ahead),
+        not its whole (possibly book-long) text."""
+        return self._scheduler.admit_window(
+            float(len(req.text)), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens)
+        )
+
     def check_admission(self, req: SpeechRequest, deadline: float) -> None:
         """Cheap early refusal (no voice lookup, no cache): raise Overloaded when
         the work already queued alone would keep this request from starting by

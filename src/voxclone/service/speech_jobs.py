@@ -232,7 +232,7 @@ class SpeechJobs:
     ) -> JobRecord | None:
         assert job.payload is not None
         req = request_of(job.payload, job.owner)
-        total = max(1, self._speech.text_size(req))
+        total = 1
         done_chars = 0
         chunks = 0
         last_write = 0.0
@@ -259,8 +259,17 @@ class SpeechJobs:
         def cancelled() -> bool:
             return lost.is_set() or cancel.is_set() or self._stopping.is_set()
 
+        # Counted in the backlog only by what it keeps queued: a long job must
+        # not make every live request look late (and refused) while it runs.
+        admission = None
         try:
-            result = self._speech.synthesize(req, progress=progress, cancelled=cancelled)
+            # Inside the try: the voice may have been deleted since the job was
+            # queued, which ends the job like any other request error.
+            total = max(1, self._speech.text_size(req))
+            admission = self._speech.admit_background(req)
+            result = self._speech.synthesize(
+                req, progress=progress, cancelled=cancelled, admission=admission
+            )
         except Cancelled:
             return self._stopped(job, lost, cancel)
         except VoxcloneError as exc:
@@ -280,6 +289,9 @@ class SpeechJobs:
             return self._retry_or_fail(
                 job, {"code": "render_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
             )
+        finally:
+            if admission is not None:
+                admission.release()
         if cancelled():
             return self._stopped(job, lost, cancel)
         key = blob_key(job)
