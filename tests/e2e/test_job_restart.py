@@ -38,6 +38,7 @@ ENV = {
     "VOXCLONE_WORKERS": "1",
     "VOXCLONE_WARM_CLONING": "false",
     "VOXCLONE_RATE_LIMIT_PER_MINUTE": "0",
+    "VOXCLONE_FAST_LANE_THREADS": "0",  # one engine session: a faster start
     # A dead worker's job is taken over within seconds, not the default 30 s.
     "VOXCLONE_JOB_LEASE_S": "2",
     "VOXCLONE_JOB_POLL_S": "0.2",
