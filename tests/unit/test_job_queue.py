@@ -314,3 +314,24 @@ def test_a_clean_shutdown_hands_the_job_back_without_spending_a_try(
     worker.stop()
     back = queue.get(job.id, None)
     assert (back.state, back.attempts, back.claimed_by) == ("queued", 0, None)
+
+
+def test_retention_sweep_deletes_ended_jobs_and_their_audio(
+    queue: SqlJobStore, tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from voxclone.service.speech import SpeechRequest
+
+    jobs = _speech_jobs(queue, tmp_path, _FlakySpeech(failures=0))
+    job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
+    waiting, _ = jobs.submit(SpeechRequest(text="Later.", owner="alice"))
+    done = jobs.run_one()
+    assert done is not None and done.id == job.id and done.state == "succeeded"
+    key = f"jobs/{job.id}.wav"
+    assert jobs.blobs.exists(key)
+    assert jobs.sweep_expired() == 0  # within the retention (7 days)
+    later = datetime.now(UTC) + timedelta(days=8)
+    assert jobs.sweep_expired(now=later) == 1
+    assert not jobs.blobs.exists(key)
+    assert [j.id for j in queue.list("alice")] == [waiting.id]  # unfinished jobs stay
