@@ -189,6 +189,13 @@ class _FlakySpeech:
         return SpeechResult(b"RIFF-not-really", "audio/wav", "miss")
 
 
+class _SilentSpeech(_FlakySpeech):
+    def synthesize(
+        self, req: Any, *, progress: Any, cancelled: Any, admission: Any
+    ) -> SpeechResult:
+        return SpeechResult(b"RIFF-stale", "audio/wav", "miss")
+
+
 def _speech_jobs(queue: SqlJobStore, tmp_path: Path, speech: _FlakySpeech) -> SpeechJobs:
     return SpeechJobs(
         queue=queue,
@@ -335,3 +342,31 @@ def test_retention_sweep_deletes_ended_jobs_and_their_audio(
     assert jobs.sweep_expired(now=later) == 1
     assert not jobs.blobs.exists(key)
     assert [j.id for j in queue.list("alice")] == [waiting.id]  # unfinished jobs stay
+
+
+def test_a_stalled_worker_that_lost_its_job_keeps_the_new_holders_audio(
+    queue: SqlJobStore, tmp_path: Path
+) -> None:
+    from voxclone.service.speech import SpeechRequest
+
+    jobs = _speech_jobs(queue, tmp_path, _FlakySpeech(failures=0))
+    job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
+    stalled = queue.claim("stalled", kinds=KIND, lease_s=5)
+    assert stalled is not None
+    # The stalled worker's lease ran out; this worker took over and finished.
+    taken = queue.claim("w", kinds=KIND, lease_s=5, now=time.time() + 10)
+    assert taken is not None
+    assert jobs._run(taken) is not None
+    # The stalled worker wakes up on its last chunk (no progress write between
+    # that could tell it), stores the same key, then finds it lost the job.
+    other = SpeechJobs(
+        queue=queue,
+        speech=_SilentSpeech(failures=0),  # type: ignore[arg-type]
+        blobs=jobs.blobs,
+        events=JobEvents(),
+        config=jobs.config,
+        worker_id="stalled",
+    )
+    assert other._run(stalled) is None
+    assert jobs.blobs.exists(f"jobs/{job.id}.wav")
+    assert queue.get(job.id, "alice").state == "succeeded"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from voxclone.errors import Cancelled, VoxcloneError
+from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
 from voxclone.service.speech import SpeechRequest
@@ -309,10 +309,18 @@ class SpeechJobs:
                 "attempts": job.attempts,
             },
         )
-        if final is None:
-            # Deleted or taken over while the audio was stored: leave no orphan.
+        if final is None and not self._exists(job.id):
+            # Deleted while the audio was stored: leave no orphan. (Taken over
+            # instead: the key is the new holder's too, so it stays.)
             self._blobs.delete_prefix(key)
         return final
+
+    def _exists(self, job_id: str) -> bool:
+        try:
+            self._queue.get(job_id, None)
+        except NotFound:
+            return False
+        return True
 
     def _stopped(
         self, job: JobRecord, lost: threading.Event, cancel: threading.Event
