@@ -92,7 +92,7 @@ class Admission:
     failed, cancelled), so abandoned requests stop counting at once.
     """
 
-    __slots__ = ("deadline", "must_finish", "remaining", "_scheduler", "__weakref__")
+    __slots__ = ("deadline", "must_finish", "remaining", "priority", "_scheduler", "__weakref__")
 
     def __init__(
         self, scheduler: Scheduler, chars: float, deadline: float | None, must_finish: bool
@@ -100,6 +100,8 @@ class Admission:
         self.deadline = deadline  # scheduler clock; None: the scheduler's default timeout
         self.must_finish = must_finish and deadline is not None
         self.remaining = float(chars)
+        # None: the request's chunks get the usual priorities (first chunk first).
+        self.priority: int | None = None
         self._scheduler = scheduler
 
     def consume(self, chars: float) -> None:
@@ -116,15 +118,18 @@ class WindowAdmission(Admission):
     """Background work (speech jobs) that counts only its look-ahead window.
 
     A job of a whole book has hours of text left, but only ``window``
-    characters of it are ever queued on the engine at once, and live requests'
-    first chunks go ahead of them: counting the whole text would refuse every
-    live request while the job runs. The window shrinks only at the text's end.
+    characters of it are ever queued on the engine at once, at background
+    priority (live requests' chunks go ahead of them): counting the whole text
+    would refuse every live request while the job runs. The window shrinks
+    only at the text's end.
     """
 
     __slots__ = ("_left", "_window")
 
     def __init__(self, scheduler: Scheduler, chars: float, window: float) -> None:
         super().__init__(scheduler, min(chars, window), None, False)
+        # Every chunk yields to live requests' chunks.
+        self.priority = PRIORITY_BACKGROUND
         self._left = float(chars)
         self._window = float(window)
 

@@ -439,6 +439,8 @@ class SpeechService:
                 return False
             first = chunk.index == 0
             priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
+            if admission.priority is not None:
+                priority = admission.priority  # background work (speech jobs)
             item = SynthItem(
                 chunk.token_ids, voice.style, controls.engine_speed, prompt=voice.prompt
             )
