@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from voxclone.config import Settings
-from voxclone.runtime.blobs import BlobStore, LocalBlobStore
+from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
@@ -87,6 +87,8 @@ class Runtime:
     # Finishes cache purges of deleted voices that a down tier postponed.
     purger: CachePurger | None = None
     stages: StartupStages = field(default_factory=StartupStages)
+    # Where blobs live (kept references, job audio); shown on /readyz.
+    blobs: BlobStore | None = None
     # Set once the cloning models are loaded (clones before that load them on use).
     cloning_warm: threading.Event = field(default_factory=threading.Event)
 
@@ -156,6 +158,10 @@ class VoiceLibrary:
     store: SqlVoiceStore
     cache: TieredCache | None
 
+    def purge_voice(self, voice_id: str) -> None:
+        """What a deleted voice leaves behind: cached audio and its blobs."""
+        voice_purge(self.store, self.cache.invalidate_voice if self.cache else None)(voice_id)
+
     def close(self) -> None:
         self.store.close()
 
@@ -178,18 +184,47 @@ def build_redis(settings: Settings) -> redis.Redis | None:
 
 
 def build_blob_store(settings: Settings) -> BlobStore:
-    """Where blobs live: a directory under ``home`` (S3 when configured: see docs/deploy.md)."""
+    """Where blobs live: the S3 bucket when ``VOXCLONE_S3_BUCKET`` is set, else a
+    directory under ``home`` (docs/deploy.md). boto3 is imported only for S3."""
+    if settings.s3_bucket:
+        from voxclone.runtime.blobs_s3 import S3BlobStore
+
+        return S3BlobStore(
+            settings.s3_bucket,
+            prefix=settings.s3_prefix,
+            endpoint_url=settings.s3_endpoint_url or None,
+            region=settings.s3_region or None,
+            connect_timeout_s=settings.s3_timeout_s,
+            read_timeout_s=settings.s3_timeout_s,
+            max_attempts=settings.s3_max_attempts,
+        )
     return LocalBlobStore(settings.blob_dir)
 
 
+def check_blob_store(settings: Settings) -> str | None:
+    """None when the configured blob store is usable, else why not (one readable
+    line for the operator: missing bucket, wrong credentials, endpoint down)."""
+    try:
+        build_blob_store(settings).check()
+    except BlobStoreUnavailable as exc:
+        return exc.message
+    except ValueError as exc:  # a malformed prefix or endpoint URL
+        return f"invalid blob store settings: {exc}"
+    return None
+
+
 def build_speech_jobs(
-    settings: Settings, jobs: SqlJobStore, router: SpeechRouter, events: JobEvents
+    settings: Settings,
+    jobs: SqlJobStore,
+    router: SpeechRouter,
+    events: JobEvents,
+    blobs: BlobStore,
 ) -> SpeechJobs:
     """Speech jobs on the jobs table, their audio in the blob store."""
     return SpeechJobs(
         queue=jobs,
         speech=router,
-        blobs=build_blob_store(settings),
+        blobs=blobs,
         events=events,
         config=SpeechJobConfig(
             lease_s=settings.job_lease_s,
@@ -279,14 +314,35 @@ def build_engines(
     return engines
 
 
-def build_voice_store(settings: Settings, engines: dict[str, Engine]) -> SqlVoiceStore:
+def build_voice_store(
+    settings: Settings, engines: dict[str, Engine], blobs: BlobStore | None = None
+) -> SqlVoiceStore:
     """The voice library on ``VOXCLONE_DATABASE_URL``, else the embedded SQLite file.
 
     The store opens (and migrates) the database; the job store and inline log
-    share its connection pool (``store.database``).
+    share its connection pool (``store.database``). New voices keep their
+    reference audio in ``blobs`` (default: the configured blob store).
     """
     shapes = {name: engine.capabilities.style_shape for name, engine in engines.items()}
-    return SqlVoiceStore(settings.database_target, style_shapes=shapes)
+    return SqlVoiceStore(
+        settings.database_target,
+        style_shapes=shapes,
+        blobs=blobs if blobs is not None else build_blob_store(settings),
+    )
+
+
+def voice_purge(
+    store: SqlVoiceStore, invalidate: Callable[[str], object] | None
+) -> Callable[[str], None]:
+    """The journaled purge of a deleted voice: its cached audio, then its blobs.
+    Either raising keeps the purge owed (service/purge.py retries it)."""
+
+    def purge(voice_id: str) -> None:
+        if invalidate is not None:
+            invalidate(voice_id)
+        store.purge_blobs(voice_id)
+
+    return purge
 
 
 def build_library(settings: Settings) -> VoiceLibrary:
@@ -318,8 +374,15 @@ def build_runtime(
     after speech is ready, so speech is served while they load.
     """
     stages = StartupStages()
+    secure_home(settings.home)  # before the blob directory is created in it
+    blobs = build_blob_store(settings)
+    # Once per process, before the models load: a missing bucket or wrong
+    # credentials stops the start with a readable BlobStoreUnavailable
+    # instead of failing the first clone.
+    with stages.stage("blob_store_check"):
+        blobs.check()
     engines = build_engines(settings, warmup=warmup, stages=stages)
-    store = build_voice_store(settings, engines)
+    store = build_voice_store(settings, engines, blobs)
     catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)
     stacks: dict[str, EngineStack] = {}
@@ -354,16 +417,20 @@ def build_runtime(
         default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
     )
     events = JobEvents()
-    runtime = Runtime(settings, stacks, router, catalog, store, cache, events, stages=stages)
+    runtime = Runtime(
+        settings, stacks, router, catalog, store, cache, events, stages=stages, blobs=blobs
+    )
     # A shared database is shared by live processes: failing every unfinished
     # in-process job at start would fail the other replicas' live jobs. Queue
     # jobs are never failed this way (their leases decide).
     runtime.jobs = SqlJobStore(store.database, recover_on_open=settings.database_url is None)
-    runtime.speech_jobs = build_speech_jobs(settings, runtime.jobs, router, events)
+    runtime.speech_jobs = build_speech_jobs(settings, runtime.jobs, router, events, blobs)
     runtime.job_worker = JobWorker(runtime.speech_jobs, poll_s=settings.job_poll_s)
     runtime.url_signer = build_signer(settings.url_signing_secret, settings.home)
     if with_voices:
-        purger = CachePurger(store, router.invalidate_voice, retry_s=settings.purge_retry_s)
+        purger = CachePurger(
+            store, voice_purge(store, router.invalidate_voice), retry_s=settings.purge_retry_s
+        )
         purger.start()  # purges a previous process could not finish, then retries
         runtime.purger = purger
         runtime.voices = build_voice_service(

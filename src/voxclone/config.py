@@ -76,6 +76,21 @@ class Settings(BaseSettings):
     # (or ahead with `voxclone db upgrade`).
     database_url: str | None = None
 
+    # Blob storage (kept reference audio, job audio handed out as URLs). Unset:
+    # files under ``home``/blobs. Set the bucket to use S3 or an S3-compatible
+    # server (MinIO: also the endpoint URL) so every replica sees the same blobs.
+    # Credentials come from the standard AWS chain (AWS_ACCESS_KEY_ID and
+    # AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance/pod role), never from here.
+    s3_bucket: str | None = None
+    s3_endpoint_url: str | None = None
+    s3_region: str | None = None
+    # Key prefix inside the bucket, so one bucket can hold several deployments.
+    s3_prefix: str = ""
+    # Connect and read timeout of each S3 call, and how many tries one call gets:
+    # a frozen endpoint costs a request about timeout x attempts, then a 503.
+    s3_timeout_s: float = 5.0
+    s3_max_attempts: int = 3
+
     # Caches
     memory_cache_mb: float = 256.0
     disk_cache_mb: float = 2048.0

@@ -119,3 +119,45 @@ def test_anonymous_callers_are_limited_per_address(make_app: Any) -> None:
     with TestClient(app) as c:
         assert c.get("/v1/models").status_code == 200
         assert c.get("/v1/models").status_code == 429
+
+
+def test_a_key_made_by_another_process_locks_a_no_key_server_within_the_recheck(
+    tmp_path: Any,
+) -> None:
+    """"No keys yet" is cached (the per-request query was ~45 % of a refusal's
+    time), but only for ``recheck_s``: a key made by the CLI must lock the server."""
+    from voxclone.api.auth import Authenticator
+    from voxclone.runtime.keys import KeyStore
+
+    db = tmp_path / "keys.sqlite3"
+    clock = [100.0]
+    server_side = Authenticator(KeyStore(db), recheck_s=1.0)
+    import voxclone.api.auth as auth_module
+
+    real_monotonic = auth_module.time.monotonic
+    auth_module.time.monotonic = lambda: clock[0]  # type: ignore[assignment]
+    try:
+        assert not server_side.keys_active()
+        KeyStore(db).create("cli", {"tts"})  # `voxclone keys create`, another process
+        clock[0] += 0.5
+        assert not server_side.keys_active()  # still inside the recheck window
+        clock[0] += 0.6
+        assert server_side.keys_active()
+        clock[0] += 100.0
+        assert server_side.keys_active()  # keys are never deleted: it stays locked
+    finally:
+        auth_module.time.monotonic = real_monotonic  # type: ignore[assignment]
+
+
+def test_request_dependencies_run_on_the_event_loop() -> None:
+    """A plain ``def`` dependency is run in the thread pool: under load that hop cost
+    10-20 ms per request (strace of a 40-client burst), so the shared ones are async."""
+    import inspect
+    import typing
+
+    from voxclone.api.auth import TTSCaller
+    from voxclone.api.deps import RuntimeDep
+
+    for annotated in (RuntimeDep, TTSCaller):
+        depends = typing.get_args(annotated)[1]
+        assert inspect.iscoroutinefunction(depends.dependency), depends

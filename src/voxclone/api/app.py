@@ -32,6 +32,7 @@ from voxclone.api.observability import RequestContextMiddleware
 from voxclone.api.streaming import StreamSlots
 from voxclone.bootstrap import Runtime, build_rate_limiter
 from voxclone.config import Settings
+from voxclone.errors import VoxcloneError
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
@@ -67,6 +68,11 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     try:
         # Speech first: the cloning models load after /readyz says speech is ready.
         runtime = build_runtime(settings, warmup=True, metrics=metrics, warm_cloning=False)
+    except VoxcloneError as exc:
+        # A configuration problem we can name (blob store, database): one line.
+        log.error("start-up failed: %s", exc.message)
+        app.state.startup_error = type(exc).__name__
+        return
     except Exception as exc:
         log.exception("model loading failed")
         # Shown on /readyz: the class name only, never paths from the message.

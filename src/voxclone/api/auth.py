@@ -9,6 +9,7 @@ revoking a leaked last key locks the server instead of opening it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +53,23 @@ class Principal:
 LOCAL_PRINCIPAL = Principal(owner=LOCAL_OWNER, scopes=SCOPES, key_id=None)
 
 
+# How long "no key exists yet" is trusted before the key database is asked again.
+# Asked on every request, the query was ~45 % of the event loop's time per request
+# (py-spy of a 300-request burst: SQLAlchemy compile + SQLite round trip, twice per
+# request: host guard and auth). A key made by `voxclone keys create` in another
+# process therefore locks a running no-key server within this long.
+KEYS_RECHECK_S = 1.0
+
+
 class Authenticator:
-    def __init__(self, keys: KeyStore, *, require_keys: bool = False) -> None:
+    def __init__(
+        self, keys: KeyStore, *, require_keys: bool = False, recheck_s: float = KEYS_RECHECK_S
+    ) -> None:
         self.keys = keys
         self.require_keys = require_keys
+        self.recheck_s = recheck_s
         self._keys_seen = False
+        self._none_until = 0.0  # monotonic time until which "no keys" is trusted
 
     def keys_active(self) -> bool:
         """True once any key was ever created, revoked or not.
@@ -66,8 +79,13 @@ class Authenticator:
         """
         if self.require_keys or self._keys_seen:
             return True
-        # Keys are only ever revoked, never deleted, so this stays true.
+        now = time.monotonic()
+        if now < self._none_until:
+            return False
+        # Keys are only ever revoked, never deleted, so once true this stays true.
         self._keys_seen = bool(self.keys.list(include_revoked=True))
+        if not self._keys_seen:
+            self._none_until = now + self.recheck_s
         return self._keys_seen
 
     def authenticate(self, authorization: str | None) -> Principal:

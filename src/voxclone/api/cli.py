@@ -247,13 +247,13 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
             )
             return 0
         deleted = store.delete(found.id, None)
-        if library.cache is not None:
-            from voxclone.service.purge import CachePurger
+        from voxclone.service.purge import CachePurger
 
-            # The deletion journaled the purge; a running server finishes it
-            # if a tier (Redis) cannot be reached from here now.
-            if not CachePurger(store, library.cache.invalidate_voice).purge(deleted.id):
-                print("cached audio purge pending: a cache tier is unreachable; it is retried")
+        # The deletion journaled the purge (cached audio and blobs); a running
+        # server finishes it if a cache tier (Redis) or the blob store (S3)
+        # cannot be reached from here now.
+        if not CachePurger(store, library.purge_voice).purge(deleted.id):
+            print("purge pending: a cache tier or the blob store is unreachable; it is retried")
         print(f"deleted {deleted.id} ({deleted.name})")
         return 0
     finally:

@@ -34,7 +34,8 @@ async def healthz() -> dict[str, str]:
 
 
 def _dependencies(state: Any) -> dict[str, Any]:
-    """Degraded-but-serving states worth seeing: Redis, the rate limiter, owed purges."""
+    """Degraded-but-serving states worth seeing: Redis, the rate limiter, owed
+    purges; and which blob store this replica uses."""
     detail: dict[str, Any] = {"rate_limiter": rate_limiter_status(state.rate_limiter)}
     runtime: Runtime | None = getattr(state, "runtime", None)
     if runtime is not None and runtime.cache is not None:
@@ -42,6 +43,8 @@ def _dependencies(state: Any) -> dict[str, Any]:
             breaker = getattr(getattr(tier, "client", None), "breaker", None)
             if breaker is not None:
                 detail["cache_redis"] = "unreachable" if breaker.is_open else "ok"
+    if runtime is not None and runtime.blobs is not None:
+        detail["blobs"] = runtime.blobs.name  # "local" or "s3"
     purger = runtime.purger if runtime is not None else None
     if purger is not None:
         detail["purges_pending"] = purger.pending()

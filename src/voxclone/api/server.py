@@ -67,7 +67,7 @@ def serve(settings: Settings) -> int:
         created = create_first_admin_key(settings.home, settings.key_database_target)
         if created is not None:
             announce_key(*created)
-    problem = check_exposure(settings)
+    problem = check_exposure(settings) or _blob_store_problem(settings)
     if problem is not None:
         print(f"voxclone: error: {problem}", file=sys.stderr)
         return EXIT_REFUSED
@@ -104,6 +104,14 @@ def serve(settings: Settings) -> int:
     ).start()
     server.run()
     return 0
+
+
+def _blob_store_problem(settings: Settings) -> str | None:
+    """Checked once before listening: a missing bucket or wrong credentials is one
+    readable line and EXIT_REFUSED, not a traceback on the first enrollment."""
+    from voxclone.bootstrap import check_blob_store
+
+    return check_blob_store(settings)
 
 
 def base_url(settings: Settings) -> str:

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from voxclone.errors import VoxcloneError
+
 # Keys are built by the service, never taken from a request as-is; this pattern still
 # refuses anything that could leave the store's root (``..``, absolute paths, NULs).
 _KEY = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
@@ -26,6 +28,28 @@ _KEY = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
 
 class BlobNotFound(KeyError):
     """No blob is stored under the key."""
+
+
+class BlobStoreUnavailable(VoxcloneError):
+    """The blob store cannot be reached or refuses us (S3 down, bad credentials).
+
+    A 503 for a request that needed it; at start-up its message is printed as is.
+    """
+
+    status = 503
+    code = "blob_store_unavailable"
+
+
+def voice_prefix(voice_id: str) -> str:
+    """Where every blob of one voice lives; deleting the voice deletes this prefix."""
+    if "/" in voice_id:
+        raise ValueError(f"invalid voice id {voice_id!r}")
+    return f"voices/{check_key(voice_id)}/"
+
+
+def voice_reference_key(voice_id: str) -> str:
+    """The kept reference recording of a voice (the bytes as uploaded)."""
+    return voice_prefix(voice_id) + "reference"
 
 
 def check_key(key: str) -> str:
@@ -58,6 +82,11 @@ class BlobStore(Protocol):
     def presigned_url(self, key: str, *, expires_s: int) -> str | None:
         """A URL anyone can GET until it expires, or None if the store has no URLs
         of its own (the API then signs a link to its own download route)."""
+        ...
+
+    def check(self) -> None:
+        """Raise BlobStoreUnavailable (readable message) if the store cannot be used;
+        called once at start-up."""
         ...
 
 
@@ -125,3 +154,7 @@ class LocalBlobStore:
     def presigned_url(self, key: str, *, expires_s: int) -> str | None:
         del key, expires_s
         return None
+
+    def check(self) -> None:
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise BlobStoreUnavailable(f"the blob directory {self.root} is not writable")

@@ -11,7 +11,15 @@ three things:
   enrollment leaves either the whole voice or nothing.
 * **Complete deletion.** Deleting a voice removes every row that mentions it,
   and SQLite is run with ``secure_delete`` plus a WAL checkpoint so the bytes
-  do not linger in free pages or in the write-ahead log.
+  do not linger in free pages or in the write-ahead log. Its blobs (everything
+  under ``voices/<id>/`` in the blob store) are deleted right after, and again
+  by the journaled purge if the blob store could not be reached then.
+
+Kept reference audio lives in the blob store when the store is given one
+(``blobs``): the ``voice_reference_audio`` row of such a voice holds no bytes
+(an empty value) and only says "the recording is at ``voices/<id>/reference``".
+Voices written before (or by a store without blobs) keep their bytes in the row
+and are read from it as always; nothing is moved behind the operator's back.
 
 The voice repository: all queries of the voice library live in this module,
 written with SQLAlchemy Core so the same code runs on the embedded SQLite file
@@ -29,6 +37,7 @@ the schema history are in :mod:`voxclone.runtime.db`. Per dialect:
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,9 +61,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
+from voxclone.runtime.blobs import BlobNotFound, BlobStore, voice_prefix, voice_reference_key
 from voxclone.runtime.db import Database, open_database, upsert
 from voxclone.runtime.db import schema as t
 from voxclone.synth.audio.tone import GRID_HZ
+
+log = logging.getLogger(__name__)
 
 VoiceSource = Literal["instant", "refined", "builtin"]
 VOICE_SOURCES: frozenset[str] = frozenset({"instant", "refined", "builtin"})
@@ -74,6 +86,11 @@ PROMPT_MAX_BYTES = 64 << 20
 # Recording-tone vectors: the reference's long-term spectrum and the gain
 # curve applied to the voice, one value per point of the tone grid.
 DEFAULT_TONE_SHAPE: tuple[int, ...] = (GRID_HZ.size,)
+
+# The value of a ``voice_reference_audio`` row whose recording is in the blob
+# store. A real recording is never empty (decoding refuses it), so this cannot
+# be mistaken for one; no schema change was needed to add blob storage.
+IN_BLOB_STORE = b""
 
 # Arrays are stored as raw little-endian float32 bytes plus their shape, which
 # any language (and PostgreSQL BYTEA) can read without numpy's .npy header.
@@ -163,7 +180,9 @@ class VoiceStore(Protocol):
         self, voice_id: str, owner: str | None, *, include_reference_audio: bool = True
     ) -> VoiceRecord: ...
 
-    def find_by_name(self, name: str, owner: str) -> VoiceRecord | None: ...
+    def find_by_name(
+        self, name: str, owner: str, *, include_reference_audio: bool = True
+    ) -> VoiceRecord | None: ...
 
     def list(self, owner: str | None, limit: int = 100, offset: int = 0) -> list[VoiceSummary]: ...
 
@@ -436,8 +455,11 @@ class SqlVoiceStore:
         embedding_shape: tuple[int, ...] = DEFAULT_EMBEDDING_SHAPE,
         tone_shape: tuple[int, ...] = DEFAULT_TONE_SHAPE,
         statement_hook: StatementHook | None = None,
+        blobs: BlobStore | None = None,
     ) -> None:
         self._db, self._owns_db = _owned_database(database)
+        # Where new voices keep their reference audio (None: in the database row).
+        self._blobs = blobs
         self._embedding_shape = tuple(embedding_shape)
         self._style_shapes: dict[str, tuple[int, ...] | None] = {
             name: None if shape is None else tuple(shape)
@@ -450,6 +472,10 @@ class SqlVoiceStore:
     @property
     def database(self) -> Database:
         return self._db
+
+    @property
+    def blobs(self) -> BlobStore | None:
+        return self._blobs
 
     # -- writes -------------------------------------------------------------
 
@@ -472,6 +498,23 @@ class SqlVoiceStore:
         created_at = record.created_at or now
         updated_at = record.updated_at or created_at
 
+        stored_audio = record.reference_audio
+        in_blobs = stored_audio is not None and self._blobs is not None
+        if in_blobs:
+            assert self._blobs is not None and stored_audio is not None
+            # The blob first: a failing blob store fails the enrollment before any
+            # row exists. An explicit id that is taken must not overwrite the blob
+            # of the voice that has it.
+            if record.id:
+                with self._db.read() as conn:
+                    if conn.execute(select(_V.id).where(_V.id == voice_id)).first():
+                        raise Conflict("a voice with this id already exists", field="id")
+            try:
+                reference_key = voice_reference_key(voice_id)
+            except ValueError:
+                raise InvalidInput("this voice id cannot name a blob", field="id") from None
+            self._blobs.put(reference_key, stored_audio, content_type="application/octet-stream")
+            stored_audio = IN_BLOB_STORE
         try:
             with self._db.write() as conn:
                 if conn.execute(select(_V.id).where(_V.id == voice_id)).first():
@@ -518,15 +561,19 @@ class SqlVoiceStore:
                 for kind, array in tone_arrays.items():
                     self._write_array(conn, voice_id, kind, array)
                     self._step(kind)
-                if record.reference_audio is not None:
+                if stored_audio is not None:
                     conn.execute(
                         insert(t.voice_reference_audio).values(
-                            voice_id=voice_id, audio=record.reference_audio
+                            voice_id=voice_id, audio=stored_audio
                         )
                     )
                     self._step("reference_audio")
-        except IntegrityError:
-            raise _name_taken(name) from None
+        except BaseException as exc:
+            if in_blobs:
+                self._forget_blobs(voice_id)  # the voice was never stored
+            if isinstance(exc, IntegrityError):
+                raise _name_taken(name) from None
+            raise
 
         return VoiceRecord(
             id=voice_id,
@@ -633,6 +680,11 @@ class SqlVoiceStore:
             dropped = result.rowcount > 0
         if dropped:
             self._db.checkpoint()
+            if self._blobs is not None:
+                # Not owed to the purge journal: a failure here is reported (503)
+                # and the user can drop it again; the row is already gone, though,
+                # so the blob is deleted again with the voice in any case.
+                self._blobs.delete_prefix(voice_reference_key(voice_id))
         return dropped
 
     def delete(self, voice_id: str, owner: str | None) -> VoiceRecord:
@@ -654,7 +706,31 @@ class SqlVoiceStore:
         # Push the zeroed pages out of the WAL so no copy of the deleted voice
         # survives in the log file either.
         self._db.checkpoint()
+        # Then its blobs. The purge journal row written above stays until a
+        # purge that includes the blobs (``purge_blobs``) succeeds, so an
+        # unreachable blob store delays this but cannot make it forgotten.
+        self._forget_blobs(voice_id)
         return record
+
+    def purge_blobs(self, voice_id: str) -> int:
+        """Delete every blob of ``voice_id`` (``voices/<id>/``); how many were there.
+
+        Raises when the blob store cannot be reached: the journaled purge calls
+        this and keeps the debt for a retry.
+        """
+        if self._blobs is None:
+            return 0
+        try:
+            prefix = voice_prefix(voice_id)
+        except ValueError:  # an id no blob key can hold: nothing was ever stored
+            return 0
+        return self._blobs.delete_prefix(prefix)
+
+    def _forget_blobs(self, voice_id: str) -> None:
+        try:
+            self.purge_blobs(voice_id)
+        except Exception as exc:  # the journaled purge retries it
+            log.warning("blob purge of a deleted voice postponed: %s", type(exc).__name__)
 
     # -- purge journal ------------------------------------------------------
 
@@ -700,9 +776,12 @@ class SqlVoiceStore:
         self, voice_id: str, owner: str | None, *, include_reference_audio: bool = True
     ) -> VoiceRecord:
         with self._db.read() as conn:
-            return self._load(conn, voice_id, owner, include_reference_audio)
+            record = self._load(conn, voice_id, owner, include_reference_audio)
+        return self._with_blob_audio(record)
 
-    def find_by_name(self, name: str, owner: str) -> VoiceRecord | None:
+    def find_by_name(
+        self, name: str, owner: str, *, include_reference_audio: bool = True
+    ) -> VoiceRecord | None:
         """The owner's voice with this name (case-insensitive), or None."""
         key = _name_key(name.strip()) if isinstance(name, str) else ""
         if not key:
@@ -713,7 +792,25 @@ class SqlVoiceStore:
             ).scalar()
             if voice_id is None:
                 return None
-            return self._load(conn, voice_id, owner, include_reference_audio=True)
+            record = self._load(conn, voice_id, owner, include_reference_audio)
+        return self._with_blob_audio(record)
+
+    def _with_blob_audio(self, record: VoiceRecord) -> VoiceRecord:
+        """Fetch a reference kept in the blob store, outside any database transaction."""
+        if record.reference_audio is None or record.reference_audio != IN_BLOB_STORE:
+            return record
+        if self._blobs is None:
+            raise VoxcloneError(
+                "this voice's reference audio is in the blob store, which this process "
+                "was not given (configure the same VOXCLONE_S3_* settings as the server)"
+            )
+        try:
+            record.reference_audio = self._blobs.get(voice_reference_key(record.id))
+        except BlobNotFound:
+            # Lost with a bucket or purged by hand: the voice still speaks.
+            log.warning("kept reference audio of a voice is missing from the blob store")
+            record.reference_audio = None
+        return record
 
     def list(self, owner: str | None, limit: int = 100, offset: int = 0) -> list[VoiceSummary]:
         """Voices oldest first, metadata only."""

@@ -133,7 +133,7 @@ class VoiceCatalog:
             except NotFound:
                 pass
         if owner is not None:
-            return self._store.find_by_name(voice, owner)
+            return self._store.find_by_name(voice, owner, include_reference_audio=False)
         return None
 
     def resolve(self, voice: str, owner: str | None, engine: str | None = None) -> ResolvedVoice:
