@@ -370,3 +370,30 @@ def test_a_stalled_worker_that_lost_its_job_keeps_the_new_holders_audio(
     assert other._run(stalled) is None
     assert jobs.blobs.exists(f"jobs/{job.id}.wav")
     assert queue.get(job.id, "alice").state == "succeeded"
+
+
+def test_job_audio_on_s3_is_handed_out_as_a_presigned_url(tmp_path: Path, s3_endpoint: Any) -> None:
+    import urllib.request
+
+    from voxclone.runtime.blobs_s3 import S3BlobStore
+    from voxclone.service.speech import SpeechRequest
+
+    store = SqlJobStore(tmp_path / "jobs.sqlite3")
+    jobs = SpeechJobs(
+        queue=store,
+        speech=_FlakySpeech(failures=0),  # type: ignore[arg-type]
+        blobs=S3BlobStore(s3_endpoint.create_bucket(), endpoint_url=s3_endpoint.url),
+        events=JobEvents(),
+        worker_id="w",
+    )
+    job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
+    done = jobs.run_one()
+    assert done is not None and done.state == "succeeded"
+    key = done.result["blob_key"] if done.result else ""
+    url = jobs.blobs.presigned_url(key, expires_s=60)
+    assert url is not None and url.startswith(s3_endpoint.url)
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.read() == b"RIFF-not-really"
+    jobs.delete(job.id, "alice")
+    assert not jobs.blobs.exists(key)
+    store.close()
