@@ -32,11 +32,13 @@ from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.startup import StartupStages
+from voxclone.runtime.url_signing import UrlSigner, build_signer
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
+from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import PromptCloning, VoiceService
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
@@ -75,6 +77,13 @@ class Runtime:
     cache: TieredCache | None
     job_events: JobEvents
     voices: VoiceService | None = None  # cloning; None when built without it
+    # The jobs table (refinement and speech jobs), the durable speech-job queue
+    # on it, and this process's worker (started by the app, see api/app.py).
+    jobs: SqlJobStore | None = None
+    speech_jobs: SpeechJobs | None = None
+    job_worker: JobWorker | None = None
+    # Signs download links of blobs when the blob store has no URLs of its own.
+    url_signer: UrlSigner | None = None
     # Finishes cache purges of deleted voices that a down tier postponed.
     purger: CachePurger | None = None
     stages: StartupStages = field(default_factory=StartupStages)
@@ -120,7 +129,18 @@ class Runtime:
     def ready(self) -> bool:
         return all(stack.engine.ready for stack in self.engines.values())
 
+    def start_job_worker(self) -> bool:
+        """Start this process's speech-job worker; False if it was already running."""
+        if self.job_worker is None or self.job_worker.running:
+            return False
+        self.job_worker.start()
+        return True
+
     def close(self) -> None:
+        if self.job_worker is not None:
+            # First: a job mid-render goes back to the queue before the
+            # schedulers it renders on close.
+            self.job_worker.stop()
         if self.purger is not None:
             self.purger.close()
         if self.voices is not None:
@@ -191,6 +211,28 @@ def check_blob_store(settings: Settings) -> str | None:
     except ValueError as exc:  # a malformed prefix or endpoint URL
         return f"invalid blob store settings: {exc}"
     return None
+
+
+def build_speech_jobs(
+    settings: Settings,
+    jobs: SqlJobStore,
+    router: SpeechRouter,
+    events: JobEvents,
+    blobs: BlobStore,
+) -> SpeechJobs:
+    """Speech jobs on the jobs table, their audio in the blob store."""
+    return SpeechJobs(
+        queue=jobs,
+        speech=router,
+        blobs=blobs,
+        events=events,
+        config=SpeechJobConfig(
+            lease_s=settings.job_lease_s,
+            max_attempts=max(1, settings.job_max_attempts),
+            retry_base_s=settings.job_retry_base_s,
+            retention_s=settings.job_retention_s,
+        ),
+    )
 
 
 def build_cache(settings: Settings, metrics: Metrics | None = None) -> TieredCache | None:
@@ -378,6 +420,13 @@ def build_runtime(
     runtime = Runtime(
         settings, stacks, router, catalog, store, cache, events, stages=stages, blobs=blobs
     )
+    # A shared database is shared by live processes: failing every unfinished
+    # in-process job at start would fail the other replicas' live jobs. Queue
+    # jobs are never failed this way (their leases decide).
+    runtime.jobs = SqlJobStore(store.database, recover_on_open=settings.database_url is None)
+    runtime.speech_jobs = build_speech_jobs(settings, runtime.jobs, router, events, blobs)
+    runtime.job_worker = JobWorker(runtime.speech_jobs, poll_s=settings.job_poll_s)
+    runtime.url_signer = build_signer(settings.url_signing_secret, settings.home)
     if with_voices:
         purger = CachePurger(
             store, voice_purge(store, router.invalidate_voice), retry_s=settings.purge_retry_s
@@ -385,7 +434,7 @@ def build_runtime(
         purger.start()  # purges a previous process could not finish, then retries
         runtime.purger = purger
         runtime.voices = build_voice_service(
-            settings, stacks, store, router, events, purge=purger.purge
+            settings, stacks, store, router, events, purge=purger.purge, jobs=runtime.jobs
         )
         if warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
             runtime.warm_cloning()
@@ -400,6 +449,7 @@ def build_voice_service(
     job_events: JobEvents,
     *,
     purge: Callable[[str], bool] | None = None,
+    jobs: SqlJobStore | None = None,
 ) -> VoiceService:
     """The cloning stack: the atlas cloner for the style engine (the first one
     whose ``clone_method`` is "style"; its style space is the atlas's), prompt
@@ -507,7 +557,9 @@ def build_voice_service(
         store=store,
         # A shared database is shared by live processes: failing every
         # unfinished job at start would fail the other replicas' live jobs.
-        jobs=SqlJobStore(store.database, recover_on_open=settings.database_url is None),
+        jobs=jobs
+        if jobs is not None
+        else SqlJobStore(store.database, recover_on_open=settings.database_url is None),
         job_events=job_events,
         cloner=cloner,
         refiner_factory_or_refiner=refiner,

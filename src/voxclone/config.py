@@ -132,6 +132,27 @@ class Settings(BaseSettings):
     # request through. Shown in /readyz and the rate_limiter_degraded metric.
     rate_limit_without_redis: Literal["local", "fail-open"] = "local"
 
+    # Speech jobs (POST /v1/jobs/speech): a durable queue in the database above.
+    # Every server process works on it unless job_worker is off (API-only
+    # replicas). A worker holds a job under a lease it renews every
+    # min(lease/3, 2 s); when its process dies the lease expires and any worker
+    # takes the job again, up to job_max_attempts tries (failures retry after
+    # job_retry_base_s, doubling). Ended jobs and their audio are deleted
+    # job_retention_s after they ended (0 = kept until DELETE /v1/jobs/{id}).
+    job_worker: bool = True
+    job_poll_s: float = 1.0
+    job_lease_s: float = 30.0
+    job_max_attempts: int = 3
+    job_retry_base_s: float = 5.0
+    job_retention_s: float = 7 * 24 * 3600.0
+    # How long a job's audio URL stays valid (S3 presigned or locally signed).
+    job_url_ttl_s: int = 3600
+    # HMAC key of the signed download links (GET /v1/files/...) when the blob
+    # store has no URLs of its own. Unset: generated once into
+    # VOXCLONE_HOME/url-signing.key (0600), shared by the processes of one
+    # machine; replicas on several machines must all be given the same value.
+    url_signing_secret: str | None = None
+
     # Cloning
     refine_budget_s: float = 180.0
     # Refinement = hear this many atlas voices with the reference's tone and keep

@@ -135,3 +135,20 @@ class FakeVoiceService:
     def cancel_job(self, job_id: str, owner: str) -> JobRecord:
         self.get_job(job_id, owner)
         return self.advance(job_id, state="cancelled", message="cancelled")
+
+
+class FakeJobView:
+    """The fake's jobs as the job routes read them (``runtime.jobs``)."""
+
+    def __init__(self, service: FakeVoiceService) -> None:
+        self._service = service
+
+    def get(self, job_id: str, owner: str | None) -> JobRecord:
+        job = self._service.jobs.get(job_id)
+        if job is None or (owner is not None and job.owner != owner):
+            raise NotFound("job not found", field="job_id")
+        return job
+
+    def request_cancel(self, job_id: str, owner: str | None) -> JobRecord:
+        job = self.get(job_id, owner)
+        return self._service.cancel_job(job_id, job.owner)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_voices import FakeVoiceService
+from fake_voices import FakeJobView, FakeVoiceService
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -73,6 +73,7 @@ def test_wrong_scope_is_403(keyed_app: FastAPI) -> None:
 def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
+    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
     yield service
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_voices import FakeVoiceService
+from fake_voices import FakeJobView, FakeVoiceService
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -29,6 +29,7 @@ CONSENT = {"consent": "true", "consent_statement": "I agree that my voice is clo
 def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
+    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
     yield service
 
 

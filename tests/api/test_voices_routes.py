@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_voices import FakeVoiceService
+from fake_voices import FakeJobView, FakeVoiceService
 from fastapi.testclient import TestClient
 
 from voxclone.runtime.job_store import JobEvents
@@ -23,6 +23,7 @@ from voxclone.runtime.job_store import JobEvents
 def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
     monkeypatch.setattr(runtime, "voices", service, raising=False)
+    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
     monkeypatch.setattr(runtime, "job_events", service.events)
     yield service
 
@@ -131,10 +132,11 @@ def test_voice_routes_without_voice_service_are_503(
         client.get("/v1/voices"),
         client.get("/v1/voices/v_missing"),
         client.post("/v1/voices", data=FORM, files={"audio": ("a.wav", b"RIFF", "audio/wav")}),
-        client.get("/v1/jobs/j_missing"),
     ):
         assert r.status_code == 503, r.text
         assert r.json()["error"]["code"] == "not_ready"
+    # Jobs do not need cloning (speech jobs run on synthesis-only replicas too).
+    assert client.get("/v1/jobs/j_missing").status_code == 404
 
 
 def test_tts_with_inline_reference_clip(client: TestClient, fake: FakeVoiceService) -> None:

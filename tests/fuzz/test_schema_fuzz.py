@@ -33,6 +33,9 @@ SERVER_ENV = {
     "VOXCLONE_WARM_CLONING": "false",
     "VOXCLONE_REFINE_BUDGET_S": "2",
     "VOXCLONE_FAST_LANE_THREADS": "0",
+    # Generated speech jobs are queued, not rendered: the fuzz is about the routes,
+    # and rendering them would take the CPU the other requests need.
+    "VOXCLONE_JOB_WORKER": "false",
 }
 
 

@@ -18,7 +18,7 @@ from test_scheduler import FakeEngine
 
 from voxclone.errors import Cancelled, Overloaded, PayloadTooLarge
 from voxclone.runtime.admission import HEADROOM, WorkRate, estimate
-from voxclone.runtime.scheduler import Scheduler
+from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, Scheduler
 from voxclone.runtime.singleflight import SingleFlight
 
 SENTENCE_CHARS = 41  # "Client 7 saw the river and the garden." and alike
@@ -244,3 +244,26 @@ def test_shared_render_stops_only_when_every_waiter_left() -> None:
     thread.join(5)
     assert seen == [False]
     assert len(errors) == 1 and isinstance(errors[0], Cancelled)
+
+
+def test_a_background_job_counts_only_its_look_ahead_window(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    _calibrate(scheduler, 0.01)
+    now = clock()
+    # A book-long job: 100k characters, of which 1000 are queued at a time.
+    job = scheduler.admit_window(100_000, 1000)
+    assert scheduler.stats().reserved_chars == 1000
+    assert job.priority == PRIORITY_BACKGROUND  # its chunks yield to live ones
+    live = scheduler.admit(10, None)
+    assert live.priority is None
+    live.release()
+    # A live request is admitted next to it (100k chars counted whole would
+    # be 500 s of backlog and refuse it).
+    scheduler.admit(100, now + 30).release()
+    job.consume(98_500)
+    assert scheduler.stats().reserved_chars == 1000
+    job.consume(700)  # the text's end: only what is left counts
+    assert scheduler.stats().reserved_chars == pytest.approx(800)
+    job.release()
+    assert scheduler.stats().reserved_chars == 0

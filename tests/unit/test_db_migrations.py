@@ -177,7 +177,10 @@ def test_upgrade_from_the_pre_alembic_files_keeps_every_voice_job_and_key(
     with SqlJobStore(db_file) as jobs:
         # The old process is gone: its running job is failed, as before.
         assert jobs.get(running.id, None).message == INTERRUPTED_MESSAGE
-        assert vars(jobs.get(done.id, "owner-b")) == vars(done)
+        upgraded = vars(jobs.get(done.id, "owner-b"))
+        # Every field the old code wrote is kept; the queue's columns are new.
+        assert {k: upgraded[k] for k in vars(done)} == vars(done)
+        assert (upgraded["payload"], upgraded["attempts"], upgraded["max_attempts"]) == (None, 0, 1)
         assert [j.id for j in jobs.list(None)] == [done.id, running.id]
 
     inline = InlineVoiceLog(db_file)

@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 
 from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded
-from voxclone.runtime.scheduler import PRIORITY_FIRST_CHUNK, PRIORITY_NORMAL, Scheduler
+from voxclone.runtime.scheduler import (
+    PRIORITY_BACKGROUND,
+    PRIORITY_FIRST_CHUNK,
+    PRIORITY_NORMAL,
+    Scheduler,
+)
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 
 WAIT_S = 5.0  # upper bound for anything that should happen "soon"
@@ -172,6 +177,18 @@ def test_first_chunks_jump_the_queue(engine: FakeEngine, make_scheduler) -> None
         fut.result(WAIT_S)
     # FIFO within a priority, first chunks before everything queued earlier.
     assert engine.seen == [999, 10, 11, 1, 2, 3]
+
+
+def test_background_work_waits_for_live_chunks(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1)
+    held = hold_worker(engine, sched)
+    background = [sched.submit(item(t), priority=PRIORITY_BACKGROUND) for t in (20, 21)]
+    normal = [sched.submit(item(t), priority=PRIORITY_NORMAL) for t in (1, 2)]
+    engine.gate.set()
+    for fut in [held, *background, *normal]:
+        fut.result(WAIT_S)
+    # A speech job's chunks (queued first) run after live requests' chunks.
+    assert engine.seen == [999, 1, 2, 20, 21]
 
 
 # ------------------------------------------------------- deadlines, cancellation

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 import voxclone
-from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
+from voxclone.api import routes_admin, routes_jobs, routes_openai, routes_tts, routes_voices
 from voxclone.api.auth import Authenticator
 from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
@@ -87,6 +87,10 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
         speech_s,
         extra={"startup_s": runtime.stages.as_dict()},
     )
+    if settings.job_worker:
+        # Queued speech jobs (also ones a dead process left) start as soon as
+        # speech is ready; Runtime.close() stops the worker.
+        runtime.start_job_worker()
     if settings.warm_cloning and runtime.voices is not None:
         try:
             runtime.warm_cloning()
@@ -115,6 +119,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loader: threading.Thread | None = None
+        # A runtime handed in (tests, Ray) works on jobs while this app runs.
+        given: Runtime | None = app.state.runtime
+        worker_started = given is not None and settings.job_worker and given.start_job_worker()
         if app.state.runtime is None and not load_in_background:
             # In a worker thread: the event loop stays free (Ray health checks).
             await anyio.to_thread.run_sync(_load_runtime, app, settings, metrics)
@@ -138,6 +145,8 @@ def create_app(
                 # (30 s in our manifests, after uvicorn's 10 s drain): wait a
                 # little for the loader, then leave it; it is a daemon thread.
                 loader.join(timeout=LOADER_JOIN_S)
+            if worker_started and given is not None and given.job_worker is not None:
+                given.job_worker.stop()
             owned: Runtime | None = getattr(app.state, "owned_runtime", None)
             if owned is not None:
                 owned.close()
@@ -165,7 +174,7 @@ def create_app(
 
     install_error_handlers(app)
     install_offline_docs(app)
-    for module in (routes_admin, routes_tts, routes_openai, routes_voices):
+    for module in (routes_admin, routes_tts, routes_openai, routes_voices, routes_jobs):
         app.include_router(module.router)
     if STATIC_DIR.is_dir():
         # Mounted last: routes registered above always match first.

@@ -123,6 +123,24 @@ def require(scope: str | None) -> Callable[[Request], Awaitable[Principal]]:
     return dependency
 
 
+def require_any(*scopes: str) -> Callable[[Request], Awaitable[Principal]]:
+    """Dependency: like :func:`require`, for a key with at least one of ``scopes``
+    (the route then checks what the particular object needs)."""
+
+    async def dependency(request: Request) -> Principal:
+        principal = authenticate_request(request)
+        if not any(principal.allows(scope) for scope in scopes):
+            wanted = "' or '".join(scopes)
+            raise Forbidden(
+                f"this API key lacks the '{wanted}' scope", field="scope", limit=list(scopes)
+            )
+        identity = principal.rate_limit_identity or _client_identity(request)
+        enforce_rate_limit(request.app.state.rate_limiter, identity, request.app.state.metrics)
+        return principal
+
+    return dependency
+
+
 def _client_identity(request: Request) -> str:
     host = request.client.host if request.client else "unknown"
     return f"addr:{host}"
@@ -132,4 +150,8 @@ def _client_identity(request: Request) -> str:
 TTSCaller = Annotated[Principal, Depends(require(SCOPE_TTS))]
 VoiceReader = Annotated[Principal, Depends(require(SCOPE_VOICES_READ))]
 VoiceWriter = Annotated[Principal, Depends(require(SCOPE_VOICES_WRITE))]
+# Jobs: speech jobs belong to the tts scope, refinement jobs to the voices scopes.
+JobCaller = Annotated[
+    Principal, Depends(require_any(SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE))
+]
 AnyCaller = Annotated[Principal, Depends(require(None))]

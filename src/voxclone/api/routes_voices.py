@@ -1,16 +1,14 @@
-"""Voice library and background jobs: enroll, list, rename, delete, refine, progress (SSE)."""
+"""Voice library: enroll, list, rename, delete, refine (jobs: api/routes_jobs.py)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import VoiceReader, VoiceWriter
-from voxclone.api.deps import RuntimeDep, get_voice_service
+from voxclone.api.deps import get_voice_service
 from voxclone.api.schemas import (
     DeletedOut,
     EnrolledVoiceOut,
@@ -20,9 +18,7 @@ from voxclone.api.schemas import (
     VoiceListOut,
     VoiceOut,
 )
-from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.errors import InvalidInput, NotReady
-from voxclone.runtime.job_store import JobEvents, JobRecord
 
 router = APIRouter(tags=["voices"])
 
@@ -34,10 +30,6 @@ def request_types() -> tuple[Any, Any]:
     except ImportError:
         raise NotReady("voice cloning is not available on this server") from None
     return ConsentInput, EnrollRequest
-
-
-# An SSE comment this often keeps proxies from closing an idle progress stream.
-SSE_KEEPALIVE_S = 15.0
 
 
 def _consent_given(value: str) -> bool:
@@ -191,74 +183,3 @@ async def refine_voice(
     budget = body.budget_s if body else None
     job = await run_in_threadpool(voices.start_refine, voice_id, principal.owner, budget)
     return JobOut.of(job)
-
-
-@router.get("/v1/jobs/{job_id}", response_model=JobOut)
-async def get_job(job_id: str, request: Request, principal: VoiceReader) -> JobOut:
-    voices = get_voice_service(request)
-    return JobOut.of(await run_in_threadpool(voices.get_job, job_id, principal.owner))
-
-
-@router.post("/v1/jobs/{job_id}/cancel", response_model=JobOut)
-async def cancel_job(job_id: str, request: Request, principal: VoiceWriter) -> JobOut:
-    voices = get_voice_service(request)
-    return JobOut.of(await run_in_threadpool(voices.cancel_job, job_id, principal.owner))
-
-
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-async def _job_events(
-    events: JobEvents, voices: Any, job_id: str, owner: str
-) -> AsyncIterator[bytes]:
-    # The state as it is now goes out first (subscribed with it, so no update
-    # can overtake it); an update landing between that read and the
-    # subscription is caught by reading once more. Older snapshots than what
-    # was sent are skipped, duplicates filtered.
-    current: JobRecord = await run_in_threadpool(voices.get_job, job_id, owner)
-    subscription = events.subscribe(job_id, initial=current)
-    try:
-        subscription.offer(await run_in_threadpool(voices.get_job, job_id, owner))
-        last: tuple[Any, ...] | None = None
-        sent_at = ""
-        while True:
-            try:
-                job = await subscription.next(timeout=SSE_KEEPALIVE_S)
-            except TimeoutError:
-                yield b": keep-alive\n\n"
-                continue
-            if job.updated_at < sent_at:
-                continue
-            sent_at = job.updated_at
-            key = (job.state, job.progress, job.message)
-            if key != last:
-                last = key
-                yield _sse("done" if job.done else "progress", JobOut.of(job).model_dump())
-            if job.done:
-                return
-    finally:
-        subscription.close()
-
-
-@router.get(
-    "/v1/jobs/{job_id}/events",
-    summary="Server-sent events with the job's progress until it ends",
-    responses={200: {"content": {"text/event-stream": {}}}},
-)
-async def job_events(
-    job_id: str,
-    request: Request,
-    principal: VoiceReader,
-    runtime: RuntimeDep,
-) -> CancellableStreamingResponse:
-    voices = get_voice_service(request)
-    events = runtime.job_events
-    # Check existence and ownership before the 200 goes out.
-    await run_in_threadpool(voices.get_job, job_id, principal.owner)
-    return CancellableStreamingResponse(
-        _job_events(events, voices, job_id, principal.owner),
-        flag=CancelFlag(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )

@@ -49,6 +49,28 @@ class TTSRequest(BaseModel):
     stream: bool = Field(False, description="stream audio as it is synthesized")
 
 
+class SpeechJobRequest(BaseModel):
+    """Body of ``POST /v1/jobs/speech``: the fields of ``/v1/tts`` without streaming.
+
+    The text may be as long as the server's ``max_text_chars``: a job has no
+    request deadline, unlike the synchronous routes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="text to speak (long texts welcome)")
+    voice: str | None = Field(None, description="built-in voice, cloned voice id or name")
+    model: str | None = Field(None, description="engine to speak with (see GET /v1/models)")
+    language: str | None = Field(None, description="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
+    speed: Number | None = Field(None, description="0.5-2.0")
+    pitch: Number | None = Field(None, description="-0.5..+0.5 octave")
+    energy: Number | None = Field(None, description="0.8-1.2")
+    emotion: str = Field("neutral", description="neutral, happy, sad, angry, surprised, ...")
+    intensity: Number = Field(1.0, description="0-1 strength of the emotion")
+    format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
+    sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
+
+
 class OpenAISpeechRequest(BaseModel):
     """Body of OpenAI's ``POST /v1/audio/speech``."""
 
@@ -86,9 +108,21 @@ class JobOut(BaseModel):
     updated_at: str
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    attempts: int = Field(0, description="tries so far (speech jobs)")
+    max_attempts: int = Field(1, description="tries before the job fails")
+    audio_url: str | None = Field(
+        None, description="speech jobs that succeeded: where to GET the audio until expires_at"
+    )
+    expires_at: str | None = Field(None, description="when audio_url stops working (UTC)")
 
     @classmethod
-    def of(cls, job: JobRecord) -> JobOut:
+    def of(
+        cls, job: JobRecord, *, audio_url: str | None = None, expires_at: str | None = None
+    ) -> JobOut:
+        result = job.result
+        if result is not None and "blob_key" in result:
+            # Where the audio is stored is the server's business; the URL is the API.
+            result = {k: v for k, v in result.items() if k != "blob_key"}
         return cls(
             id=job.id,
             kind=job.kind,
@@ -98,8 +132,12 @@ class JobOut(BaseModel):
             message=job.message,
             created_at=job.created_at,
             updated_at=job.updated_at,
-            result=job.result,
+            result=result,
             error=job.error,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            audio_url=audio_url,
+            expires_at=expires_at,
         )
 
 

@@ -25,12 +25,14 @@ import json
 import math
 import secrets
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, Self, runtime_checkable
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, InvalidInput, NotFound
 from voxclone.runtime.db import Database, open_database
@@ -62,6 +64,14 @@ class JobRecord:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     cancel_requested: bool = False
+    # Durable queue jobs only (SqlJobStore.enqueue); None/0 for in-process jobs.
+    payload: dict[str, Any] | None = None
+    attempts: int = 0
+    max_attempts: int = 1
+    claimed_by: str | None = None
+    lease_expires_at: float | None = None  # Unix seconds
+    run_after: float | None = None  # Unix seconds: not claimed before (backoff)
+    idempotency_key: str | None = None
 
     @property
     def done(self) -> bool:
@@ -145,6 +155,37 @@ def _interrupted(job: JobRecord) -> JobRecord:
         state="failed",
         message=INTERRUPTED_MESSAGE,
         error={"code": "interrupted", "message": INTERRUPTED_MESSAGE},
+        updated_at=utc_now_iso(),
+    )
+
+
+class LeaseLost(Exception):
+    """The worker no longer holds the job's lease (expired and taken over, or
+    the job was cancelled, deleted or ended): it must stop and write nothing."""
+
+
+def _abandoned_end(job: JobRecord) -> JobRecord:
+    """The terminal state of a job whose worker died and that must not run again."""
+    if job.cancel_requested:
+        return replace(
+            job,
+            state="cancelled",
+            message="cancelled",
+            claimed_by=None,
+            lease_expires_at=None,
+            updated_at=utc_now_iso(),
+        )
+    message = (
+        f"the worker running this job stopped responding; gave up after "
+        f"{job.attempts} attempt{'s' if job.attempts != 1 else ''}"
+    )
+    return replace(
+        job,
+        state="failed",
+        message=message,
+        error={"code": "worker_lost", "message": message},
+        claimed_by=None,
+        lease_expires_at=None,
         updated_at=utc_now_iso(),
     )
 
@@ -263,6 +304,13 @@ _JOB_COLUMNS = (
     _J.result_json,
     _J.error_json,
     _J.cancel_requested,
+    _J.payload_json,
+    _J.attempts,
+    _J.max_attempts,
+    _J.claimed_by,
+    _J.lease_expires_at,
+    _J.run_after,
+    _J.idempotency_key,
 )
 
 
@@ -280,6 +328,13 @@ def _job_from_row(row: Sequence[Any]) -> JobRecord:
         result=None if row[9] is None else json.loads(row[9]),
         error=None if row[10] is None else json.loads(row[10]),
         cancel_requested=bool(row[11]),
+        payload=None if row[12] is None else json.loads(row[12]),
+        attempts=int(row[13]),
+        max_attempts=int(row[14]),
+        claimed_by=row[15],
+        lease_expires_at=None if row[16] is None else float(row[16]),
+        run_after=None if row[17] is None else float(row[17]),
+        idempotency_key=row[18],
     )
 
 
@@ -307,6 +362,13 @@ def _row_values(job: JobRecord) -> dict[str, Any]:
         "result_json": _dumps_or_none(job.result, "result"),
         "error_json": _dumps_or_none(job.error, "error"),
         "cancel_requested": int(job.cancel_requested),
+        "payload_json": _dumps_or_none(job.payload, "payload"),
+        "attempts": job.attempts,
+        "max_attempts": job.max_attempts,
+        "claimed_by": job.claimed_by,
+        "lease_expires_at": job.lease_expires_at,
+        "run_after": job.run_after,
+        "idempotency_key": job.idempotency_key,
     }
 
 
@@ -396,12 +458,263 @@ class SqlJobStore:
     def recover_interrupted(self) -> int:
         """Fail jobs a previous process left queued or running; return how many."""
         with self._db.write() as conn:
+            # Queue jobs (with a payload) are not this process's to fail: an
+            # expired lease hands them to the next worker (see claim()).
             rows = conn.execute(
-                select(*_JOB_COLUMNS).where(_J.state.in_(("queued", "running"))).with_for_update()
+                select(*_JOB_COLUMNS)
+                .where(_J.state.in_(("queued", "running")), _J.payload_json.is_(None))
+                .with_for_update()
             ).all()
             for row in rows:
                 self._save(conn, _interrupted(_job_from_row(row)))
         return len(rows)
+
+    # -- the durable queue ------------------------------------------------------
+    #
+    # Why a table and not Redis (arq/saq): the jobs table already exists in the
+    # embedded default (SQLite, no server to run) and is shared by every replica
+    # when VOXCLONE_DATABASE_URL points at PostgreSQL, so one mechanism covers
+    # both; and the job's state, its queue entry and its lease change in one
+    # transaction, so a crash can never leave a job "running" with nobody
+    # renewing it forever, or queued twice. A worker claims a job with a lease
+    # (claimed_by, lease_expires_at); it renews the lease while it works; a job
+    # whose lease ran out (its process died) is claimed again by any worker,
+    # until max_attempts tries are spent.
+
+    def enqueue(
+        self,
+        *,
+        kind: str,
+        owner: str,
+        payload: dict[str, Any],
+        max_attempts: int = 3,
+        idempotency_key: str | None = None,
+        voice_id: str | None = None,
+    ) -> tuple[JobRecord, bool]:
+        """Queue a job; return (job, created).
+
+        The same owner sending the same ``idempotency_key`` again gets the job
+        the first request created (``created`` False); with a different payload
+        that is a Conflict, since the key promised the same request.
+        """
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        now = utc_now_iso()
+        job = JobRecord(
+            id=new_job_id(),
+            kind=kind,
+            voice_id=voice_id,
+            owner=owner,
+            state="queued",
+            progress=0.0,
+            message="queued",
+            created_at=now,
+            updated_at=now,
+            payload=payload,
+            max_attempts=max_attempts,
+            run_after=time.time(),
+            idempotency_key=idempotency_key,
+        )
+        if idempotency_key is not None:
+            existing = self._idempotent(owner, idempotency_key, kind, payload)
+            if existing is not None:
+                return existing, False
+        try:
+            with self._db.write() as conn:
+                conn.execute(insert(t.jobs).values(id=job.id, **_row_values(job)))
+        except IntegrityError:
+            # A concurrent request with the same key inserted first.
+            if idempotency_key is not None:
+                existing = self._idempotent(owner, idempotency_key, kind, payload)
+                if existing is not None:
+                    return existing, False
+            raise
+        return job, True
+
+    def _idempotent(
+        self, owner: str, key: str, kind: str, payload: dict[str, Any]
+    ) -> JobRecord | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                select(*_JOB_COLUMNS).where(_J.owner == owner, _J.idempotency_key == key)
+            ).first()
+        if row is None:
+            return None
+        job = _job_from_row(row)
+        if job.kind != kind or job.payload != payload:
+            raise Conflict(
+                "this Idempotency-Key was already used for a different request",
+                field="Idempotency-Key",
+            )
+        return job
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        kinds: Sequence[str],
+        lease_s: float,
+        now: float | None = None,
+    ) -> JobRecord | None:
+        """Take the oldest runnable job of ``kinds`` for ``worker_id``, or None.
+
+        Runnable: queued and past its backoff, or running under a lease that
+        expired (the worker holding it died). Such an abandoned job is failed
+        instead when its attempts are spent, and cancelled when a cancel was
+        asked for; then the next candidate is looked at. The claim is atomic:
+        on PostgreSQL the row is locked with SKIP LOCKED (workers never wait on
+        each other's candidates), on SQLite the write transaction holds the
+        database lock; the UPDATE re-checks the state it read either way.
+        """
+        now = time.time() if now is None else now
+        with self._db.write() as conn:
+            for _ in range(32):  # bounded: abandoned jobs ended here, then look again
+                query = (
+                    select(*_JOB_COLUMNS)
+                    .where(
+                        _J.kind.in_(tuple(kinds)),
+                        _J.payload_json.is_not(None),
+                        or_(
+                            and_(
+                                _J.state == "queued",
+                                or_(_J.run_after.is_(None), _J.run_after <= now),
+                            ),
+                            and_(_J.state == "running", _J.lease_expires_at < now),
+                        ),
+                    )
+                    .order_by(_J.created_at, _J.id)
+                    .limit(1)
+                )
+                if not self._db.is_sqlite:
+                    query = query.with_for_update(skip_locked=True)
+                row = conn.execute(query).first()
+                if row is None:
+                    return None
+                job = _job_from_row(row)
+                abandoned = job.state == "running"
+                if abandoned and (job.cancel_requested or job.attempts >= job.max_attempts):
+                    self._save_if(conn, job, _abandoned_end(job))
+                    continue
+                claimed = replace(
+                    job,
+                    state="running",
+                    attempts=job.attempts + 1,
+                    claimed_by=worker_id,
+                    lease_expires_at=now + lease_s,
+                    message="running" if not abandoned else "running again: its worker was lost",
+                    updated_at=utc_now_iso(),
+                )
+                if self._save_if(conn, job, claimed):
+                    return claimed
+            return None
+
+    def renew(self, job_id: str, worker_id: str, lease_s: float) -> bool:
+        """Extend ``worker_id``'s lease; False when it no longer holds the job
+        (it expired and another worker took it, or the job ended or was deleted)."""
+        with self._db.write() as conn:
+            changed = conn.execute(
+                update(t.jobs)
+                .where(_J.id == job_id, _J.claimed_by == worker_id, _J.state == "running")
+                .values(lease_expires_at=time.time() + lease_s)
+            ).rowcount
+        return bool(changed)
+
+    def update_claimed(self, job_id: str, worker_id: str, **fields: Any) -> JobRecord:
+        """:meth:`update` by the worker holding the lease; raises LeaseLost otherwise.
+
+        A terminal state releases the lease.
+        """
+        with self._db.write() as conn:
+            job = self._held(conn, job_id, worker_id)
+            updated = _apply_update(job, fields)
+            if updated.done:
+                updated = replace(updated, claimed_by=None, lease_expires_at=None)
+            self._save(conn, updated)
+        return updated
+
+    def retry_later(
+        self, job_id: str, worker_id: str, *, delay_s: float, error: dict[str, Any]
+    ) -> JobRecord:
+        """Put a job that failed this attempt back in the queue after ``delay_s``."""
+        with self._db.write() as conn:
+            job = self._held(conn, job_id, worker_id)
+            queued = replace(
+                job,
+                state="queued",
+                message=f"attempt {job.attempts} of {job.max_attempts} failed; "
+                f"retrying in {delay_s:.0f} s",
+                error=error,
+                claimed_by=None,
+                lease_expires_at=None,
+                run_after=time.time() + delay_s,
+                updated_at=utc_now_iso(),
+            )
+            self._save(conn, queued)
+        return queued
+
+    def release(self, job_id: str, worker_id: str) -> JobRecord:
+        """Hand a job back to the queue without spending its attempt (clean shutdown)."""
+        with self._db.write() as conn:
+            job = self._held(conn, job_id, worker_id)
+            queued = replace(
+                job,
+                state="queued",
+                message="queued again: its server stopped",
+                attempts=max(0, job.attempts - 1),
+                claimed_by=None,
+                lease_expires_at=None,
+                run_after=time.time(),
+                updated_at=utc_now_iso(),
+            )
+            self._save(conn, queued)
+        return queued
+
+    def _held(self, conn: Connection, job_id: str, worker_id: str) -> JobRecord:
+        """The job, locked, if ``worker_id`` holds its lease; else LeaseLost."""
+        try:
+            job = self._load(conn, job_id, None, lock=True)
+        except NotFound:
+            raise LeaseLost(job_id) from None
+        if job.claimed_by != worker_id or job.state != "running":
+            raise LeaseLost(job_id)
+        return job
+
+    def delete(self, job_id: str, owner: str | None) -> JobRecord:
+        """Forget a job (its owner's, or any with ``owner=None``); return what it was."""
+        with self._db.write() as conn:
+            job = self._load(conn, job_id, owner, lock=True)
+            conn.execute(delete(t.jobs).where(_J.id == job_id))
+        return job
+
+    def finished_before(
+        self, cutoff_iso: str, *, kinds: Sequence[str], limit: int = 100
+    ) -> builtins.list[JobRecord]:
+        """Ended jobs of ``kinds`` last changed before ``cutoff_iso`` (retention sweep)."""
+        query = (
+            select(*_JOB_COLUMNS)
+            .where(
+                _J.kind.in_(tuple(kinds)),
+                _J.state.in_(tuple(TERMINAL_STATES)),
+                _J.updated_at < cutoff_iso,
+            )
+            .order_by(_J.updated_at)
+            .limit(limit)
+        )
+        with self._db.read() as conn:
+            return [_job_from_row(row) for row in conn.execute(query).all()]
+
+    @staticmethod
+    def _save_if(conn: Connection, old: JobRecord, new: JobRecord) -> bool:
+        """Save ``new`` only if the row is still as ``old`` was read (state and holder)."""
+        holder = (
+            _J.claimed_by.is_(None) if old.claimed_by is None else _J.claimed_by == old.claimed_by
+        )
+        changed = conn.execute(
+            update(t.jobs)
+            .where(_J.id == old.id, _J.state == old.state, holder)
+            .values(**_row_values(new))
+        ).rowcount
+        return bool(changed)
 
     def close(self) -> None:
         if self._owns_db:

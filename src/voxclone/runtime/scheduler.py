@@ -92,7 +92,7 @@ class Admission:
     failed, cancelled), so abandoned requests stop counting at once.
     """
 
-    __slots__ = ("deadline", "must_finish", "remaining", "_scheduler", "__weakref__")
+    __slots__ = ("deadline", "must_finish", "remaining", "priority", "_scheduler", "__weakref__")
 
     def __init__(
         self, scheduler: Scheduler, chars: float, deadline: float | None, must_finish: bool
@@ -100,6 +100,8 @@ class Admission:
         self.deadline = deadline  # scheduler clock; None: the scheduler's default timeout
         self.must_finish = must_finish and deadline is not None
         self.remaining = float(chars)
+        # None: the request's chunks get the usual priorities (first chunk first).
+        self.priority: int | None = None
         self._scheduler = scheduler
 
     def consume(self, chars: float) -> None:
@@ -110,6 +112,31 @@ class Admission:
         with self._scheduler._cond:
             self.remaining = 0.0
             self._scheduler._admissions.discard(self)
+
+
+class WindowAdmission(Admission):
+    """Background work (speech jobs) that counts only its look-ahead window.
+
+    A job of a whole book has hours of text left, but only ``window``
+    characters of it are ever queued on the engine at once, at background
+    priority (live requests' chunks go ahead of them): counting the whole text
+    would refuse every live request while the job runs. The window shrinks
+    only at the text's end.
+    """
+
+    __slots__ = ("_left", "_window")
+
+    def __init__(self, scheduler: Scheduler, chars: float, window: float) -> None:
+        super().__init__(scheduler, min(chars, window), None, False)
+        # Every chunk yields to live requests' chunks.
+        self.priority = PRIORITY_BACKGROUND
+        self._left = float(chars)
+        self._window = float(window)
+
+    def consume(self, chars: float) -> None:
+        with self._scheduler._cond:
+            self._left = max(0.0, self._left - chars)
+            self.remaining = min(self._window, self._left)
 
 
 class CircuitBreaker:
@@ -356,6 +383,15 @@ class Scheduler:
                         self._rejected += 1
                         raise self._busy(est.wait_s, allowed, late)
             admission = Admission(self, chars, deadline, must_finish)
+            self._admissions.add(admission)
+        return admission
+
+    def admit_window(self, chars: float, window: float) -> Admission:
+        """Admit background work of ``chars`` that keeps at most ``window`` of them
+        queued at once (:class:`WindowAdmission`); no deadline, never refused here
+        (the queue bound still applies when its chunks are submitted)."""
+        admission = WindowAdmission(self, chars, window)
+        with self._cond:
             self._admissions.add(admission)
         return admission
 

@@ -195,6 +195,12 @@ class SpeechRouter:
             req, deadline, stream=stream, must_finish=must_finish, first_audio_s=first_audio_s
         )
 
+    def admit_background(self, req: SpeechRequest) -> Admission:
+        """A speech job's admission on the engine that will speak it
+        (see :meth:`SpeechService.admit_background`)."""
+        service, routed = self.route(req)
+        return service.admit_background(routed)
+
     def check_admission(self, req: SpeechRequest, deadline: float) -> None:
         self._admission_service(req).check_admission(req, deadline)
 

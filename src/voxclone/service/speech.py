@@ -439,6 +439,8 @@ class SpeechService:
                 return False
             first = chunk.index == 0
             priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
+            if admission.priority is not None:
+                priority = admission.priority  # background work (speech jobs)
             item = SynthItem(
                 chunk.token_ids, voice.style, controls.engine_speed, prompt=voice.prompt
             )
@@ -570,6 +572,14 @@ class SpeechService:
             deadline,
             must_finish=finish,
             first_audio_s=first_audio_s if stream else None,
+        )
+
+    def admit_background(self, req: SpeechRequest) -> Admission:
+        """An admission for a speech job: it counts in the backlog live requests
+        see only as much as it keeps on the engine at once (the look-ahead),
+        not its whole (possibly book-long) text."""
+        return self._scheduler.admit_window(
+            float(len(req.text)), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens)
         )
 
     def check_admission(self, req: SpeechRequest, deadline: float) -> None:

@@ -126,9 +126,20 @@ jobs = Table(
     Column("result_json", Text),
     Column("error_json", Text),
     Column("cancel_requested", Integer, nullable=False, server_default=text("0")),
+    # The durable queue (revision 0002_job_queue): what to do, tries, lease,
+    # backoff (Unix seconds) and the client's idempotency key.
+    Column("payload_json", Text),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("max_attempts", Integer, nullable=False, server_default=text("1")),
+    Column("claimed_by", Text),
+    Column("lease_expires_at", Float),
+    Column("run_after", Float),
+    Column("idempotency_key", Text),
     Index("jobs_owner_created", "owner", "created_at"),
     Index("jobs_state", "state"),
     Index("jobs_voice", "voice_id"),
+    Index("jobs_owner_idempotency", "owner", "idempotency_key", unique=True),
+    Index("jobs_queue", "state", "run_after"),
 )
 
 # -- inline voices (consent audit of one-request clones) ---------------------

@@ -1,0 +1,417 @@
+"""Speech jobs: long texts rendered in the background, durable across restarts.
+
+``POST /v1/jobs/speech`` queues a job in the database (runtime/job_store.py,
+the durable queue); a :class:`JobWorker` in every server process (unless turned
+off for API-only replicas) claims jobs with a lease, renders them through the
+same :class:`SpeechRouter` as ``/v1/tts`` (whole-file path), reports progress,
+and stores the audio in the blob store under ``jobs/<job id>.<ext>``.
+
+What survives what:
+
+* the process dies mid-job: its lease stops being renewed and expires; any
+  worker (this machine after a restart, or another replica) claims the job
+  again and renders it from the start, until ``max_attempts`` tries are spent;
+  then the job is failed with ``worker_lost`` — never left "running";
+* rendering fails (engine error): retried with exponential backoff, then
+  failed with the last error; a request error (bad voice, text too long) fails
+  at once, since another try would fail the same way;
+* the process stops cleanly mid-job: the job goes back to the queue without
+  spending an attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from voxclone.errors import Cancelled, NotFound, VoxcloneError
+from voxclone.runtime.blobs import BlobStore
+from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
+from voxclone.service.speech import SpeechRequest
+from voxclone.synth.audio.encode import file_extension
+from voxclone.synth.controls import SpeechControls
+
+if TYPE_CHECKING:
+    from voxclone.service.router import SpeechRouter
+
+log = logging.getLogger(__name__)
+
+SPEECH_JOB_KIND = "speech"
+JOB_BLOB_PREFIX = "jobs/"
+
+
+@dataclass(frozen=True)
+class SpeechJobConfig:
+    lease_s: float = 30.0
+    max_attempts: int = 3
+    retry_base_s: float = 5.0
+    retry_max_s: float = 300.0
+    # Ended jobs and their audio are deleted this long after they ended (0: never).
+    retention_s: float = 7 * 24 * 3600.0
+
+
+def request_payload(req: SpeechRequest) -> dict[str, Any]:
+    """What a worker needs to render ``req`` again, as JSON (no inline voices)."""
+    c = req.controls
+    return {
+        "text": req.text,
+        "voice": req.voice,
+        "language": req.language,
+        "model": req.model,
+        "format": req.format,
+        "sample_rate": req.sample_rate,
+        "controls": {
+            "speed": c.speed,
+            "pitch": c.pitch,
+            "energy": c.energy,
+            "emotion": c.emotion,
+            "intensity": c.intensity,
+        },
+    }
+
+
+def request_of(payload: dict[str, Any], owner: str) -> SpeechRequest:
+    return SpeechRequest(
+        text=payload["text"],
+        voice=payload.get("voice"),
+        language=payload.get("language"),
+        model=payload.get("model"),
+        format=payload.get("format", "wav"),
+        sample_rate=int(payload.get("sample_rate", 24_000)),
+        controls=SpeechControls(**payload.get("controls", {})),
+        owner=owner,
+    )
+
+
+def blob_key(job: JobRecord) -> str:
+    fmt = (job.payload or {}).get("format", "wav")
+    return f"{JOB_BLOB_PREFIX}{job.id}.{file_extension(fmt)}"
+
+
+def default_worker_id() -> str:
+    """Host, process and a random tag: unique across replicas and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):08x}"
+
+
+class SpeechJobs:
+    """Submit, run, delete and expire speech jobs."""
+
+    def __init__(
+        self,
+        *,
+        queue: SqlJobStore,
+        speech: SpeechRouter,
+        blobs: BlobStore,
+        events: JobEvents,
+        config: SpeechJobConfig | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self._queue = queue
+        self._speech = speech
+        self._blobs = blobs
+        self._events = events
+        self.config = config or SpeechJobConfig()
+        self.worker_id = worker_id or default_worker_id()
+        self._stopping = threading.Event()
+
+    @property
+    def blobs(self) -> BlobStore:
+        return self._blobs
+
+    # -- API side ---------------------------------------------------------------
+    def submit(
+        self, req: SpeechRequest, *, idempotency_key: str | None = None
+    ) -> tuple[JobRecord, bool]:
+        """Validate ``req`` now (bad voice, format, text → 4xx here, not a failed
+        job later) and queue it; return (job, created)."""
+        if req.owner is None:
+            raise ValueError("a speech job needs an owner")
+        self._speech.plan(req)  # resolves voice, language, format; renders nothing
+        job, created = self._queue.enqueue(
+            kind=SPEECH_JOB_KIND,
+            owner=req.owner,
+            payload=request_payload(req),
+            max_attempts=self.config.max_attempts,
+            idempotency_key=idempotency_key,
+        )
+        if created:
+            self._events.publish(job)
+        return job, created
+
+    def delete(self, job_id: str, owner: str | None) -> JobRecord:
+        """Delete a job and its audio. A worker still rendering it loses its
+        lease and stops; audio it stores after this is removed by it."""
+        job = self._queue.delete(job_id, owner)
+        if job.kind == SPEECH_JOB_KIND and job.payload is not None:
+            self._blobs.delete_prefix(blob_key(job))
+        return job
+
+    def sweep_expired(self, *, now: datetime | None = None) -> int:
+        """Delete ended speech jobs older than the retention, with their audio."""
+        if self.config.retention_s <= 0:
+            return 0
+        now = now or datetime.now(UTC)
+        cutoff = (now - timedelta(seconds=self.config.retention_s)).isoformat()
+        removed = 0
+        for job in self._queue.finished_before(cutoff, kinds=(SPEECH_JOB_KIND,)):
+            try:
+                self.delete(job.id, None)
+                removed += 1
+            except VoxcloneError:
+                pass  # another replica swept it first
+        return removed
+
+    # -- worker side ------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the job being rendered to stop and go back to the queue."""
+        self._stopping.set()
+
+    def resume(self) -> None:
+        self._stopping.clear()
+
+    def run_one(self) -> JobRecord | None:
+        """Claim and run one job; return its final record (None: nothing to do)."""
+        if self._stopping.is_set():
+            return None
+        job = self._queue.claim(
+            self.worker_id, kinds=(SPEECH_JOB_KIND,), lease_s=self.config.lease_s
+        )
+        if job is None:
+            return None
+        self._events.publish(job)
+        return self._run(job)
+
+    def _run(self, job: JobRecord) -> JobRecord | None:
+        lost = threading.Event()
+        cancel = threading.Event()
+        done = threading.Event()
+        heartbeat = threading.Thread(
+            target=self._heartbeat,
+            args=(job.id, lost, cancel, done),
+            name=f"voxclone-lease-{job.id}",
+            daemon=True,
+        )
+        heartbeat.start()
+        try:
+            return self._render(job, lost, cancel)
+        finally:
+            done.set()
+            heartbeat.join(timeout=5)
+
+    def _heartbeat(
+        self, job_id: str, lost: threading.Event, cancel: threading.Event, done: threading.Event
+    ) -> None:
+        # Renew well before the lease runs out; the same beat notices a cancel
+        # asked through any replica (the flag is in the database).
+        interval = max(0.05, min(self.config.lease_s / 3.0, 2.0))
+        while not done.wait(interval):
+            try:
+                if not self._queue.renew(job_id, self.worker_id, self.config.lease_s):
+                    lost.set()
+                    return
+                if self._queue.is_cancel_requested(job_id):
+                    cancel.set()
+            except VoxcloneError:
+                lost.set()  # the job was deleted
+                return
+            except Exception:
+                # The database is briefly unreachable: keep rendering; if the
+                # lease expires meanwhile, renew() says so on a later beat.
+                log.warning("could not renew a job lease", exc_info=True)
+
+    def _render(
+        self, job: JobRecord, lost: threading.Event, cancel: threading.Event
+    ) -> JobRecord | None:
+        assert job.payload is not None
+        req = request_of(job.payload, job.owner)
+        total = 1
+        done_chars = 0
+        chunks = 0
+        last_write = 0.0
+
+        def progress(chars: int) -> None:
+            nonlocal done_chars, chunks, last_write
+            done_chars += chars
+            chunks += 1
+            now = time.monotonic()
+            if now - last_write < 0.5:
+                return  # one progress write per half second is plenty
+            last_write = now
+            percent = min(99.0, 100.0 * done_chars / total)
+            message = f"{chunks} chunks done, {min(done_chars, total)} of {total} characters"
+            try:
+                self._publish(
+                    self._queue.update_claimed(
+                        job.id, self.worker_id, progress=percent, message=message
+                    )
+                )
+            except LeaseLost:
+                lost.set()
+
+        def cancelled() -> bool:
+            return lost.is_set() or cancel.is_set() or self._stopping.is_set()
+
+        # Counted in the backlog only by what it keeps queued: a long job must
+        # not make every live request look late (and refused) while it runs.
+        admission = None
+        try:
+            # Inside the try: the voice may have been deleted since the job was
+            # queued, which ends the job like any other request error.
+            total = max(1, self._speech.text_size(req))
+            admission = self._speech.admit_background(req)
+            result = self._speech.synthesize(
+                req, progress=progress, cancelled=cancelled, admission=admission
+            )
+        except Cancelled:
+            return self._stopped(job, lost, cancel)
+        except VoxcloneError as exc:
+            if cancelled():
+                return self._stopped(job, lost, cancel)
+            if exc.status < 500:
+                # The request itself is wrong (its voice was deleted since, ...):
+                # another try would fail the same way.
+                return self._end(
+                    job, state="failed", message=exc.message, error=exc.to_body()["error"]
+                )
+            return self._retry_or_fail(job, exc.to_body()["error"])
+        except Exception as exc:  # a job must always end in a known state
+            if cancelled():
+                return self._stopped(job, lost, cancel)
+            log.exception("speech job attempt failed", extra={"job_id": job.id})
+            return self._retry_or_fail(
+                job, {"code": "render_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
+            )
+        finally:
+            if admission is not None:
+                admission.release()
+        if cancelled():
+            return self._stopped(job, lost, cancel)
+        key = blob_key(job)
+        self._blobs.put(key, result.audio, content_type=result.content_type)
+        final = self._end(
+            job,
+            state="succeeded",
+            message=f"done: {chunks} chunks",
+            error=None,
+            result={
+                "blob_key": key,
+                "content_type": result.content_type,
+                "format": file_extension(req.format),
+                "bytes": len(result.audio),
+                "attempts": job.attempts,
+            },
+        )
+        if final is None and not self._exists(job.id):
+            # Deleted while the audio was stored: leave no orphan. (Taken over
+            # instead: the key is the new holder's too, so it stays.)
+            self._blobs.delete_prefix(key)
+        return final
+
+    def _exists(self, job_id: str) -> bool:
+        try:
+            self._queue.get(job_id, None)
+        except NotFound:
+            return False
+        return True
+
+    def _stopped(
+        self, job: JobRecord, lost: threading.Event, cancel: threading.Event
+    ) -> JobRecord | None:
+        if lost.is_set():
+            return None  # someone else owns (or deleted) the job now
+        if cancel.is_set():
+            return self._end(job, state="cancelled", message="cancelled")
+        # This process is shutting down: hand the job back without spending a try.
+        try:
+            released = self._queue.release(job.id, self.worker_id)
+        except LeaseLost:
+            return None
+        self._publish(released)
+        return released
+
+    def _retry_or_fail(self, job: JobRecord, error: dict[str, Any]) -> JobRecord | None:
+        if job.attempts >= job.max_attempts:
+            message = f"failed after {job.attempts} attempts: {error.get('message', '')}"
+            return self._end(job, state="failed", message=message[:500], error=error)
+        delay = min(self.config.retry_max_s, self.config.retry_base_s * 2 ** (job.attempts - 1))
+        delay *= random.uniform(0.8, 1.2)  # replicas failing together retry apart
+        try:
+            queued = self._queue.retry_later(job.id, self.worker_id, delay_s=delay, error=error)
+        except LeaseLost:
+            return None
+        self._publish(queued)
+        return queued
+
+    def _end(self, job: JobRecord, **fields: Any) -> JobRecord | None:
+        try:
+            final = self._queue.update_claimed(job.id, self.worker_id, **fields)
+        except LeaseLost:
+            return None
+        self._publish(final)
+        return final
+
+    def _publish(self, job: JobRecord) -> None:
+        self._events.publish(job)
+
+
+class JobWorker:
+    """One thread per process polling the queue (with jitter, so replicas that
+    started together do not poll in step) and sweeping expired jobs."""
+
+    SWEEP_EVERY_S = 60.0
+
+    def __init__(
+        self,
+        jobs: SpeechJobs,
+        *,
+        poll_s: float = 1.0,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self._jobs = jobs
+        self._poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._on_error = on_error
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self._stop.clear()
+        self._jobs.resume()
+        self._thread = threading.Thread(target=self._loop, name="voxclone-jobs", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        self._jobs.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout_s)
+            self._thread = None
+
+    def _loop(self) -> None:
+        next_sweep = 0.0
+        while not self._stop.is_set():
+            ran = None
+            try:
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.SWEEP_EVERY_S
+                    self._jobs.sweep_expired()
+                ran = self._jobs.run_one()
+            except Exception as exc:  # the loop must outlive a bad database moment
+                log.warning("job worker iteration failed", exc_info=True)
+                if self._on_error is not None:
+                    self._on_error(exc)
+            if ran is None:
+                self._stop.wait(self._poll_s * random.uniform(0.5, 1.5))
