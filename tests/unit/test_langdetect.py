@@ -45,9 +45,7 @@ def test_detects_language(text: str, language: str) -> None:
         ("Obrigado, até logo.", "pt-br"),
     ],
 )
-def test_short_texts_switch_language_only_when_the_guess_is_sure(
-    text: str, language: str
-) -> None:
+def test_short_texts_switch_language_only_when_the_guess_is_sure(text: str, language: str) -> None:
     assert detect_language(text) == language
 
 
