@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -119,6 +122,53 @@ def voice_across_replicas(client: httpx.Client, url: str) -> dict[str, Any]:
     return out
 
 
+def job_survives_replica_death(client: httpx.Client, url: str, home: Path) -> dict[str, Any]:
+    """Queue a long speech job, kill -9 the replica that holds it, and follow it:
+    the lease runs out and the other replica (or the replacement) finishes it."""
+    text = " ".join(SENTENCES)
+    created = client.post(url + "/v1/jobs/speech", json={"text": text, "format": "wav"})
+    out: dict[str, Any] = {"create_status": created.status_code, "states": []}
+    if created.status_code != 202:
+        out["body"] = created.text[:300]
+        return out
+    job_id = created.json()["id"]
+    holder: str | None = None
+    deadline = time.perf_counter() + 300
+    while time.perf_counter() < deadline and holder is None:
+        with sqlite3.connect(f"file:{home / 'voxclone.sqlite3'}?mode=ro", uri=True) as db:
+            row = db.execute(
+                "SELECT state, claimed_by, progress FROM jobs WHERE id = ?", (job_id,)
+            ).fetchone()
+        if row and row[0] == "running" and row[1] and row[2] > 0:
+            holder = row[1]
+        else:
+            time.sleep(0.2)
+    out["holder"] = holder
+    if holder is None:
+        return out
+    # Worker ids are host:pid:random; this namespace shares the replicas' pids.
+    os.kill(int(holder.split(":")[1]), signal.SIGKILL)
+    killed_at = time.perf_counter()
+    final: dict[str, Any] = {}
+    while time.perf_counter() < killed_at + 400:
+        resp = client.get(f"{url}/v1/jobs/{job_id}")
+        if resp.status_code == 200:
+            final = resp.json()
+            if not out["states"] or out["states"][-1] != final["state"]:
+                out["states"].append(final["state"])
+            if final["state"] in ("succeeded", "failed", "cancelled"):
+                break
+        time.sleep(1.0)
+    out["done_after_kill_s"] = time.perf_counter() - killed_at
+    out["final"] = {k: final.get(k) for k in ("state", "attempts", "error", "audio_url")}
+    if final.get("audio_url"):
+        audio = client.get(final["audio_url"])
+        out["download_status"] = audio.status_code
+        if audio.status_code == 200:
+            out["seconds"] = wav_seconds(audio.content)
+    return out
+
+
 def under_kill(client: httpx.Client, url: str) -> dict[str, Any]:
     """Four concurrent requests; one replica killed while they run."""
     results: list[dict[str, Any]] = [{} for _ in range(4)]
@@ -171,6 +221,9 @@ def main() -> None:
         "VOXCLONE_FAST_LANE_THREADS": "0",
         "VOXCLONE_WARM_CLONING": "false",
         "VOXCLONE_CLONE_PITCH_CALIBRATION": "false",
+        # A killed replica's job is taken over once its lease runs out.
+        "VOXCLONE_JOB_LEASE_S": "4",
+        "VOXCLONE_JOB_POLL_S": "0.5",
         "VOXCLONE_MEMORY_CACHE_MB": "16",
         "VOXCLONE_DISK_CACHE_MB": "0",  # every request synthesizes
     }
@@ -197,6 +250,7 @@ def main() -> None:
             record["speech"]["words"] = len(SENTENCES[0].split())
             record["stream"] = stream(client, url, " ".join(SENTENCES[1:3]))
             record["voice"] = voice_across_replicas(client, url)
+            record["job"] = job_survives_replica_death(client, url, home)
             record["kill"] = under_kill(client, url)
     record["total_s"] = time.perf_counter() - started
     out_path.write_text(json.dumps(record, indent=2))

@@ -122,6 +122,18 @@ def test_a_voice_enrolled_through_one_replica_is_spoken_by_the_other(
     assert {s["replica"] for s in served} - {voice["enrolled_by"]}, voice
 
 
+def test_a_job_survives_the_death_of_the_replica_running_it(record: dict[str, Any]) -> None:
+    job = record["job"]
+    assert job["create_status"] == 202, job
+    assert job["holder"], job  # it was running, with progress, when the replica died
+    final = job["final"]
+    assert final["state"] == "succeeded", job
+    assert final["attempts"] >= 2, job  # the second try is the one that finished
+    assert job["download_status"] == 200, job
+    # Eight sentences: the whole text, not the part rendered before the kill.
+    assert job["seconds"] > 15.0, job
+
+
 def test_replica_killed_under_load_loses_no_request(record: dict[str, Any]) -> None:
     kill = record["kill"]
     results = kill["results"]
