@@ -47,6 +47,11 @@ class TTSRequest(BaseModel):
     format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
     sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
     stream: bool = Field(False, description="stream audio as it is synthesized")
+    ssml: bool | None = Field(
+        None,
+        description="true: text is SSML (a fragment is wrapped in <speak>); false: plain "
+        "text; unset: SSML when the text starts with <speak>",
+    )
 
 
 class OpenAISpeechRequest(BaseModel):
