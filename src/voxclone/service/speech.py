@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import queue
+import re
 import tempfile
 import threading
 import time
@@ -378,7 +379,7 @@ class SpeechService:
                     admission.release()
                 return ctype, iter([hit[0].data])
         if admission is None:
-            admission = self._admit(req.text, deadline, must_finish=False)
+            admission = self._admit(_spoken(req), deadline, must_finish=False)
         chunks = self._stream_and_cache(req, voice, language, key, ctype, cancelled, admission)
         # A generator closed before its first step never runs its ``finally``:
         # free the reservation when it is dropped, whether it ran or not.
@@ -432,7 +433,7 @@ class SpeechService:
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
         if admission is None:
-            admission = self._admit(req.text, deadline, must_finish=True)
+            admission = self._admit(_spoken(req), deadline, must_finish=True)
         # A frame engine's pieces go out as the model makes them when nothing
         # needs the whole chunk: a stream (whole files gain nothing) whose
         # voice has no tone filter and whose controls need no DSP (tempo and
@@ -696,7 +697,7 @@ class SpeechService:
             self._validate(req)  # the length error, not an admission one
         finish = (not stream) if must_finish is None else (must_finish or not stream)
         return self._admit(
-            req.text,
+            _spoken(req),
             deadline,
             must_finish=finish,
             first_audio_s=first_audio_s if stream else None,
@@ -752,6 +753,15 @@ _NO_AUDIO = np.zeros(0, dtype=np.float32)
 
 def _end_of_pieces(pieces: queue.SimpleQueue[Any], _future: Future[np.ndarray]) -> None:
     pieces.put(_CHUNK_END)
+
+
+_TAG = re.compile(r"<[^<>]*>")
+
+
+def _spoken(req: SpeechRequest) -> str:
+    """What admission prices: the text without its SSML markup (cheap, on the
+    event loop; attributes such as a long alias are a rounding error)."""
+    return _TAG.sub(" ", req.text) if req.is_ssml else req.text
 
 
 def _clamp(value: float, bounds: tuple[float, float]) -> float:

@@ -74,6 +74,8 @@ _SEMITONES = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*st\s*", re.IGNORECASE)
 _DECIBELS = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*dB\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")
 _SPACE = re.compile(r"\s+")
+_SPACES = re.compile(r" {2,}")
+_NEWLINES = re.compile(r" *\n[ \n]*")
 _LETTER_NAMES = dict(
     zip(
         "abcdefghijklmnopqrstuvwxyz",
@@ -150,11 +152,16 @@ class SsmlDocument:
 
 
 def looks_like_ssml(text: str) -> bool:
-    """True when ``text`` is an SSML document (starts with ``<speak``, maybe after ``<?xml``)."""
+    """True when ``text`` is an SSML document (starts with ``<speak``, maybe after
+    ``<?xml``), or an XML document type declaration."""
     head = text.lstrip()[:256]
     if head.startswith("<?xml"):
         end = head.find("?>")
         head = head[end + 2 :].lstrip() if end >= 0 else ""
+    if head[:9].upper() == "<!DOCTYPE":
+        # An XML document with a DTD: SSML never needs one, and this is where
+        # entity bombs live; it goes to the parser, which refuses it.
+        return True
     return head.startswith("<speak") and (len(head) == 6 or not head[6].isalnum())
 
 
@@ -239,18 +246,22 @@ class _Walker:
             self._buffer.append(mark)
 
     def flush(self) -> None:
-        text = "".join(self._buffer).strip()
+        text = _NEWLINES.sub("\n", _SPACES.sub(" ", "".join(self._buffer))).strip()
         self._buffer = []
         if text:
             c = self._context
             self.items.append(SsmlText(text, c.voice, c.language, c.prosody))
 
     def pause(self, seconds: float) -> None:
+        if seconds <= 0:  # strength="none": no pause, but still a word boundary
+            if self._buffer:
+                self._buffer.append(" ")
+            return
         self.flush()
         if self.items and isinstance(self.items[-1], SsmlBreak):
             seconds = min(MAX_BREAK_S, self.items[-1].seconds + seconds)
             self.items[-1] = SsmlBreak(seconds)
-        elif seconds > 0:
+        else:
             self.items.append(SsmlBreak(seconds))
 
     def warn(self, message: str) -> None:
