@@ -26,6 +26,7 @@ from voxclone.config import Settings
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
+from voxclone.runtime.lexicon_store import SqlLexiconStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
@@ -77,6 +78,7 @@ class Runtime:
     # Finishes cache purges of deleted voices that a down tier postponed.
     purger: CachePurger | None = None
     stages: StartupStages = field(default_factory=StartupStages)
+    lexicon: SqlLexiconStore | None = None  # pronunciations per owner (/v1/lexicon)
     # Set once the cloning models are loaded (clones before that load them on use).
     cloning_warm: threading.Event = field(default_factory=threading.Event)
 
@@ -276,6 +278,8 @@ def build_runtime(
     stages = StartupStages()
     engines = build_engines(settings, warmup=warmup, stages=stages)
     store = build_voice_store(settings, engines)
+    # Pronunciations live next to the voice library (same database, same pool).
+    lexicon = SqlLexiconStore(store.database)
     catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)
     stacks: dict[str, EngineStack] = {}
@@ -302,6 +306,7 @@ def build_runtime(
             max_text_chars=settings.max_text_chars,
             detect_language=detect_language,
             hooks=metric_hooks(metrics) if metrics is not None else None,
+            lexicon=lexicon.entries,
         )
         stacks[name] = EngineStack(engine, scheduler, speech)
     router = SpeechRouter(
@@ -310,7 +315,9 @@ def build_runtime(
         default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
     )
     events = JobEvents()
-    runtime = Runtime(settings, stacks, router, catalog, store, cache, events, stages=stages)
+    runtime = Runtime(
+        settings, stacks, router, catalog, store, cache, events, stages=stages, lexicon=lexicon
+    )
     if with_voices:
         purger = CachePurger(store, router.invalidate_voice, retry_s=settings.purge_retry_s)
         purger.start()  # purges a previous process could not finish, then retries

@@ -168,3 +168,67 @@ def test_the_engines_frontend_speaks_the_given_pronunciations(runtime: Any) -> N
     assert "hˈɛlθ" in who and who != phonemes("The WHO met.")
     ipa = phonemes("<speak><phoneme alphabet='ipa' ph='təˈmɑːtoʊ'>tomato</phoneme></speak>")
     assert ipa == "təˈmɑtO"
+
+
+# ------------------------------------------------------------------ lexicon
+
+
+def test_lexicon_crud_is_per_owner_and_scoped(make_app_module: Any) -> None:
+    app = make_app_module()
+    keys = app.state.keys
+    alice_rw, _ = keys.create("rw", {"tts", "voices:read", "voices:write"}, owner="alice")
+    alice_ro, _ = keys.create("ro", {"tts", "voices:read"}, owner="alice")
+    bob, _ = keys.create("bob", {"tts", "voices:read", "voices:write"}, owner="bob")
+
+    def auth(key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    entry = {"word": "Nguyen", "language": "en-us", "respelling": "win"}
+    with TestClient(app) as c:
+        r = c.post("/v1/lexicon", json=entry, headers=auth(alice_rw))
+        assert r.status_code == 201, r.text
+        assert r.json() == {**entry, "ipa": None}
+        again = c.post("/v1/lexicon", json={**entry, "respelling": "nwin"}, headers=auth(alice_rw))
+        assert again.status_code == 200 and again.json()["respelling"] == "nwin"
+        # Reading needs voices:read, changing voices:write.
+        assert c.post("/v1/lexicon", json=entry, headers=auth(alice_ro)).status_code == 403
+        listed = c.get("/v1/lexicon", headers=auth(alice_ro)).json()["entries"]
+        assert [e["word"] for e in listed] == ["Nguyen"]
+        one = c.get("/v1/lexicon/en-us/nguyen", headers=auth(alice_ro))
+        assert one.status_code == 200 and one.json()["respelling"] == "nwin"
+        # Bob sees none of it and cannot delete it.
+        assert c.get("/v1/lexicon", headers=auth(bob)).json() == {"entries": []}
+        assert c.delete("/v1/lexicon/en-us/Nguyen", headers=auth(bob)).status_code == 404
+        # Bad entries: the field is named.
+        bad = c.post(
+            "/v1/lexicon",
+            json={"word": "x", "language": "en-us", "ipa": "a", "respelling": "b"},
+            headers=auth(alice_rw),
+        )
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "ipa"
+        lang = c.post("/v1/lexicon", json={**entry, "language": "ko"}, headers=auth(alice_rw))
+        assert lang.status_code == 422 and lang.json()["error"]["field"] == "language"
+        assert "en" in lang.json()["error"]["limit"]
+        assert c.delete("/v1/lexicon/en-us/Nguyen", headers=auth(alice_rw)).status_code == 204
+        assert c.get("/v1/lexicon/en-us/Nguyen", headers=auth(alice_ro)).status_code == 404
+
+
+def test_the_owners_lexicon_changes_what_is_spoken(client: TestClient, runtime: Any) -> None:
+    def phonemes(owner: str) -> str:
+        req = SpeechRequest(text="I like tomato.", language="en-us", owner=owner)
+        return " ".join(c.phonemes for c in runtime.speech.plan(req)[1])
+
+    body = {"text": "I like tomato.", "voice": "clear_female"}
+    before = client.post("/v1/tts", json=body)
+    assert before.status_code == 200 and "təmˈATO" in phonemes("local")
+    r = client.post("/v1/lexicon", json={"word": "tomato", "language": "en", "ipa": "təˈmɑːtoʊ"})
+    assert r.status_code == 201, r.text
+    try:
+        assert "təˈmɑtO" in phonemes("local")
+        assert "təmˈATO" in phonemes("someone-else")  # only the owner's requests change
+        after = client.post("/v1/tts", json=body)
+        # Not the cached file of the old pronunciation: new audio, spoken anew.
+        assert after.status_code == 200 and after.headers["x-cache"] == "miss"
+        assert after.content != before.content
+    finally:
+        client.delete("/v1/lexicon/en/tomato")

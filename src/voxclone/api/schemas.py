@@ -203,3 +203,25 @@ class ModelOut(BaseModel):
 class ModelListOut(BaseModel):
     object: str = "list"
     data: list[ModelOut]
+
+
+class LexiconEntryIn(BaseModel):
+    """How the caller wants one word said, in one language."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    word: str = Field(description="word or fixed phrase, matched whole and case-insensitively")
+    language: str = Field(description="en-us, en-gb, es, ... (or en: both Englishes)")
+    ipa: str | None = Field(None, description="IPA to speak, e.g. təˈmɑːtoʊ")
+    respelling: str | None = Field(None, description="text to read instead, e.g. win")
+
+
+class LexiconEntryOut(BaseModel):
+    word: str
+    language: str
+    ipa: str | None = None
+    respelling: str | None = None
+
+
+class LexiconOut(BaseModel):
+    entries: list[LexiconEntryOut]

@@ -47,6 +47,7 @@ from voxclone.synth.controls import (
 )
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
+from voxclone.synth.text.lexicon import Lexicon, Pronunciation, for_language
 from voxclone.synth.text.ssml import (
     SsmlBreak,
     SsmlDocument,
@@ -140,6 +141,7 @@ class SpeechService:
         max_text_chars: int = 100_000,
         detect_language: Callable[[str], str] | None = None,
         hooks: ServiceHooks | None = None,
+        lexicon: Callable[[str], list[Pronunciation]] | None = None,
     ) -> None:
         self._frontend = frontend
         self._catalog = catalog
@@ -151,6 +153,8 @@ class SpeechService:
         self._max_text = max_text_chars
         self._detect = detect_language
         self._hooks = hooks or ServiceHooks()
+        # An owner's pronunciation entries (runtime/lexicon_store.py), read per request.
+        self._lexicon_source = lexicon
         self._flights = SingleFlight()
 
     @property
@@ -251,8 +255,31 @@ class SpeechService:
             stream=stream,
         )
 
+    def _pronunciations(self, req: SpeechRequest) -> list[Pronunciation]:
+        if self._lexicon_source is None or req.owner is None:
+            return []
+        return self._lexicon_source(req.owner)
+
+    def _lexicons(self, req: SpeechRequest) -> Callable[[str], Lexicon | None]:
+        """The caller's lexicon per language (read once for the request)."""
+        entries = self._pronunciations(req)
+        if not entries:
+            return lambda _language: None
+        compiled: dict[str, Lexicon] = {}
+
+        def lexicon(language: str) -> Lexicon | None:
+            if language not in compiled:
+                compiled[language] = for_language(entries, language)
+            return compiled[language] or None
+
+        return lexicon
+
     def _key_controls(self, req: SpeechRequest) -> dict[str, object]:
         parts = req.controls.cache_parts()
+        entries = self._pronunciations(req)
+        if entries:
+            # A changed pronunciation is other audio.
+            parts["lexicon"] = Lexicon(entries).fingerprint()
         if req.is_ssml:
             # The same markup read as plain text is other audio; a voice the
             # markup switches to is part of it (a new version, new audio).
@@ -496,15 +523,18 @@ class SpeechService:
     ) -> Iterator[_Planned]:
         """The chunks to speak, with their voice, controls and pauses. Text is
         planned now (errors surface before any audio); phonemes lazily."""
+        lexicons = self._lexicons(req)
         if not req.is_ssml:
-            chunks = self._frontend.plan(req.text, language, fast_start=fast_start)
+            chunks = self._frontend.plan(
+                req.text, language, fast_start=fast_start, lexicon=lexicons(language)
+            )
             # Pauses scale with the speed too, so the whole file (not only the
             # speech) is 1/speed as long; the last pause is the file's tail.
             return (
                 _Planned(c, voice, controls, c.pause_after_s * controls.pause / controls.speed)
                 for c in chunks
             )
-        return self._ssml_plan(req, voice, language, controls, fast_start)
+        return self._ssml_plan(req, voice, language, controls, fast_start, lexicons)
 
     def _ssml_plan(
         self,
@@ -513,6 +543,7 @@ class SpeechService:
         language: str,
         controls: ResolvedControls,
         fast_start: bool,
+        lexicons: Callable[[str], Lexicon | None],
     ) -> Iterator[_Planned]:
         doc = self._document(req)
         voices = self._ssml_voices(req, doc)
@@ -533,7 +564,9 @@ class SpeechService:
                 energy=_clamp(controls.energy * p.volume, ENERGY_RANGE),
             )
             try:
-                chunks = self._frontend.plan(item.text, lang, fast_start=fast_start and not spoken)
+                chunks = self._frontend.plan(
+                    item.text, lang, fast_start=fast_start and not spoken, lexicon=lexicons(lang)
+                )
             except InvalidInput as exc:
                 if exc.field == "text":  # a segment of punctuation only: nothing to say
                     continue

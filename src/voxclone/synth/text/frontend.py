@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from voxclone.errors import InvalidInput, UnsupportedLanguage
 from voxclone.synth.text.langdetect import detect_language, split_language_runs
+from voxclone.synth.text.lexicon import Lexicon
 from voxclone.synth.text.normalize_en import normalize_english
 from voxclone.synth.text.normalize_intl import international_normalizers
 from voxclone.synth.text.protocol import G2P, IpaInput
@@ -63,6 +64,8 @@ class _Marks:
     entries: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, word: str, ipa: str) -> str:
+        if len(self.entries) >= _MAX_MARKS:
+            return f" {word} "  # past the cap the word is read by the G2P
         self.entries.append((word, ipa))
         return f" {chr(_MARK_BASE + len(self.entries) - 1)} "
 
@@ -82,8 +85,6 @@ class _Marks:
 
 def _extract_inline(text: str, marks: _Marks) -> str:
     def replace(match: re.Match[str]) -> str:
-        if len(marks.entries) >= _MAX_MARKS:
-            return match.group(1)  # past the cap the word is read by the G2P
         return marks.add(match.group(1).strip(), match.group(2).strip())
 
     return INLINE_PHONEME.sub(replace, text) if "](/" in text else text
@@ -130,17 +131,26 @@ class TextFrontend:
     def languages(self) -> tuple[str, ...]:
         return self._g2p.languages
 
-    def prepare(self, text: str, language: str) -> list[str]:
+    def prepare(self, text: str, language: str, *, lexicon: Lexicon | None = None) -> list[str]:
         """Clean, normalize and split into sentences (cheap; no phonemes yet).
 
         ``language`` is the default for text whose script does not say
         otherwise; ``"auto"`` detects it from the text.
         """
-        _, sentences, marks = self._prepare(text, language)
+        _, sentences, marks = self._prepare(text, language, lexicon)
         return [marks.words(s) for s in sentences]
 
-    def plan(self, text: str, language: str, *, fast_start: bool = False) -> Iterator[Chunk]:
-        language, sentences, marks = self._prepare(text, language)
+    def plan(
+        self,
+        text: str,
+        language: str,
+        *,
+        fast_start: bool = False,
+        lexicon: Lexicon | None = None,
+    ) -> Iterator[Chunk]:
+        """Chunks of ``text``; ``lexicon`` (the caller's pronunciations for
+        ``language``) rewrites its words before normalization."""
+        language, sentences, marks = self._prepare(text, language, lexicon)
         if not sentences:
             raise InvalidInput(
                 "the text contains nothing that can be spoken", field="text", value=len(text)
@@ -162,12 +172,17 @@ class TextFrontend:
                 yield Chunk(index, text, phonemes, ids, sentence_pause_s(text))
                 index += 1
 
-    def _prepare(self, text: str, language: str) -> tuple[str, list[str], _Marks]:
+    def _prepare(
+        self, text: str, language: str, lexicon: Lexicon | None = None
+    ) -> tuple[str, list[str], _Marks]:
         cleaned = clean_text(text)
         marks = _Marks()
         if language == AUTO:
             language = self._detect(INLINE_PHONEME.sub(r"\1", cleaned))
         cleaned = _extract_inline(cleaned, marks)
+        if lexicon:
+            # After the inline phonemes: a word the text spells out itself wins.
+            cleaned = lexicon.apply(cleaned, marks.add)
         self._check_supported(language)
         sentences = []
         for sentence in split_sentences(cleaned):
