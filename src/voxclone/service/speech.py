@@ -198,7 +198,7 @@ class SpeechService:
     def ssml_warnings(self, req: SpeechRequest) -> tuple[str, ...]:
         """What an SSML request's markup asked for that was ignored (empty for
         plain text); raises InvalidSsml (400) when the markup is malformed."""
-        return self._document(req).warnings if req.is_ssml else ()
+        return ssml_warnings(req)
 
     def _ssml_voices(self, req: SpeechRequest, doc: SsmlDocument) -> dict[str, ResolvedVoice]:
         """Every voice a <voice name> switches to, resolved for the caller."""
@@ -786,6 +786,12 @@ _NO_AUDIO = np.zeros(0, dtype=np.float32)
 
 def _end_of_pieces(pieces: queue.SimpleQueue[Any], _future: Future[np.ndarray]) -> None:
     pieces.put(_CHUNK_END)
+
+
+def ssml_warnings(req: SpeechRequest) -> tuple[str, ...]:
+    """Check ``req``'s SSML without an engine (InvalidSsml when malformed); what
+    its markup asked for that is ignored. Empty for plain text."""
+    return parse_ssml(as_document(req.text)).warnings if req.is_ssml else ()
 
 
 _TAG = re.compile(r"<[^<>]*>")
