@@ -58,6 +58,8 @@ def test_store_crud_per_owner_on_both_databases(database_url: str) -> None:
         (Pronunciation("word", "en", ipa="/wɜːd/"), "ipa"),
         (Pronunciation("word", "en", respelling="  "), "respelling"),
         (Pronunciation("word", "en", respelling="x" * 201), "respelling"),
+        (Pronunciation("word", "en", respelling="a\ue000b"), "respelling"),
+        (Pronunciation("wo\u200brd", "en", ipa="a"), "word"),
     ],
 )
 def test_unusable_entries_are_refused_by_field(

@@ -49,6 +49,7 @@ def texts(doc_text: str) -> list[str]:
         ('  <speak version="1.1" xmlns="http://www.w3.org/2001/10/synthesis">hi</speak>', True),
         ('<?xml version="1.0"?>\n<speak>hi</speak>', True),
         ("<!DOCTYPE speak><speak>hi</speak>", True),
+        ("<!DOCTYPE html><html><body>Welcome</body></html>", False),
         ("<speaker>hi</speaker>", False),
         ("Say <speak> aloud", False),
         ("plain text", False),

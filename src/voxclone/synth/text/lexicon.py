@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -18,6 +19,8 @@ from voxclone.errors import InvalidInput
 MAX_WORD_CHARS = 100
 MAX_VALUE_CHARS = 200
 # The inline form's delimiters cannot appear inside IPA.
+# Zero-width (non-)joiners belong inside words of Indic and Persian scripts.
+_JOINERS = "\u200c\u200d"
 _IPA_FORBIDDEN = re.compile(r"[\[\]()/\n\r]")
 
 
@@ -55,6 +58,14 @@ def check_pronunciation(word: str, ipa: str | None, respelling: str | None) -> N
             field=name,
             limit=MAX_VALUE_CHARS,
         )
+    for field, text in (("word", word), (name, value)):
+        # Entries are applied after the text is cleaned: nothing invisible,
+        # no control or private-use characters (the frontend's stand-ins).
+        if any(
+            unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Cn") and ch not in _JOINERS
+            for ch in text
+        ):
+            raise InvalidInput(f"{field} contains a control or unassigned character", field=field)
     if name == "ipa" and _IPA_FORBIDDEN.search(value):
         raise InvalidInput("ipa must not contain / [ ] ( ) or line breaks", field="ipa")
 

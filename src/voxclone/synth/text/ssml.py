@@ -74,6 +74,7 @@ _SEMITONES = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*st\s*", re.IGNORECASE)
 _DECIBELS = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*dB\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")
 _SPACE = re.compile(r"\s+")
+_SPEAK_TAG = re.compile(r"<speak[\s>/]")
 _SPACES = re.compile(r" {2,}")
 _NEWLINES = re.compile(r" *\n[ \n]*")
 _LETTER_NAMES = dict(
@@ -159,9 +160,10 @@ def looks_like_ssml(text: str) -> bool:
         end = head.find("?>")
         head = head[end + 2 :].lstrip() if end >= 0 else ""
     if head[:9].upper() == "<!DOCTYPE":
-        # An XML document with a DTD: SSML never needs one, and this is where
-        # entity bombs live; it goes to the parser, which refuses it.
-        return True
+        # A document type before <speak>: SSML never needs one and entity
+        # bombs live there, so it goes to the parser, which refuses it. An
+        # HTML page (no <speak>) stays plain text, its markup stripped.
+        return _SPEAK_TAG.search(text) is not None
     return head.startswith("<speak") and (len(head) == 6 or not head[6].isalnum())
 
 
