@@ -43,6 +43,8 @@ class SqlLexiconStore:
         return [Pronunciation(r.word, r.language, r.ipa, r.respelling) for r in rows]
 
     def get(self, owner: str, language: str, word: str) -> Pronunciation | None:
+        if "\x00" in word:  # PostgreSQL text cannot hold NUL; no entry can have one
+            return None
         query = select(_L.word, _L.language, _L.ipa, _L.respelling).where(
             _L.owner == owner, _L.language == language, _L.word_key == word_key(word)
         )
@@ -91,6 +93,8 @@ class SqlLexiconStore:
         return existed is None
 
     def delete(self, owner: str, language: str, word: str) -> bool:
+        if "\x00" in word:
+            return False
         with self._db.write() as conn:
             result = conn.execute(
                 delete(t.lexicon_entries).where(
