@@ -193,7 +193,7 @@ class SpeechService:
         return voice, language
 
     def _document(self, req: SpeechRequest) -> SsmlDocument:
-        return parse_ssml(as_document(req.text))
+        return _parsed(as_document(req.text))
 
     def ssml_warnings(self, req: SpeechRequest) -> tuple[str, ...]:
         """What an SSML request's markup asked for that was ignored (empty for
@@ -236,7 +236,7 @@ class SpeechService:
                 )
             return language
         if self._detect is not None:
-            return self._detect(req.text)
+            return self._detect(_spoken(req))
         return self._default_language
 
     def _key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
@@ -485,6 +485,8 @@ class SpeechService:
                 lead = np.zeros(int(round(planned.lead_s * self.sample_rate)), np.float32)
                 stats.audio_seconds += lead.size / self.sample_rate
                 stats.first_audio_s = time.perf_counter() - started
+                if self._hooks.on_first_audio is not None:
+                    self._hooks.on_first_audio(stats.first_audio_s)
                 yield lead
             if planned.voice.tone is not None:
                 # Before the controls: pitch and energy act on the voice as cloned.
@@ -791,7 +793,14 @@ def _end_of_pieces(pieces: queue.SimpleQueue[Any], _future: Future[np.ndarray]) 
 def ssml_warnings(req: SpeechRequest) -> tuple[str, ...]:
     """Check ``req``'s SSML without an engine (InvalidSsml when malformed); what
     its markup asked for that is ignored. Empty for plain text."""
-    return parse_ssml(as_document(req.text)).warnings if req.is_ssml else ()
+    return _parsed(as_document(req.text)).warnings if req.is_ssml else ()
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(document: str) -> SsmlDocument:
+    # One request asks for its document several times (validation, cache key,
+    # plan, warnings header); parsing is pure, so the last few are kept.
+    return parse_ssml(document)
 
 
 _TAG = re.compile(r"<[^<>]*>")
