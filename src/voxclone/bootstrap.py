@@ -27,6 +27,7 @@ from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobSto
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
+from voxclone.runtime.lexicon_store import SqlLexiconStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
@@ -89,6 +90,7 @@ class Runtime:
     stages: StartupStages = field(default_factory=StartupStages)
     # Where blobs live (kept references, job audio); shown on /readyz.
     blobs: BlobStore | None = None
+    lexicon: SqlLexiconStore | None = None  # pronunciations per owner (/v1/lexicon)
     # Set once the cloning models are loaded (clones before that load them on use).
     cloning_warm: threading.Event = field(default_factory=threading.Event)
 
@@ -383,6 +385,8 @@ def build_runtime(
         blobs.check()
     engines = build_engines(settings, warmup=warmup, stages=stages)
     store = build_voice_store(settings, engines, blobs)
+    # Pronunciations live next to the voice library (same database, same pool).
+    lexicon = SqlLexiconStore(store.database)
     catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)
     stacks: dict[str, EngineStack] = {}
@@ -409,6 +413,7 @@ def build_runtime(
             max_text_chars=settings.max_text_chars,
             detect_language=detect_language,
             hooks=metric_hooks(metrics) if metrics is not None else None,
+            lexicon=lexicon.entries,
         )
         stacks[name] = EngineStack(engine, scheduler, speech)
     router = SpeechRouter(
@@ -418,7 +423,16 @@ def build_runtime(
     )
     events = JobEvents()
     runtime = Runtime(
-        settings, stacks, router, catalog, store, cache, events, stages=stages, blobs=blobs
+        settings,
+        stacks,
+        router,
+        catalog,
+        store,
+        cache,
+        events,
+        stages=stages,
+        blobs=blobs,
+        lexicon=lexicon,
     )
     # A shared database is shared by live processes: failing every unfinished
     # in-process job at start would fail the other replicas' live jobs. Queue

@@ -88,6 +88,14 @@ class UnsupportedLanguage(InvalidInput):
     code = "unsupported_language"
 
 
+class InvalidSsml(InvalidInput):
+    """SSML that is not well-formed, or asks for what the subset refuses (a DTD,
+    an over-long break); ``limit`` carries the line and column when known."""
+
+    status = 400
+    code = "invalid_ssml"
+
+
 class UnknownModel(InvalidInput):
     """A ``model`` this server does not serve; ``limit`` lists the ones it does."""
 

@@ -50,6 +50,22 @@ def test_say_reads_stdin_and_other_formats(tmp_path: Path) -> None:
     assert float(np.sqrt(np.mean(audio**2))) > 0.01  # speech, not an encoded silence
 
 
+def test_say_speaks_ssml_with_its_break(tmp_path: Path) -> None:
+    out = tmp_path / "x.wav"
+    text = 'Good morning <break time="900ms"/> <unknown>to you</unknown>.'
+    proc = _run(["say", text, "--ssml", "-o", str(out), "--local"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "<unknown> is not supported" in proc.stderr
+    audio, rate = sf.read(str(out), dtype="float32")
+    frame = rate // 100
+    n = len(audio) // frame
+    loud = np.sqrt(np.mean(audio[: n * frame].reshape(n, frame) ** 2, axis=1)) > 10 ** (-50 / 20)
+    first, last = np.nonzero(loud)[0][[0, -1]]
+    inside = loud[first : last + 1]
+    longest = max(len(run) for run in "".join("1" if x else "0" for x in inside).split("1"))
+    assert longest * 0.01 >= 0.85  # the break, inside the speech
+
+
 def _decode_mp3(path: Path) -> tuple[np.ndarray, int]:
     """Mono float samples and rate of an MP3 file, decoded by FFmpeg (PyAV)."""
     import av
@@ -72,6 +88,7 @@ def _decode_mp3(path: Path) -> tuple[np.ndarray, int]:
         (["say", "hello", "--speed", "9"], "x.wav", "speed"),
         (["say", "hello", "--voice", "nobody"], "x.wav", "not found"),
         (["say", "hello"], "x.xyz", "format"),
+        (["say", "Hi <break", "--ssml"], "x.wav", "line 1, column"),
     ],
 )
 def test_bad_input_exits_nonzero_with_one_line(

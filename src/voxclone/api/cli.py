@@ -57,6 +57,22 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--local", action="store_true", help="load the models in this process, never a server"
     )
+    markup = say.add_mutually_exclusive_group()
+    markup.add_argument(
+        "--ssml",
+        dest="ssml",
+        action="store_const",
+        const=True,
+        help="the text is SSML (a fragment is wrapped in <speak>); default: SSML when "
+        "it starts with <speak>",
+    )
+    markup.add_argument(
+        "--plain",
+        dest="ssml",
+        action="store_const",
+        const=False,
+        help="read the text as plain text even if it starts with <speak>",
+    )
     _add_control_args(say)
 
     voices = sub.add_parser("voices", help="list, show or delete voices")
@@ -148,6 +164,8 @@ def _say_via_server(args: argparse.Namespace, settings: Settings, text: str) -> 
         "format": _format_from(args.output, args.format),
         "sample_rate": args.rate,
     }
+    if args.ssml is not None:
+        body["ssml"] = args.ssml
     try:
         result = speak_remote(url, body)
     except RemoteError as exc:
@@ -165,9 +183,12 @@ def _say_via_server(args: argparse.Namespace, settings: Settings, text: str) -> 
 
 
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech import SpeechRequest, ssml_warnings
 
     text = _read_text(args.text)
+    # Markup errors before any model loads or server call; ignored tags on stderr.
+    for warning in ssml_warnings(SpeechRequest(text=text, ssml=args.ssml)):
+        print(f"voxclone: SSML: {warning}", file=sys.stderr)
     if _say_via_server(args, settings, text):
         return 0
     request = SpeechRequest(
@@ -179,6 +200,7 @@ def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
         format=_format_from(args.output, args.format),
         sample_rate=args.rate,
         owner=LOCAL_OWNER,
+        ssml=args.ssml,
     )
     runtime = _runtime(settings)
     try:

@@ -38,6 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline
 from voxclone.api.deps import RuntimeDep
+from voxclone.api.routes_tts import ssml_headers
 from voxclone.api.schemas import (
     AudioVoicesOut,
     CatalogVoiceOut,
@@ -193,6 +194,8 @@ async def audio_speech(
     )
     try:
         req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
+        # Input that starts with <speak> is SSML (OpenAI has no flag for it).
+        headers = await ssml_headers(runtime, req)
         stream = await open_audio_stream(
             request,
             lambda flag: runtime.speech.stream(
@@ -206,9 +209,9 @@ async def audio_speech(
         return stream.response(
             _sse_events(stream.audio),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
+            headers={"Cache-Control": "no-cache", **headers},
         )
-    return stream.response(stream.audio, media_type=stream.content_type)
+    return stream.response(stream.audio, media_type=stream.content_type, headers=headers)
 
 
 @router.get("/v1/audio/voices", response_model=AudioVoicesOut, summary="Voices and OpenAI aliases")

@@ -89,12 +89,30 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
         sample_rate=body.sample_rate,
         owner=owner,
         voice_override=voice_override,
+        ssml=body.ssml,
     )
+
+
+SSML_WARNINGS_HEADER = "X-SSML-Warnings"
+
+
+async def ssml_headers(runtime: Runtime, req: SpeechRequest) -> dict[str, str]:
+    """Check an SSML request's markup (malformed: 400 before any engine time is
+    reserved) and name what it ignored in a header; nothing for plain text."""
+    if not req.is_ssml:
+        return {}
+    warnings = await run_in_threadpool(runtime.speech.ssml_warnings, req)
+    if not warnings:
+        return {}
+    # Header values are Latin-1 and one line: the warnings quote user markup.
+    text = "; ".join(warnings).encode("ascii", "replace").decode("ascii")
+    return {SSML_WARNINGS_HEADER: "".join(ch if ch.isprintable() else " " for ch in text)}
 
 
 async def whole_file_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
     """The whole file; stops rendering if the client leaves or the deadline passes."""
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    headers = await ssml_headers(runtime, req)
     # Reserve engine time here, on the event loop: an overloaded server refuses
     # in microseconds instead of after a worker thread has validated and planned.
     admission = runtime.speech.admit(req, deadline, stream=False)
@@ -108,7 +126,9 @@ async def whole_file_response(request: Request, runtime: Runtime, req: SpeechReq
     finally:
         admission.release()
     return Response(
-        content=result.audio, media_type=result.content_type, headers={"X-Cache": result.cache}
+        content=result.audio,
+        media_type=result.content_type,
+        headers={"X-Cache": result.cache, **headers},
     )
 
 
@@ -116,6 +136,7 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    headers = await ssml_headers(runtime, req)
     # Refuse before any thread: by first audio, and by the whole stream when
     # the client said when it gives up.
     admission = runtime.speech.admit(
@@ -139,7 +160,9 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"
-    return stream.response(stream.audio, media_type=stream.content_type, headers={"X-Cache": cache})
+    return stream.response(
+        stream.audio, media_type=stream.content_type, headers={"X-Cache": cache, **headers}
+    )
 
 
 async def _parse_body(

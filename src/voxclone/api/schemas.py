@@ -47,6 +47,11 @@ class TTSRequest(BaseModel):
     format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
     sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
     stream: bool = Field(False, description="stream audio as it is synthesized")
+    ssml: bool | None = Field(
+        None,
+        description="true: text is SSML (a fragment is wrapped in <speak>); false: plain "
+        "text; unset: SSML when the text starts with <speak>",
+    )
 
 
 class SpeechJobRequest(BaseModel):
@@ -236,3 +241,25 @@ class ModelOut(BaseModel):
 class ModelListOut(BaseModel):
     object: str = "list"
     data: list[ModelOut]
+
+
+class LexiconEntryIn(BaseModel):
+    """How the caller wants one word said, in one language."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    word: str = Field(description="word or fixed phrase, matched whole and case-insensitively")
+    language: str = Field(description="en-us, en-gb, es, ... (or en: both Englishes)")
+    ipa: str | None = Field(None, description="IPA to speak, e.g. təˈmɑːtoʊ")
+    respelling: str | None = Field(None, description="text to read instead, e.g. win")
+
+
+class LexiconEntryOut(BaseModel):
+    word: str
+    language: str
+    ipa: str | None = None
+    respelling: str | None = None
+
+
+class LexiconOut(BaseModel):
+    entries: list[LexiconEntryOut]

@@ -220,6 +220,10 @@ class SpeechRouter:
         service, routed = self.route(req)
         return service.render_audio(routed)
 
+    def ssml_warnings(self, req: SpeechRequest) -> tuple[str, ...]:
+        service, routed = self.route(req)
+        return service.ssml_warnings(routed)
+
     def text_size(self, req: SpeechRequest) -> int:
         service, routed = self.route(req)
         return service.text_size(routed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import queue
+import re
 import tempfile
 import threading
 import time
@@ -37,9 +38,24 @@ from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import apply_controls
 from voxclone.synth.audio.stream_encode import open_stream_encoder
-from voxclone.synth.controls import ResolvedControls, SpeechControls
+from voxclone.synth.controls import (
+    ENERGY_RANGE,
+    PITCH_RANGE,
+    SPEED_RANGE,
+    ResolvedControls,
+    SpeechControls,
+)
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
+from voxclone.synth.text.lexicon import Lexicon, Pronunciation, for_language
+from voxclone.synth.text.ssml import (
+    SsmlBreak,
+    SsmlDocument,
+    as_document,
+    looks_like_ssml,
+    parse_ssml,
+    ssml_language,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +80,25 @@ class SpeechRequest:
     # An already-resolved voice (e.g. an inline reference clip cloned for this
     # request only); takes precedence over ``voice``.
     voice_override: ResolvedVoice | None = None
+    # True: the text is SSML (wrapped in <speak> when it is a fragment);
+    # False: plain text even if it starts with <speak>; None: SSML when it does.
+    ssml: bool | None = None
+
+    @property
+    def is_ssml(self) -> bool:
+        return self.ssml is True or (self.ssml is None and looks_like_ssml(self.text))
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One chunk as it will be spoken: its voice and controls (SSML can change
+    both mid-text), the silence after it and, for the first, before it."""
+
+    chunk: Chunk
+    voice: ResolvedVoice
+    controls: ResolvedControls
+    pause_s: float
+    lead_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +141,7 @@ class SpeechService:
         max_text_chars: int = 100_000,
         detect_language: Callable[[str], str] | None = None,
         hooks: ServiceHooks | None = None,
+        lexicon: Callable[[str], list[Pronunciation]] | None = None,
     ) -> None:
         self._frontend = frontend
         self._catalog = catalog
@@ -117,6 +153,8 @@ class SpeechService:
         self._max_text = max_text_chars
         self._detect = detect_language
         self._hooks = hooks or ServiceHooks()
+        # An owner's pronunciation entries (runtime/lexicon_store.py), read per request.
+        self._lexicon_source = lexicon
         self._flights = SingleFlight()
 
     @property
@@ -150,7 +188,24 @@ class SpeechService:
         check_rate(req.sample_rate)
         voice = self._voice_for(req)
         language = self._language_for(req, voice)
+        if req.is_ssml:
+            self._ssml_voices(req, self._document(req))  # unknown voices: 4xx now
         return voice, language
+
+    def _document(self, req: SpeechRequest) -> SsmlDocument:
+        return _parsed(as_document(req.text))
+
+    def ssml_warnings(self, req: SpeechRequest) -> tuple[str, ...]:
+        """What an SSML request's markup asked for that was ignored (empty for
+        plain text); raises InvalidSsml (400) when the markup is malformed."""
+        return ssml_warnings(req)
+
+    def _ssml_voices(self, req: SpeechRequest, doc: SsmlDocument) -> dict[str, ResolvedVoice]:
+        """Every voice a <voice name> switches to, resolved for the caller."""
+        return {
+            name: self._catalog.resolve(name, req.owner, self._caps.engine)
+            for name in sorted(doc.voices)
+        }
 
     def _voice_for(self, req: SpeechRequest) -> ResolvedVoice:
         engine = self._caps.engine
@@ -181,7 +236,7 @@ class SpeechService:
                 )
             return language
         if self._detect is not None:
-            return self._detect(req.text)
+            return self._detect(_spoken(req))
         return self._default_language
 
     def _key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
@@ -194,11 +249,50 @@ class SpeechService:
             voice_version=voice.version,
             text=" ".join(req.text.split()),
             language=language,
-            controls=req.controls.cache_parts(),
+            controls=self._key_controls(req),
             format=req.format,
             sample_rate=req.sample_rate,
             stream=stream,
         )
+
+    def _pronunciations(self, req: SpeechRequest) -> list[Pronunciation]:
+        if self._lexicon_source is None or req.owner is None:
+            return []
+        return self._lexicon_source(req.owner)
+
+    def _lexicons(self, req: SpeechRequest) -> Callable[[str], Lexicon | None]:
+        """The caller's lexicon per language (read once for the request)."""
+        entries = self._pronunciations(req)
+        if not entries:
+            return lambda _language: None
+        compiled: dict[str, Lexicon] = {}
+
+        def lexicon(language: str) -> Lexicon | None:
+            if language not in compiled:
+                compiled[language] = for_language(entries, language)
+            return compiled[language] or None
+
+        return lexicon
+
+    def _key_controls(self, req: SpeechRequest) -> dict[str, object]:
+        parts = req.controls.cache_parts()
+        entries = self._pronunciations(req)
+        if entries:
+            # A changed pronunciation is other audio.
+            parts["lexicon"] = Lexicon(entries).fingerprint()
+        if req.is_ssml:
+            # The same markup read as plain text is other audio; a voice the
+            # markup switches to is part of it (a new version, new audio).
+            voices = self._ssml_voices(req, self._document(req))
+            parts["ssml"] = [f"{v.id}@{v.version}" for v in voices.values()]
+        return parts
+
+    def _cacheable(self, req: SpeechRequest, voice: ResolvedVoice) -> bool:
+        """A file that speaks with voices other than ``voice`` is not kept: the
+        cache purges by voice id, and a deleted voice must leave nothing behind."""
+        if self._cache is None or not req.is_ssml:
+            return self._cache is not None
+        return all(v.id == voice.id for v in self._ssml_voices(req, self._document(req)).values())
 
     # -- whole-file synthesis --------------------------------------------------
     def synthesize(
@@ -224,8 +318,9 @@ class SpeechService:
         voice, language = self._validate(req)
         ctype = content_type(req.format)
         key = self._key(req, voice, language, stream=False)
-        if self._cache is not None:
-            hit = self._cache.get_entry(key)
+        cache = self._cache if self._cacheable(req, voice) else None
+        if cache is not None:
+            hit = cache.get_entry(key)
             if hit is not None:
                 if admission is not None:
                     admission.release()
@@ -234,13 +329,13 @@ class SpeechService:
         def render(abandoned: Callable[[], bool]) -> bytes:
             # A request that missed the cache just before an identical render
             # stored its result must not synthesize again.
-            if self._cache is not None:
-                late_hit = self._cache.get_entry(key)
+            if cache is not None:
+                late_hit = cache.get_entry(key)
                 if late_hit is not None:
                     return late_hit[0].data
             data = self._render_file(req, voice, language, progress, abandoned, deadline, admission)
-            if self._cache is not None:
-                self._cache.put(key, data, voice_id=voice.id, content_type=ctype)
+            if cache is not None:
+                cache.put(key, data, voice_id=voice.id, content_type=ctype)
             return data
 
         # Identical concurrent requests share one synthesis, which stops only
@@ -303,14 +398,15 @@ class SpeechService:
         voice, language = self._validate(req)
         ctype = content_type(req.format)
         key = self._key(req, voice, language, stream=True)
-        if self._cache is not None:
+        if self._cacheable(req, voice):
+            assert self._cache is not None
             hit = self._cache.get_entry(key)
             if hit is not None:
                 if admission is not None:
                     admission.release()
                 return ctype, iter([hit[0].data])
         if admission is None:
-            admission = self._admit(req.text, deadline, must_finish=False)
+            admission = self._admit(_spoken(req), deadline, must_finish=False)
         chunks = self._stream_and_cache(req, voice, language, key, ctype, cancelled, admission)
         # A generator closed before its first step never runs its ``finally``:
         # free the reservation when it is dropped, whether it ran or not.
@@ -327,7 +423,7 @@ class SpeechService:
         cancelled: Callable[[], bool] | None,
         admission: Admission,
     ) -> Iterator[bytes]:
-        kept: list[bytes] | None = [] if self._cache is not None else None
+        kept: list[bytes] | None = [] if self._cacheable(req, voice) else None
         parts = self._encoded(
             req, voice, language, fast_start=True, cancelled=cancelled, admission=admission
         )
@@ -364,7 +460,7 @@ class SpeechService:
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
         if admission is None:
-            admission = self._admit(req.text, deadline, must_finish=True)
+            admission = self._admit(_spoken(req), deadline, must_finish=True)
         # A frame engine's pieces go out as the model makes them when nothing
         # needs the whole chunk: a stream (whole files gain nothing) whose
         # voice has no tone filter and whose controls need no DSP (tempo and
@@ -374,21 +470,33 @@ class SpeechService:
             and self._caps.streaming == "frame"
             and voice.tone is None
             and not controls.needs_dsp
+            and not req.is_ssml  # voices and controls may change per chunk
         )
-        for chunk, audio, chunk_done in self._synthesized(
-            voice, language, req.text, controls, fast_start, cancelled, admission, frames=frames
+        try:
+            plan = self._plan(req, voice, language, controls, fast_start)
+        except BaseException:
+            admission.release()
+            raise
+        for planned, audio, chunk_done in self._synthesized(
+            plan, fast_start, cancelled, admission, frames=frames
         ):
-            if voice.tone is not None:
+            chunk = planned.chunk
+            if planned.lead_s > 0 and stats.first_audio_s is None:
+                lead = np.zeros(int(round(planned.lead_s * self.sample_rate)), np.float32)
+                stats.audio_seconds += lead.size / self.sample_rate
+                stats.first_audio_s = time.perf_counter() - started
+                if self._hooks.on_first_audio is not None:
+                    self._hooks.on_first_audio(stats.first_audio_s)
+                yield lead
+            if planned.voice.tone is not None:
                 # Before the controls: pitch and energy act on the voice as cloned.
-                audio = voice.tone.apply(audio, self.sample_rate)
+                audio = planned.voice.tone.apply(audio, self.sample_rate)
             # Always: besides the controls' DSP it holds the true-peak ceiling.
-            audio = apply_controls(audio, self.sample_rate, controls)
+            audio = apply_controls(audio, self.sample_rate, planned.controls)
             if not chunk_done:
                 out = joiner.feed_partial(audio)
             else:
-                # Pauses scale with the speed too, so the whole file (not only the
-                # speech) is 1/speed as long; the last pause is the file's tail.
-                out = joiner.feed(audio, chunk.pause_after_s * controls.pause / controls.speed)
+                out = joiner.feed(audio, planned.pause_s)
                 stats.chunks += 1
                 if progress is not None:
                     progress(len(chunk.text))
@@ -407,42 +515,100 @@ class SpeechService:
         if self._hooks.on_rendered is not None:
             self._hooks.on_rendered(stats)
 
-    def _synthesized(
+    def _plan(
         self,
+        req: SpeechRequest,
         voice: ResolvedVoice,
         language: str,
-        text: str,
         controls: ResolvedControls,
+        fast_start: bool,
+    ) -> Iterator[_Planned]:
+        """The chunks to speak, with their voice, controls and pauses. Text is
+        planned now (errors surface before any audio); phonemes lazily."""
+        lexicons = self._lexicons(req)
+        if not req.is_ssml:
+            chunks = self._frontend.plan(
+                req.text, language, fast_start=fast_start, lexicon=lexicons(language)
+            )
+            # Pauses scale with the speed too, so the whole file (not only the
+            # speech) is 1/speed as long; the last pause is the file's tail.
+            return (
+                _Planned(c, voice, controls, c.pause_after_s * controls.pause / controls.speed)
+                for c in chunks
+            )
+        return self._ssml_plan(req, voice, language, controls, fast_start, lexicons)
+
+    def _ssml_plan(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        controls: ResolvedControls,
+        fast_start: bool,
+        lexicons: Callable[[str], Lexicon | None],
+    ) -> Iterator[_Planned]:
+        doc = self._document(req)
+        voices = self._ssml_voices(req, doc)
+        if doc.language and not req.language:
+            language = ssml_language(doc.language, self.languages)
+        parts: list[tuple[Iterator[Chunk], ResolvedVoice, ResolvedControls] | float] = []
+        spoken = False
+        for item in doc.items:
+            if isinstance(item, SsmlBreak):
+                parts.append(item.seconds)
+                continue
+            lang = ssml_language(item.language, self.languages) if item.language else language
+            p = item.prosody
+            seg_controls = replace(
+                controls,
+                speed=_clamp(controls.speed * p.rate, SPEED_RANGE),
+                pitch=_clamp(controls.pitch + p.pitch, PITCH_RANGE),
+                energy=_clamp(controls.energy * p.volume, ENERGY_RANGE),
+            )
+            try:
+                chunks = self._frontend.plan(
+                    item.text, lang, fast_start=fast_start and not spoken, lexicon=lexicons(lang)
+                )
+            except InvalidInput as exc:
+                if exc.field == "text":  # a segment of punctuation only: nothing to say
+                    continue
+                raise
+            seg_voice = voices[item.voice] if item.voice else voice
+            parts.append((chunks, seg_voice, seg_controls))
+            spoken = True
+        if not spoken:
+            raise InvalidInput("the SSML contains nothing that can be spoken", field="text")
+        return _join_ssml_parts(parts)
+
+    def _synthesized(
+        self,
+        plan: Iterator[_Planned],
         fast_start: bool,
         cancelled: Callable[[], bool] | None,
         admission: Admission,
         *,
         frames: bool = False,
-    ) -> Iterator[tuple[Chunk, np.ndarray, bool]]:
-        """Yield (chunk, audio, chunk done): the audio of each chunk in order, in
-        one piece, or with ``frames`` in the engine's pieces as they are made
-        (then a last empty piece marks the chunk's end)."""
-        try:
-            plan = self._frontend.plan(text, language, fast_start=fast_start)
-        except BaseException:
-            admission.release()
-            raise
-        pending: deque[tuple[Chunk, Future[np.ndarray], queue.SimpleQueue[Any] | None]] = deque()
+    ) -> Iterator[tuple[_Planned, np.ndarray, bool]]:
+        """Yield (planned chunk, audio, chunk done): the audio of each chunk in
+        order, in one piece, or with ``frames`` in the engine's pieces as they
+        are made (then a last empty piece marks the chunk's end)."""
+        pending: deque[tuple[_Planned, Future[np.ndarray], queue.SimpleQueue[Any] | None]] = deque()
         abandoned = threading.Event()
 
         def gone() -> bool:
             return abandoned.is_set() or (cancelled is not None and cancelled())
 
         def submit_next() -> bool:
-            chunk = next(plan, None)
-            if chunk is None:
+            planned = next(plan, None)
+            if planned is None:
                 return False
+            chunk, voice = planned.chunk, planned.voice
             first = chunk.index == 0
             priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
             if admission.priority is not None:
                 priority = admission.priority  # background work (speech jobs)
             item = SynthItem(
-                chunk.token_ids, voice.style, controls.engine_speed, prompt=voice.prompt
+                chunk.token_ids, voice.style, planned.controls.engine_speed, prompt=voice.prompt
             )
             # A whole file is due by its deadline; a stream only has to start by it.
             due = admission.deadline if (first or admission.must_finish) else None
@@ -459,7 +625,7 @@ class SpeechService:
             if pieces is not None:
                 # Every piece is queued before the future resolves: this ends them.
                 future.add_done_callback(functools.partial(_end_of_pieces, pieces))
-            pending.append((chunk, future, pieces))
+            pending.append((planned, future, pieces))
             return True
 
         # A stream's first chunk goes alone, so on an idle server it can take the
@@ -471,15 +637,15 @@ class SpeechService:
             while pending:
                 if gone():
                     raise Cancelled("request cancelled")
-                chunk, future, pieces = pending[0]
+                planned, future, pieces = pending[0]
                 if pieces is not None:
-                    yield from _pieces_until_done(chunk, pieces, gone)
+                    yield from _pieces_until_done(planned, pieces, gone)
                 pending.popleft()
                 audio = future.result()
-                admission.consume(len(chunk.text))
+                admission.consume(len(planned.chunk.text))
                 while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
                     pass
-                yield chunk, (_NO_AUDIO if pieces is not None else audio), True
+                yield planned, (_NO_AUDIO if pieces is not None else audio), True
         finally:
             # Generator closed early (client went away) or failed: drop queued work.
             abandoned.set()
@@ -568,7 +734,7 @@ class SpeechService:
             self._validate(req)  # the length error, not an admission one
         finish = (not stream) if must_finish is None else (must_finish or not stream)
         return self._admit(
-            req.text,
+            _spoken(req),
             deadline,
             must_finish=finish,
             first_audio_s=first_audio_s if stream else None,
@@ -594,7 +760,9 @@ class SpeechService:
         """The voice ``req`` resolves to and the chunks its text becomes (what
         the engine will be asked for): for benchmarks and tools."""
         voice, language = self._validate(req)
-        return voice, self._frontend.plan(req.text, language, fast_start=fast_start)
+        controls = req.controls.resolve()
+        planned = self._plan(req, voice, language, controls, fast_start)
+        return voice, (p.chunk for p in planned)
 
     def render_audio(self, req: SpeechRequest) -> np.ndarray:
         """Whole utterance as float32 at the engine rate (CLI, tests, benchmarks)."""
@@ -605,6 +773,17 @@ class SpeechService:
     def text_size(self, req: SpeechRequest) -> int:
         """Characters the planner will speak (for progress bars)."""
         language = self._language_for(req, self._voice_for(req))
+        if req.is_ssml:
+            doc = self._document(req)
+            return sum(
+                len(s)
+                for item in doc.items
+                if not isinstance(item, SsmlBreak)
+                for s in self._frontend.prepare(
+                    item.text,
+                    ssml_language(item.language, self.languages) if item.language else language,
+                )
+            )
         return sum(len(s) for s in self._frontend.prepare(req.text, language))
 
     def invalidate_voice(self, voice_id: str) -> None:
@@ -621,9 +800,64 @@ def _end_of_pieces(pieces: queue.SimpleQueue[Any], _future: Future[np.ndarray]) 
     pieces.put(_CHUNK_END)
 
 
+def ssml_warnings(req: SpeechRequest) -> tuple[str, ...]:
+    """Check ``req``'s SSML without an engine (InvalidSsml when malformed); what
+    its markup asked for that is ignored. Empty for plain text."""
+    return _parsed(as_document(req.text)).warnings if req.is_ssml else ()
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(document: str) -> SsmlDocument:
+    # One request asks for its document several times (validation, cache key,
+    # plan, warnings header); parsing is pure, so the last few are kept.
+    return parse_ssml(document)
+
+
+_TAG = re.compile(r"<[^<>]*>")
+
+
+def _spoken(req: SpeechRequest) -> str:
+    """What admission prices: the text without its SSML markup (cheap, on the
+    event loop; attributes such as a long alias are a rounding error)."""
+    return _TAG.sub(" ", req.text) if req.is_ssml else req.text
+
+
+def _clamp(value: float, bounds: tuple[float, float]) -> float:
+    return min(max(value, bounds[0]), bounds[1])
+
+
+def _join_ssml_parts(
+    parts: list[tuple[Iterator[Chunk], ResolvedVoice, ResolvedControls] | float],
+) -> Iterator[_Planned]:
+    """Chunks of every SSML segment in order, numbered anew; a <break> becomes
+    the exact silence after the chunk before it (before the first: a lead)."""
+    index = 0
+    held: _Planned | None = None
+    lead = 0.0
+    for part in parts:
+        if isinstance(part, float):
+            if held is None:
+                lead += part
+            else:
+                # An explicit break replaces the punctuation pause; it is not
+                # scaled by speed or emotion (the markup asked for this length).
+                held = replace(held, pause_s=part)
+            continue
+        chunks, voice, controls = part
+        for chunk in chunks:
+            if held is not None:
+                yield held
+            pause = chunk.pause_after_s * controls.pause / controls.speed
+            held = _Planned(replace(chunk, index=index), voice, controls, pause, lead)
+            lead = 0.0
+            index += 1
+    if held is not None:
+        yield held
+
+
 def _pieces_until_done(
-    chunk: Chunk, pieces: queue.SimpleQueue[Any], gone: Callable[[], bool]
-) -> Iterator[tuple[Chunk, np.ndarray, bool]]:
+    chunk: _Planned, pieces: queue.SimpleQueue[Any], gone: Callable[[], bool]
+) -> Iterator[tuple[_Planned, np.ndarray, bool]]:
     """A frame engine's pieces of ``chunk`` as the worker hands them over."""
     while True:
         try:

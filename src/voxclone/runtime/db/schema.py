@@ -180,3 +180,18 @@ api_keys = Table(
     UniqueConstraint("key_hash", name="api_keys_key_hash"),
     Index("api_keys_prefix", "prefix"),
 )
+
+# -- pronunciation lexicon (per owner) ----------------------------------------
+
+lexicon_entries = Table(
+    "lexicon_entries",
+    metadata,
+    Column("owner", Text, nullable=False),
+    Column("language", Text, nullable=False),
+    Column("word_key", Text, nullable=False),  # case-folded: what text matches on
+    Column("word", Text, nullable=False),
+    Column("ipa", Text),
+    Column("respelling", Text),
+    Column("updated_at", Text, nullable=False),  # ISO-8601 UTC
+    PrimaryKeyConstraint("owner", "language", "word_key"),
+)

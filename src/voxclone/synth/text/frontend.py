@@ -9,18 +9,27 @@ A sentence may switch language ("Say こんにちは to her"): it is cut into
 runs of one language each, every run is normalized and phonemized by its
 own language's rules, and the phonemes are joined again so the sentence is
 still spoken in one breath by one voice.
+
+Inline phonemes (``[tomato](/təˈmɑːtoʊ/)``, the convention Kokoro-FastAPI
+clients use; SSML ``<phoneme>`` becomes the same form) are taken out of the
+text after cleaning and replaced by one private-use character each, which
+normalization, sentence splitting and budget cutting leave alone; when a
+piece is phonemized, the text around each of them goes to the G2P and the
+character itself becomes the given IPA in the engine's alphabet.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from voxclone.errors import InvalidInput, UnsupportedLanguage
 from voxclone.synth.text.langdetect import detect_language, split_language_runs
+from voxclone.synth.text.lexicon import Lexicon
 from voxclone.synth.text.normalize_en import normalize_english
 from voxclone.synth.text.normalize_intl import international_normalizers
-from voxclone.synth.text.protocol import G2P
+from voxclone.synth.text.protocol import G2P, IpaInput
 from voxclone.synth.text.segment import (
     clean_text,
     first_chunk_for_streaming,
@@ -38,6 +47,47 @@ AUTO = "auto"
 # with edge silence), so a streamed first chunk is cut at a clause or after this
 # many words. bench/ttfa.py: p50 0.74 s at 4 words vs 0.97 s at 5 in one run.
 STREAM_FIRST_CHUNK_WORDS = 4
+
+
+# [word](/IPA/): the word may be empty, the IPA may not; neither crosses a line.
+INLINE_PHONEME = re.compile(r"\[([^\[\]\n]{0,100})\]\(/([^/()\n]{1,200})/\)")
+# Private-use code points stand for the inline phonemes of one request.
+_MARK_BASE = 0xE000
+_MAX_MARKS = 6400
+_MARK = re.compile("([\ue000-\uf8ff])")
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """The inline phonemes of one text: (word, IPA) per private-use character."""
+
+    entries: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, word: str, ipa: str) -> str:
+        if len(self.entries) >= _MAX_MARKS:
+            return f" {word} "  # past the cap the word is read by the G2P
+        self.entries.append((word, ipa))
+        return f" {chr(_MARK_BASE + len(self.entries) - 1)} "
+
+    def get(self, mark: str) -> tuple[str, str] | None:
+        index = ord(mark) - _MARK_BASE
+        return self.entries[index] if 0 <= index < len(self.entries) else None
+
+    def words(self, text: str) -> str:
+        """``text`` with each mark back as the word it stands for."""
+        if not self.entries:
+            return text
+        return _MARK.sub(lambda m: (self.get(m.group(1)) or ("",))[0], text)
+
+    def has(self, text: str) -> bool:
+        return bool(self.entries) and _MARK.search(text) is not None
+
+
+def _extract_inline(text: str, marks: _Marks) -> str:
+    def replace(match: re.Match[str]) -> str:
+        return marks.add(match.group(1).strip(), match.group(2).strip())
+
+    return INLINE_PHONEME.sub(replace, text) if "](/" in text else text
 
 
 @dataclass(frozen=True)
@@ -81,40 +131,58 @@ class TextFrontend:
     def languages(self) -> tuple[str, ...]:
         return self._g2p.languages
 
-    def prepare(self, text: str, language: str) -> list[str]:
+    def prepare(self, text: str, language: str, *, lexicon: Lexicon | None = None) -> list[str]:
         """Clean, normalize and split into sentences (cheap; no phonemes yet).
 
         ``language`` is the default for text whose script does not say
         otherwise; ``"auto"`` detects it from the text.
         """
-        return self._prepare(text, language)[1]
+        _, sentences, marks = self._prepare(text, language, lexicon)
+        return [marks.words(s) for s in sentences]
 
-    def plan(self, text: str, language: str, *, fast_start: bool = False) -> Iterator[Chunk]:
-        language, sentences = self._prepare(text, language)
+    def plan(
+        self,
+        text: str,
+        language: str,
+        *,
+        fast_start: bool = False,
+        lexicon: Lexicon | None = None,
+    ) -> Iterator[Chunk]:
+        """Chunks of ``text``; ``lexicon`` (the caller's pronunciations for
+        ``language``) rewrites its words before normalization."""
+        language, sentences, marks = self._prepare(text, language, lexicon)
         if not sentences:
             raise InvalidInput(
                 "the text contains nothing that can be spoken", field="text", value=len(text)
             )
         if fast_start:
             sentences = first_chunk_for_streaming(sentences, max_words=STREAM_FIRST_CHUNK_WORDS)
-        return self._chunks(sentences, language)
+        return self._chunks(sentences, language, marks)
 
-    def _chunks(self, sentences: list[str], language: str) -> Iterator[Chunk]:
+    def _chunks(self, sentences: list[str], language: str, marks: _Marks) -> Iterator[Chunk]:
         index = 0
         for sentence in sentences:
-            for piece, phonemes in self._phonemized_pieces(sentence, language):
+            for piece, phonemes in self._phonemized_pieces(sentence, language, marks):
                 ids = self._g2p.token_ids(phonemes)
                 if not ids or not any(ch.isalpha() for ch in phonemes):
                     continue
                 # A few languages' espeak output runs long; cut rather than fail.
                 ids = ids[: self._budget]
-                yield Chunk(index, piece, phonemes, ids, sentence_pause_s(piece))
+                text = marks.words(piece)
+                yield Chunk(index, text, phonemes, ids, sentence_pause_s(text))
                 index += 1
 
-    def _prepare(self, text: str, language: str) -> tuple[str, list[str]]:
+    def _prepare(
+        self, text: str, language: str, lexicon: Lexicon | None = None
+    ) -> tuple[str, list[str], _Marks]:
         cleaned = clean_text(text)
+        marks = _Marks()
         if language == AUTO:
-            language = self._detect(cleaned)
+            language = self._detect(INLINE_PHONEME.sub(r"\1", cleaned))
+        cleaned = _extract_inline(cleaned, marks)
+        if lexicon:
+            # After the inline phonemes: a word the text spells out itself wins.
+            cleaned = lexicon.apply(cleaned, marks.add)
         self._check_supported(language)
         sentences = []
         for sentence in split_sentences(cleaned):
@@ -122,9 +190,9 @@ class TextFrontend:
             normalized = " ".join(
                 self._normalizers.get(lang, _identity)(run).strip() for lang, run in runs
             )
-            if any(ch.isalnum() for ch in normalized):
+            if any(ch.isalnum() for ch in normalized) or marks.has(normalized):
                 sentences.append(normalized.strip())
-        return language, sentences
+        return language, sentences, marks
 
     def _runs(self, sentence: str, language: str) -> list[tuple[str, str]]:
         runs = self._split_runs(sentence, language) or [(language, sentence)]
@@ -141,14 +209,35 @@ class TextFrontend:
                 limit=supported,
             )
 
-    def _phonemized_pieces(self, sentence: str, language: str) -> Iterator[tuple[str, str]]:
+    def _phonemize(self, text: str, language: str, marks: _Marks) -> str:
+        """The G2P's phonemes for ``text``, with each inline-phoneme mark as its IPA."""
+        if not marks.has(text):
+            return self._g2p.phonemize(text, language)
+        parts: list[str] = []
+        for part in _MARK.split(text):
+            entry = marks.get(part) if len(part) == 1 else None
+            if entry is None:
+                phonemes = self._g2p.phonemize(part, language) if part.strip() else ""
+            elif isinstance(self._g2p, IpaInput):
+                phonemes = self._g2p.from_ipa(entry[1], language)
+            else:  # an engine that reads text cannot be given IPA: say the word
+                phonemes = self._g2p.phonemize(entry[0], language) if entry[0] else ""
+            if phonemes and parts and not phonemes[0].isalpha():
+                parts[-1] += phonemes  # punctuation after a mark keeps its place
+            elif phonemes:
+                parts.append(phonemes)
+        return " ".join(parts)
+
+    def _phonemized_pieces(
+        self, sentence: str, language: str, marks: _Marks
+    ) -> Iterator[tuple[str, str]]:
         """(text, phonemes) pieces of one normalized sentence, each within the token budget."""
         memo: dict[tuple[str, str], str] = {}
 
         def phonemize(piece: str, lang: str) -> str:
             key = (piece, lang)
             if key not in memo:
-                memo[key] = self._g2p.phonemize(piece, lang)
+                memo[key] = self._phonemize(piece, lang, marks)
             return memo[key]
 
         def pieces_of(text: str, lang: str) -> Iterator[tuple[str, str]]:

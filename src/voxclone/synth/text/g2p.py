@@ -165,8 +165,22 @@ class EspeakG2P:
         rewritten = re.sub(r"\s+", " ", rewritten).strip()
         return keep_known_phonemes(rewritten, self._vocab, self._warned)
 
+    def from_ipa(self, ipa: str, language: str) -> str:
+        """Kokoro phonemes for IPA a person wrote (``[word](/IPA/)``, ``<phoneme ph>``).
+
+        People write diphthongs and affricates without espeak's tie bar
+        ("toʊ", "tʃ"); they get one so the rewrite folds them like espeak's.
+        Kokoro's own symbols (O, A, I …) pass through unchanged.
+        """
+        tied = _UNTIED.sub(lambda m: m.group(1) + TIE + m.group(2), ipa.replace("g", "ɡ"))
+        return self.to_kokoro(tied.replace(TIE + TIE, TIE), language)
+
     def token_ids(self, phonemes: str) -> tuple[int, ...]:
         return tuple(self._vocab[ch] for ch in phonemes if ch in self._vocab)
+
+
+# Untied diphthongs and affricates, as typed by hand.
+_UNTIED = re.compile(r"([aeɔoə]|[dt](?=[ʒʃ]))([ɪʊʒʃ])")
 
 
 def keep_known_phonemes(phonemes: str, vocab: Mapping[str, int], warned: set[str]) -> str:

@@ -59,5 +59,11 @@ class MultiG2P:
             limit=supported,
         )
 
+    def from_ipa(self, ipa: str, language: str) -> str:
+        """Kokoro phonemes for IPA a person wrote (see ``EspeakG2P.from_ipa``)."""
+        if language in self._espeak.languages:
+            return self._espeak.from_ipa(ipa, language)
+        return keep_known_phonemes(ipa, self._vocab, self._warned)
+
     def token_ids(self, phonemes: str) -> tuple[int, ...]:
         return tuple(self._vocab[ch] for ch in phonemes if ch in self._vocab)

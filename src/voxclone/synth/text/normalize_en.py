@@ -184,6 +184,7 @@ _MONTHS = (
     "January", "February", "March", "April", "May", "June", "July", "August",
     "September", "October", "November", "December",
 )  # fmt: skip
+MONTHS = _MONTHS
 _MONTH_ALT = "|".join(_MONTHS)
 
 # Capitalised words that almost always open a sentence: after an ambiguous
@@ -413,6 +414,11 @@ def _date_words(month: int, day: int, year: str | None, day_first: bool) -> str:
     if year:
         spoken += ", " + (_year_or_number(year) if len(year) == 4 else number_to_words(int(year)))
     return spoken
+
+
+def date_to_words(month: int, day: int, year: str | None, *, day_first: bool = False) -> str:
+    """A date as spoken: (3, 5, "2024") → "March fifth, twenty twenty-four"."""
+    return _date_words(month, day, year, day_first)
 
 
 def _iso_date(match: re.Match[str]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class G2P(Protocol):
@@ -14,3 +14,12 @@ class G2P(Protocol):
         ...
 
     def token_ids(self, phonemes: str) -> tuple[int, ...]: ...
+
+
+@runtime_checkable
+class IpaInput(Protocol):
+    """A G2P that can also speak IPA written by a person (inline phonemes, SSML
+    ``<phoneme>``, lexicon entries). A G2P without it (a text engine's) speaks
+    the word instead."""
+
+    def from_ipa(self, ipa: str, language: str) -> str: ...

@@ -285,7 +285,9 @@ def _is_boundary(line: str, match: re.Match[str]) -> bool:
 
 
 def _has_words(piece: str) -> bool:
-    return any(ch.isalnum() for ch in piece)
+    # Private-use characters never survive clean_text; the frontend puts them
+    # back as stand-ins for inline phonemes, which are words.
+    return any(ch.isalnum() or "\ue000" <= ch <= "\uf8ff" for ch in piece)
 
 
 def split_paragraphs(text: str) -> list[str]:
