@@ -1,7 +1,7 @@
 """Pronunciation lexicon: one row per owner, language and word.
 
 Revision ID: 0003_lexicon (after 0002_job_queue)
-Revises: 0001
+Revises: 0002_job_queue
 Create Date: 2026-12-01
 
 ``word_key`` is the case-folded word (what requests match on); ``word`` keeps
