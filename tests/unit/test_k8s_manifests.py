@@ -256,6 +256,10 @@ def test_external_services_are_named_for_the_secret() -> None:
     assert external == {"voxclone-redis", "voxclone-postgres", "voxclone-s3"}
     redis_url = one("Secret", "voxclone-secrets")["stringData"]["VOXCLONE_REDIS_URL"]
     assert "@voxclone-redis:6379" in redis_url
+    secrets = one("Secret", "voxclone-secrets")["stringData"]
+    # The shared state a multi-pod deployment needs is configured, not reserved.
+    assert "@voxclone-postgres:5432/" in secrets["VOXCLONE_DATABASE_URL"]
+    assert secrets["VOXCLONE_URL_SIGNING_SECRET"]
 
 
 # ------------------------------------------------------------------ Ray
