@@ -5,6 +5,9 @@ embedded default needs none of this. With a shared PostgreSQL database
 (``VOXCLONE_DATABASE_URL``) an operator runs ``voxclone db upgrade`` once,
 before rolling out a new version, so replicas never start on a schema
 mid-migration; ``voxclone db current`` shows where a database stands.
+``voxclone db copy --to URL`` moves this home's embedded databases (voices,
+jobs, lexicon, API keys) into an empty PostgreSQL database: the step from
+one machine to a cluster (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from voxclone.config import Settings
+from voxclone.errors import VoxcloneError
 from voxclone.runtime.db import current_revision, head_revision, open_database, upgrade
+from voxclone.runtime.db.copy import copy_rows
 
 
 def add_db_parser(sub: Any) -> None:
@@ -22,6 +27,11 @@ def add_db_parser(sub: Any) -> None:
     dsub = db.add_subparsers(dest="db_command", required=True)
     dsub.add_parser("upgrade", help="migrate the database(s) to this version's schema")
     dsub.add_parser("current", help="show each database's schema revision")
+    copy = dsub.add_parser(
+        "copy",
+        help="copy this home's SQLite databases into an empty database (e.g. PostgreSQL)",
+    )
+    copy.add_argument("--to", required=True, metavar="URL", help="target database URL")
 
 
 def _targets(settings: Settings) -> list[str | Path]:
@@ -29,7 +39,36 @@ def _targets(settings: Settings) -> list[str | Path]:
     return list(dict.fromkeys([settings.database_target, settings.key_database_target]))
 
 
+def _copy(settings: Settings, target_url: str) -> int:
+    if settings.database_url:
+        print(
+            "voxclone db copy: VOXCLONE_DATABASE_URL is set; copy reads the embedded SQLite files"
+        )
+        return 2
+    sources = [settings.db_path, settings.key_database_target]
+    missing = [str(p) for p in sources if not Path(p).exists()]
+    if missing:
+        print(f"voxclone db copy: no database at {', '.join(missing)}")
+        return 2
+    opened = [open_database(p) for p in sources]
+    target = open_database(target_url)
+    try:
+        report = copy_rows(opened, target)
+    except VoxcloneError as exc:
+        print(f"voxclone db copy: {exc.message}")
+        return 1
+    finally:
+        for db in (*opened, target):
+            db.close()
+    for table, rows in report.rows.items():
+        print(f"{table}: {rows} rows")
+    print(f"copied {report.total} rows into {target.describe()}")
+    return 0
+
+
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    if args.db_command == "copy":
+        return _copy(settings, args.to)
     for target in _targets(settings):
         db = open_database(target)
         try:
