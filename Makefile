@@ -40,7 +40,7 @@ run serve: install
 
 # Everything: unit, integration (real Redis), API, e2e, browser (real Chromium).
 test: install system-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not e2e"
