@@ -36,7 +36,7 @@ from voxclone.runtime.startup import StartupStages
 from voxclone.runtime.url_signing import UrlSigner, build_signer
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.service.purge import CachePurger
+from voxclone.service.purge import CachePurger, orphan_audio_purge
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
@@ -442,8 +442,18 @@ def build_runtime(
     runtime.job_worker = JobWorker(runtime.speech_jobs, poll_s=settings.job_poll_s)
     runtime.url_signer = build_signer(settings.url_signing_secret, settings.home)
     if with_voices:
+        reconcile = None
+        if settings.database_url and cache is not None:
+            # A shared library: voices deleted through another server leave
+            # audio in this server's own tiers (service/purge.py).
+            reconcile = orphan_audio_purge(
+                cache.local_voice_ids, store.existing_voice_ids, router.invalidate_voice
+            )
         purger = CachePurger(
-            store, voice_purge(store, router.invalidate_voice), retry_s=settings.purge_retry_s
+            store,
+            voice_purge(store, router.invalidate_voice),
+            retry_s=settings.purge_retry_s,
+            reconcile=reconcile,
         )
         purger.start()  # purges a previous process could not finish, then retries
         runtime.purger = purger

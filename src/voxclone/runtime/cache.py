@@ -196,6 +196,11 @@ class MemoryTier:
         with self._lock:
             self._remove_locked(key)
 
+    def voice_ids(self) -> set[str]:
+        """Voices that entries here were made with."""
+        with self._lock:
+            return set(self._by_voice)
+
     def invalidate_voice(self, voice_id: str) -> int:
         with self._lock:
             keys = self._by_voice.pop(voice_id, set())
@@ -430,6 +435,20 @@ class DiskTier:
 
     def delete(self, key: str) -> None:
         self._drop_file(self._file_name(key))
+
+    def voice_ids(self) -> set[str]:
+        """Voices that entries here were made with (reads every file's header)."""
+        found: set[str] = set()
+        for path in list(self._entry_files()):
+            if not path.name.endswith(_ENTRY_SUFFIX) or path.name.startswith(_TMP_PREFIX):
+                continue
+            try:
+                voice = _read_entry_voice(path)
+            except (CorruptEntry, OSError):
+                continue
+            if voice is not None:
+                found.add(voice)
+        return found
 
     def invalidate_voice(self, voice_id: str) -> int:
         """Delete every entry made with ``voice_id``.
@@ -681,6 +700,16 @@ class TieredCache:
     def delete(self, key: str) -> None:
         for tier in self.tiers:
             tier.delete(key)
+
+    def local_voice_ids(self) -> set[str]:
+        """Voices this process's own tiers (memory, disk) hold audio of; a shared
+        tier (Redis) is left out: the deleting server purges it."""
+        found: set[str] = set()
+        for tier in self.tiers:
+            lister = getattr(tier, "voice_ids", None)
+            if lister is not None:
+                found |= lister()
+        return found
 
     def invalidate_voice(self, voice_id: str) -> dict[str, int]:
         """Remove every entry made with ``voice_id``; returns removals per tier.

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -711,6 +711,17 @@ class SqlVoiceStore:
         # unreachable blob store delays this but cannot make it forgotten.
         self._forget_blobs(voice_id)
         return record
+
+    def existing_voice_ids(self, voice_ids: Collection[str]) -> set[str]:
+        """Which of ``voice_ids`` are still in the library (any owner)."""
+        wanted = list(voice_ids)
+        found: set[str] = set()
+        with self._db.read() as conn:
+            for start in range(0, len(wanted), 500):  # bounded IN lists
+                batch = wanted[start : start + 500]
+                rows = conn.execute(select(t.voices.c.id).where(t.voices.c.id.in_(batch)))
+                found.update(row[0] for row in rows)
+        return found
 
     def purge_blobs(self, voice_id: str) -> int:
         """Delete every blob of ``voice_id`` (``voices/<id>/``); how many were there.

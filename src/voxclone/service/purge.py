@@ -5,6 +5,13 @@ The voice store writes that debt into its purge journal in the deletion's
 own transaction; :class:`CachePurger` pays it: at once when it can, and
 otherwise (Redis unreachable) on a timer and at the next start, until the
 cache confirms. A journal row disappears only after a successful purge.
+
+The journal is paid once, by whichever process gets to it first. With a shared
+library (PostgreSQL) and one home per server, the other servers' own memory
+and disk tiers still hold audio of the deleted voice, and nothing would ever
+tell them: :func:`orphan_audio_purge` makes each server compare the stored
+voices its local tiers hold audio of with the library, and purge those that
+are gone (every ``reconcile_s``).
 """
 
 from __future__ import annotations
@@ -27,8 +34,40 @@ class PurgeJournal(Protocol):
     def purge_done(self, voice_id: str) -> None: ...
 
 
+# Ids of voices in the library (service/catalog.py resolves "v_…" as stored
+# voices); built-in voices' audio is never an orphan.
+STORED_VOICE_PREFIX = "v_"
+
+
+def orphan_audio_purge(
+    held: Callable[[], set[str]],
+    existing: Callable[[set[str]], set[str]],
+    invalidate: Callable[[str], object],
+) -> Callable[[], int]:
+    """A pass that purges local audio of stored voices the library no longer has.
+
+    ``held``: voice ids the local tiers hold audio of; ``existing``: which of
+    them the library still has; ``invalidate``: the purge. Returns how many
+    voices it purged.
+    """
+
+    def reconcile() -> int:
+        stored = {v for v in held() if v.startswith(STORED_VOICE_PREFIX)}
+        if not stored:
+            return 0
+        gone = stored - existing(stored)
+        for voice_id in sorted(gone):
+            invalidate(voice_id)
+        if gone:
+            log.info("purged local audio of %d voices deleted elsewhere", len(gone))
+        return len(gone)
+
+    return reconcile
+
+
 class CachePurger:
-    """Runs ``invalidate(voice_id)`` for every journaled purge until it succeeds."""
+    """Runs ``invalidate(voice_id)`` for every journaled purge until it succeeds;
+    with ``reconcile``, also runs that pass every ``reconcile_s``."""
 
     def __init__(
         self,
@@ -36,10 +75,14 @@ class CachePurger:
         invalidate: Callable[[str], object],
         *,
         retry_s: float = 10.0,
+        reconcile: Callable[[], int] | None = None,
+        reconcile_s: float = 30.0,
     ) -> None:
         self._journal = journal
         self._invalidate = invalidate
         self._retry_s = retry_s
+        self._reconcile = reconcile
+        self._reconcile_s = reconcile_s
         self._lock = threading.Lock()  # one purge pass at a time
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -82,6 +125,13 @@ class CachePurger:
         self._thread = threading.Thread(target=self._loop, name="voxclone-purge", daemon=True)
         self._thread.start()
 
+    def reconcile(self) -> int:
+        """One orphan pass now (0 without ``reconcile``)."""
+        if self._reconcile is None:
+            return 0
+        with self._lock:
+            return self._reconcile()
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
@@ -89,12 +139,19 @@ class CachePurger:
             except Exception:  # the journal itself failing must not kill the thread
                 log.exception("purge journal pass failed")
                 left = 1
+            try:
+                self.reconcile()
+            except Exception:  # the library or a tier unreachable: next time
+                log.warning("orphan audio pass failed", exc_info=True)
+            idle = max(self._retry_s, 60.0)
+            if self._reconcile is not None:
+                idle = min(idle, self._reconcile_s)
             if left == 0:
                 # Nothing owed: sleep until a purge fails (or the periodic check).
-                self._wake.wait(max(self._retry_s, 60.0))
+                self._wake.wait(idle)
                 self._wake.clear()
             else:
-                self._stop.wait(self._retry_s)
+                self._stop.wait(min(self._retry_s, idle))
 
     def close(self) -> None:
         self._stop.set()
