@@ -32,6 +32,7 @@ from voxclone.runtime.scheduler import (
     Scheduler,
 )
 from voxclone.runtime.singleflight import SingleFlight
+from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_format
 from voxclone.synth.audio.join import PieceJoiner
@@ -40,6 +41,7 @@ from voxclone.synth.audio.stream_encode import open_stream_encoder
 from voxclone.synth.controls import ResolvedControls, SpeechControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
+from voxclone.synth.text.wordtimes import WordTime
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,16 @@ class SpeechResult:
     content_type: str
     cache: str  # "miss" or the tier that answered
     duration_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CaptionedResult:
+    """Audio with the times of its words (seconds in that audio, original text's words)."""
+
+    audio: bytes
+    content_type: str
+    words: tuple[WordTime, ...]
+    duration_s: float
 
 
 @dataclass
@@ -282,6 +294,109 @@ class SpeechService:
             data = _close_wav_sizes(data, len(header))
         return data
 
+    # -- word timestamps ----------------------------------------------------------
+    def _word_track(self, req: SpeechRequest, language: str) -> WordTrack:
+        if not self._caps.word_timestamps:
+            raise InvalidInput(
+                f"the {self._caps.engine} engine cannot time words; use a Kokoro voice",
+                field="timestamps",
+            )
+        return WordTrack(
+            req.text,
+            self.sample_rate,
+            self._frontend.token_ids,
+            self._frontend.normalizer(language),
+        )
+
+    def synthesize_captioned(
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
+    ) -> CaptionedResult:
+        """The whole file and its word timestamps (not cached: the cache keeps audio only)."""
+        voice, language = self._validate(req)
+        try:
+            track = self._word_track(req, language)
+        except BaseException:
+            if admission is not None:
+                admission.release()
+            raise
+        pieces = list(
+            self.render_pieces(
+                req,
+                voice,
+                language,
+                fast_start=False,
+                cancelled=cancelled,
+                deadline=deadline,
+                admission=admission,
+                words=track,
+            )
+        )
+        audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        data = encode(
+            audio, self.sample_rate, parse_format(req.format).value, out_rate=req.sample_rate
+        )
+        return CaptionedResult(
+            data, content_type(req.format), tuple(track.words), audio.size / self.sample_rate
+        )
+
+    def stream_captioned(
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
+    ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
+        """Validate now, then (content type, iterator of (encoded audio, the
+        words whose speech has been sent by the end of that audio))."""
+        voice, language = self._validate(req)
+        track = self._word_track(req, language)
+        if admission is None:
+            admission = self._admit(req.text, deadline, must_finish=False)
+        parts = self._captioned_parts(req, voice, language, track, cancelled, admission)
+        weakref.finalize(parts, admission.release)
+        return content_type(req.format), parts
+
+    def _captioned_parts(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        track: WordTrack,
+        cancelled: Callable[[], bool] | None,
+        admission: Admission,
+    ) -> Iterator[tuple[bytes, list[WordTime]]]:
+        encoder = open_stream_encoder(req.format, self.sample_rate, out_rate=req.sample_rate)
+        sent = 0
+        try:
+            header = encoder.header()
+            pieces = self.render_pieces(
+                req,
+                voice,
+                language,
+                fast_start=True,
+                cancelled=cancelled,
+                admission=admission,
+                words=track,
+            )
+            for audio in pieces:
+                data = header + encoder.feed(audio)
+                header = b""
+                fresh, sent = track.words[sent:], len(track.words)
+                if data or fresh:
+                    yield data, fresh
+            final = encoder.finish()
+            fresh = track.words[sent:]
+            if final or fresh:
+                yield final, fresh
+        finally:
+            encoder.close()
+
     # -- streaming ------------------------------------------------------------
     def stream(
         self,
@@ -351,11 +466,14 @@ class SpeechService:
         progress: Callable[[int], None] | None = None,
         deadline: float | None = None,
         admission: Admission | None = None,
+        words: WordTrack | None = None,
     ) -> Iterator[np.ndarray]:
         """Yield post-processed, joined float32 audio at the engine rate.
 
         Without an ``admission`` (taken by :meth:`stream` before it returns)
-        one is taken here, due by ``deadline`` when one is given.
+        one is taken here, due by ``deadline`` when one is given. With
+        ``words``, the words spoken so far are in ``words.words`` (output
+        time) before the audio that contains them is yielded.
         """
         controls = replace(
             req.controls.resolve(), native_speed="speed" in self._caps.native_controls
@@ -371,13 +489,23 @@ class SpeechService:
         # pitch work on whole chunks). Only the true-peak limiter runs per frame.
         frames = (
             fast_start
+            and words is None  # word times need whole chunks
             and self._caps.streaming == "frame"
             and voice.tone is None
             and not controls.needs_dsp
         )
         for chunk, audio, chunk_done in self._synthesized(
-            voice, language, req.text, controls, fast_start, cancelled, admission, frames=frames
+            voice,
+            language,
+            req.text,
+            controls,
+            fast_start,
+            cancelled,
+            admission,
+            frames=frames,
+            words=words,
         ):
+            engine_len = audio.size
             if voice.tone is not None:
                 # Before the controls: pitch and energy act on the voice as cloned.
                 audio = voice.tone.apply(audio, self.sample_rate)
@@ -389,6 +517,8 @@ class SpeechService:
                 # Pauses scale with the speed too, so the whole file (not only the
                 # speech) is 1/speed as long; the last pause is the file's tail.
                 out = joiner.feed(audio, chunk.pause_after_s * controls.pause / controls.speed)
+                if words is not None:
+                    words.chunk_done(chunk, engine_len, audio.size, joiner)
                 stats.chunks += 1
                 if progress is not None:
                     progress(len(chunk.text))
@@ -400,6 +530,8 @@ class SpeechService:
                         self._hooks.on_first_audio(stats.first_audio_s)
                 yield out
         tail = joiner.finish()
+        if words is not None:
+            words.finish()
         if tail.size:
             stats.audio_seconds += tail.size / self.sample_rate
             yield tail
@@ -418,6 +550,7 @@ class SpeechService:
         admission: Admission,
         *,
         frames: bool = False,
+        words: WordTrack | None = None,
     ) -> Iterator[tuple[Chunk, np.ndarray, bool]]:
         """Yield (chunk, audio, chunk done): the audio of each chunk in order, in
         one piece, or with ``frames`` in the engine's pieces as they are made
@@ -440,7 +573,11 @@ class SpeechService:
             first = chunk.index == 0
             priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
             item = SynthItem(
-                chunk.token_ids, voice.style, controls.engine_speed, prompt=voice.prompt
+                chunk.token_ids,
+                voice.style,
+                controls.engine_speed,
+                prompt=voice.prompt,
+                timing=None if words is None else words.slot(chunk.index),
             )
             # A whole file is due by its deadline; a stream only has to start by it.
             due = admission.deadline if (first or admission.must_finish) else None

@@ -75,6 +75,8 @@ class EngineCapabilities:
     # The engine can run one call on all cores (``synthesize(..., exclusive=True)``);
     # the scheduler uses it for a stream's first chunk when nothing else runs.
     fast_lane: bool = False
+    # The engine fills ``SynthItem.timing`` (per-token times): word timestamps.
+    word_timestamps: bool = False
 
     @property
     def post_controls(self) -> frozenset[str]:

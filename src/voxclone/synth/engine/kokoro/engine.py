@@ -110,6 +110,7 @@ class KokoroEngine(EngineBase):
             speed_range=SPEED_RANGE,
             providers=tuple(self._providers()),
             fast_lane=self._fast_threads > 0,
+            word_timestamps=True,
         )
 
     # -- how text and voices enter ----------------------------------------
