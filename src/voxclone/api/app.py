@@ -22,7 +22,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
 import voxclone
-from voxclone.api import routes_admin, routes_openai, routes_tts, routes_voices
+from voxclone.api import (
+    routes_admin,
+    routes_captions,
+    routes_openai,
+    routes_tts,
+    routes_voices,
+)
 from voxclone.api.auth import Authenticator
 from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
@@ -159,7 +165,7 @@ def create_app(
 
     install_error_handlers(app)
     install_offline_docs(app)
-    for module in (routes_admin, routes_tts, routes_openai, routes_voices):
+    for module in (routes_admin, routes_tts, routes_openai, routes_captions, routes_voices):
         app.include_router(module.router)
     if STATIC_DIR.is_dir():
         # Mounted last: routes registered above always match first.

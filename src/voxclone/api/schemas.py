@@ -47,6 +47,11 @@ class TTSRequest(BaseModel):
     format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
     sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
     stream: bool = Field(False, description="stream audio as it is synthesized")
+    timestamps: bool = Field(
+        False,
+        description="answer JSON: base64 audio and word timestamps "
+        "(as POST /v1/audio/speech/captioned; with stream: server-sent events)",
+    )
 
 
 class OpenAISpeechRequest(BaseModel):
@@ -61,6 +66,14 @@ class OpenAISpeechRequest(BaseModel):
     speed: Number = 1.0
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None
+
+
+class CaptionedSpeechRequest(OpenAISpeechRequest):
+    """OpenAI's speech body, answered with word timestamps (``/v1/audio/speech/captioned``)."""
+
+    model: str = "kokoro"
+    voice: str = "clear_female"
+    stream: bool = False
 
 
 class RenameVoiceRequest(BaseModel):
