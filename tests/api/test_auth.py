@@ -123,7 +123,7 @@ def test_anonymous_callers_are_limited_per_address(make_app: Any) -> None:
 def test_a_key_made_by_another_process_locks_a_no_key_server_within_the_recheck(
     tmp_path: Any,
 ) -> None:
-    """"No keys yet" is cached (the per-request query was ~45 % of a refusal's
+    """ "No keys yet" is cached (the per-request query was ~45 % of a refusal's
     time), but only for ``recheck_s``: a key made by the CLI must lock the server."""
     from voxclone.api.auth import Authenticator
     from voxclone.runtime.keys import KeyStore
