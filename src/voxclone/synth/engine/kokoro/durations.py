@@ -29,8 +29,11 @@ def with_duration_output(model_path: Path) -> bytes | None:
     """The model with the duration counts added as an output; None when this
     graph has no such tensor (another export): synthesis then works without
     timestamps."""
-    import onnx
-
+    try:
+        import onnx
+    except ImportError:  # synthesis needs only onnxruntime; timestamps need onnx too
+        log.warning("the onnx package is missing; word timestamps unavailable")
+        return None
     model = onnx.load(str(model_path))
     graph = model.graph
     producers = [n for n in graph.node if DURATION_TENSOR in n.output]
