@@ -110,7 +110,8 @@ class KokoroEngine(EngineBase):
             speed_range=SPEED_RANGE,
             providers=tuple(self._providers()),
             fast_lane=self._fast_threads > 0,
-            word_timestamps=True,
+            # Known once loaded: the graph may lack the duration tensor.
+            word_timestamps=self._session is None or self._duration_output is not None,
         )
 
     # -- how text and voices enter ----------------------------------------
