@@ -38,6 +38,7 @@ DEFAULT_COMMANDS = {
     "controls": "python bench/controls_eval.py",
     "load": "python bench/load.py",
     "soak": "python bench/soak.py",
+    "word_timestamps": "nice -n 15 python bench/word_timestamps.py",
     "engines_speed": "nice -n 10 python bench/engines_speed.py",
 }
 # Files this script (or run_all) writes; never read back as results.

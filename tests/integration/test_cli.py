@@ -37,9 +37,10 @@ def test_say_writes_24k_16bit_mono_speech(tmp_path: Path) -> None:
 
 
 def test_say_reads_stdin_and_other_formats(tmp_path: Path) -> None:
-    out = tmp_path / "x.mp3"
+    out, subtitles = tmp_path / "x.mp3", tmp_path / "x.vtt"
     proc = _run(
-        ["say", "-", "-o", str(out), "--voice", "clear_male", "--speed", "1.2"],
+        ["say", "-", "-o", str(out), "--voice", "clear_male", "--speed", "1.2", "--local"]
+        + ["--subtitles", str(subtitles)],
         tmp_path,
         "Hello from standard input.",
     )
@@ -48,6 +49,11 @@ def test_say_reads_stdin_and_other_formats(tmp_path: Path) -> None:
     # "Hello from standard input." is about 1.5 s at speed 1; 1.2 makes it shorter.
     assert rate == 24_000 and 0.7 < audio.size / rate < 2.5
     assert float(np.sqrt(np.mean(audio**2))) > 0.01  # speech, not an encoded silence
+    # Word-timed WebVTT: one cue with the words as written, inside the audio.
+    lines = subtitles.read_text().splitlines()
+    assert lines[0] == "WEBVTT" and lines[3] == "Hello from standard input"
+    start, _, end = lines[2].partition(" --> ")
+    assert start.startswith("00:00:00.") and end < f"00:00:0{audio.size / rate:.3f}"
 
 
 def test_say_speaks_ssml_with_its_break(tmp_path: Path) -> None:

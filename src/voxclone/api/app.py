@@ -24,6 +24,7 @@ from starlette.types import Scope
 import voxclone
 from voxclone.api import (
     routes_admin,
+    routes_captions,
     routes_jobs,
     routes_lexicon,
     routes_openai,
@@ -185,6 +186,7 @@ def create_app(
         routes_admin,
         routes_tts,
         routes_openai,
+        routes_captions,
         routes_voices,
         routes_jobs,
         routes_lexicon,

@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     say.add_argument("--format", help="override the format implied by the file name")
     say.add_argument("--rate", type=int, default=24_000, help="16000, 22050, 24000, 44100, 48000")
+    say.add_argument(
+        "--subtitles",
+        metavar="FILE",
+        help="also write word-timed subtitles (.srt, or WebVTT for .vtt)",
+    )
     where = say.add_mutually_exclusive_group()
     where.add_argument(
         "--server",
@@ -163,6 +168,7 @@ def _say_via_server(args: argparse.Namespace, settings: Settings, text: str) -> 
         "intensity": args.intensity,
         "format": _format_from(args.output, args.format),
         "sample_rate": args.rate,
+        "timestamps": True if args.subtitles else None,
     }
     if args.ssml is not None:
         body["ssml"] = args.ssml
@@ -174,12 +180,36 @@ def _say_via_server(args: argparse.Namespace, settings: Settings, text: str) -> 
             print(f"voxclone: {url} needs an API key; speaking in-process", file=sys.stderr)
             return False
         raise
-    Path(args.output).write_bytes(result.audio)
+    audio = result.audio
+    if args.subtitles:
+        audio = _write_remote_subtitles(args.subtitles, audio)
+    Path(args.output).write_bytes(audio)
     print(
-        f"wrote {args.output} ({len(result.audio)} bytes, {result.content_type}) via {url}",
+        f"wrote {args.output} ({len(audio)} bytes, {result.content_type}) via {url}",
         file=sys.stderr,
     )
     return True
+
+
+def _write_subtitles(path: str, words: Any) -> None:
+    from voxclone.synth.text.wordtimes import to_srt, to_vtt
+
+    text = to_vtt(words) if Path(path).suffix.lower() == ".vtt" else to_srt(words)
+    Path(path).write_text(text, encoding="utf-8")
+    print(f"wrote {path} ({len(words)} words)", file=sys.stderr)
+
+
+def _write_remote_subtitles(path: str, answer: bytes) -> bytes:
+    """The server's captioned JSON: write the subtitles, return the audio."""
+    import base64
+    import json
+
+    from voxclone.synth.text.wordtimes import WordTime
+
+    data = json.loads(answer)
+    words = [WordTime(t["word"], t["start_time"], t["end_time"]) for t in data["timestamps"]]
+    _write_subtitles(path, words)
+    return base64.b64decode(data["audio"])
 
 
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
@@ -204,10 +234,17 @@ def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
     )
     runtime = _runtime(settings)
     try:
-        progress = _progress_bar(runtime.speech.text_size(request))
-        result = runtime.speech.synthesize(request, progress=progress.update if progress else None)
-        if progress:
-            progress.close()
+        if args.subtitles:
+            captioned = runtime.speech.synthesize_captioned(request)
+            _write_subtitles(args.subtitles, captioned.words)
+            result = captioned
+        else:
+            progress = _progress_bar(runtime.speech.text_size(request))
+            result = runtime.speech.synthesize(
+                request, progress=progress.update if progress else None
+            )
+            if progress:
+                progress.close()
     finally:
         runtime.close()
     Path(args.output).write_bytes(result.audio)

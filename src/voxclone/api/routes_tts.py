@@ -16,6 +16,7 @@ from starlette.datastructures import UploadFile
 from voxclone.api.auth import Principal, TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
+from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import TTSRequest
 from voxclone.api.streaming import open_audio_stream
@@ -271,6 +272,10 @@ async def tts(
     if reference is not None:
         override = await _inline_voice(request, principal, reference, consent, body.model)
     req = speech_request(body, principal.owner, override)
+    if body.timestamps:
+        if body.stream:
+            return await captioned_stream(request, runtime, req)
+        return await captioned_response(request, runtime, req, "json")
     if body.stream:
         return await streaming_response(request, runtime, req)
     return await whole_file_response(request, runtime, req)

@@ -53,6 +53,12 @@ class TTSRequest(BaseModel):
         "text; unset: SSML when the text starts with <speak>",
     )
 
+    timestamps: bool = Field(
+        False,
+        description="answer JSON: base64 audio and word timestamps "
+        "(as POST /v1/audio/speech/captioned; with stream: server-sent events)",
+    )
+
 
 class SpeechJobRequest(BaseModel):
     """Body of ``POST /v1/jobs/speech``: the fields of ``/v1/tts`` without streaming.
@@ -88,6 +94,14 @@ class OpenAISpeechRequest(BaseModel):
     speed: Number = 1.0
     stream_format: Literal["audio", "sse"] = "audio"
     instructions: str | None = None
+
+
+class CaptionedSpeechRequest(OpenAISpeechRequest):
+    """OpenAI's speech body, answered with word timestamps (``/v1/audio/speech/captioned``)."""
+
+    model: str = "kokoro"
+    voice: str = "clear_female"
+    stream: bool = False
 
 
 class RenameVoiceRequest(BaseModel):

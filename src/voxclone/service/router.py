@@ -25,9 +25,15 @@ import numpy as np
 from voxclone.errors import NotFound, UnknownModel
 from voxclone.runtime.scheduler import Admission
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
-from voxclone.service.speech import SpeechRequest, SpeechResult, SpeechService
+from voxclone.service.speech import (
+    CaptionedResult,
+    SpeechRequest,
+    SpeechResult,
+    SpeechService,
+)
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import Chunk
+from voxclone.synth.text.wordtimes import WordTime
 
 # OpenAI's model names, kept for its clients: they speak with the default engine.
 OPENAI_ALIASES: tuple[str, ...] = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "voxclone")
@@ -177,6 +183,32 @@ class SpeechRouter:
     ) -> tuple[str, Iterator[bytes]]:
         service, routed = self.route(req)
         return service.stream(routed, cancelled=cancelled, deadline=deadline, admission=admission)
+
+    def synthesize_captioned(
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
+    ) -> CaptionedResult:
+        service, routed = self.route(req)
+        return service.synthesize_captioned(
+            routed, cancelled=cancelled, deadline=deadline, admission=admission
+        )
+
+    def stream_captioned(
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
+    ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
+        service, routed = self.route(req)
+        return service.stream_captioned(
+            routed, cancelled=cancelled, deadline=deadline, admission=admission
+        )
 
     def admit(
         self,

@@ -33,6 +33,7 @@ from voxclone.runtime.scheduler import (
     Scheduler,
 )
 from voxclone.runtime.singleflight import SingleFlight
+from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_format
 from voxclone.synth.audio.join import PieceJoiner
@@ -56,6 +57,7 @@ from voxclone.synth.text.ssml import (
     parse_ssml,
     ssml_language,
 )
+from voxclone.synth.text.wordtimes import WordTime
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,16 @@ class SpeechResult:
     content_type: str
     cache: str  # "miss" or the tier that answered
     duration_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CaptionedResult:
+    """Audio with the times of its words (seconds in that audio, original text's words)."""
+
+    audio: bytes
+    content_type: str
+    words: tuple[WordTime, ...]
+    duration_s: float
 
 
 @dataclass
@@ -377,6 +389,115 @@ class SpeechService:
             data = _close_wav_sizes(data, len(header))
         return data
 
+    # -- word timestamps ----------------------------------------------------------
+    def _word_track(self, req: SpeechRequest, language: str) -> WordTrack:
+        if not self._caps.word_timestamps:
+            raise InvalidInput(
+                f"the {self._caps.engine} engine cannot time words; use a Kokoro voice",
+                field="timestamps",
+            )
+        if req.is_ssml:
+            # Words are mapped back to the request's text; markup is not words,
+            # and <voice>/<break> change the time base per chunk.
+            raise InvalidInput(
+                "word timestamps are not available for SSML input", field="timestamps"
+            )
+        return WordTrack(
+            req.text,
+            self.sample_rate,
+            self._frontend.token_ids,
+            self._frontend.normalizer(language),
+        )
+
+    def synthesize_captioned(
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
+    ) -> CaptionedResult:
+        """The whole file and its word timestamps (not cached: the cache keeps audio only)."""
+        voice, language = self._validate(req)
+        try:
+            track = self._word_track(req, language)
+        except BaseException:
+            if admission is not None:
+                admission.release()
+            raise
+        pieces = list(
+            self.render_pieces(
+                req,
+                voice,
+                language,
+                fast_start=False,
+                cancelled=cancelled,
+                deadline=deadline,
+                admission=admission,
+                words=track,
+            )
+        )
+        audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        data = encode(
+            audio, self.sample_rate, parse_format(req.format).value, out_rate=req.sample_rate
+        )
+        return CaptionedResult(
+            data, content_type(req.format), tuple(track.words), audio.size / self.sample_rate
+        )
+
+    def stream_captioned(
+        self,
+        req: SpeechRequest,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+        admission: Admission | None = None,
+    ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
+        """Validate now, then (content type, iterator of (encoded audio, the
+        words whose speech has been sent by the end of that audio))."""
+        voice, language = self._validate(req)
+        track = self._word_track(req, language)
+        if admission is None:
+            admission = self._admit(req.text, deadline, must_finish=False)
+        parts = self._captioned_parts(req, voice, language, track, cancelled, admission)
+        weakref.finalize(parts, admission.release)
+        return content_type(req.format), parts
+
+    def _captioned_parts(
+        self,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        track: WordTrack,
+        cancelled: Callable[[], bool] | None,
+        admission: Admission,
+    ) -> Iterator[tuple[bytes, list[WordTime]]]:
+        encoder = open_stream_encoder(req.format, self.sample_rate, out_rate=req.sample_rate)
+        sent = 0
+        try:
+            header = encoder.header()
+            pieces = self.render_pieces(
+                req,
+                voice,
+                language,
+                fast_start=True,
+                cancelled=cancelled,
+                admission=admission,
+                words=track,
+            )
+            for audio in pieces:
+                data = header + encoder.feed(audio)
+                header = b""
+                fresh, sent = track.words[sent:], len(track.words)
+                if data or fresh:
+                    yield data, fresh
+            final = encoder.finish()
+            fresh = track.words[sent:]
+            if final or fresh:
+                yield final, fresh
+        finally:
+            encoder.close()
+
     # -- streaming ------------------------------------------------------------
     def stream(
         self,
@@ -447,11 +568,14 @@ class SpeechService:
         progress: Callable[[int], None] | None = None,
         deadline: float | None = None,
         admission: Admission | None = None,
+        words: WordTrack | None = None,
     ) -> Iterator[np.ndarray]:
         """Yield post-processed, joined float32 audio at the engine rate.
 
         Without an ``admission`` (taken by :meth:`stream` before it returns)
-        one is taken here, due by ``deadline`` when one is given.
+        one is taken here, due by ``deadline`` when one is given. With
+        ``words``, the words spoken so far are in ``words.words`` (output
+        time) before the audio that contains them is yielded.
         """
         controls = replace(
             req.controls.resolve(), native_speed="speed" in self._caps.native_controls
@@ -467,6 +591,7 @@ class SpeechService:
         # pitch work on whole chunks). Only the true-peak limiter runs per frame.
         frames = (
             fast_start
+            and words is None  # word times need whole chunks
             and self._caps.streaming == "frame"
             and voice.tone is None
             and not controls.needs_dsp
@@ -478,9 +603,10 @@ class SpeechService:
             admission.release()
             raise
         for planned, audio, chunk_done in self._synthesized(
-            plan, fast_start, cancelled, admission, frames=frames
+            plan, fast_start, cancelled, admission, frames=frames, words=words
         ):
             chunk = planned.chunk
+            engine_len = audio.size
             if planned.lead_s > 0 and stats.first_audio_s is None:
                 lead = np.zeros(int(round(planned.lead_s * self.sample_rate)), np.float32)
                 stats.audio_seconds += lead.size / self.sample_rate
@@ -497,6 +623,8 @@ class SpeechService:
                 out = joiner.feed_partial(audio)
             else:
                 out = joiner.feed(audio, planned.pause_s)
+                if words is not None:
+                    words.chunk_done(chunk, engine_len, audio.size, joiner)
                 stats.chunks += 1
                 if progress is not None:
                     progress(len(chunk.text))
@@ -508,6 +636,8 @@ class SpeechService:
                         self._hooks.on_first_audio(stats.first_audio_s)
                 yield out
         tail = joiner.finish()
+        if words is not None:
+            words.finish()
         if tail.size:
             stats.audio_seconds += tail.size / self.sample_rate
             yield tail
@@ -588,6 +718,7 @@ class SpeechService:
         admission: Admission,
         *,
         frames: bool = False,
+        words: WordTrack | None = None,
     ) -> Iterator[tuple[_Planned, np.ndarray, bool]]:
         """Yield (planned chunk, audio, chunk done): the audio of each chunk in
         order, in one piece, or with ``frames`` in the engine's pieces as they
@@ -608,7 +739,11 @@ class SpeechService:
             if admission.priority is not None:
                 priority = admission.priority  # background work (speech jobs)
             item = SynthItem(
-                chunk.token_ids, voice.style, planned.controls.engine_speed, prompt=voice.prompt
+                chunk.token_ids,
+                voice.style,
+                planned.controls.engine_speed,
+                prompt=voice.prompt,
+                timing=None if words is None else words.slot(chunk.index),
             )
             # A whole file is due by its deadline; a stream only has to start by it.
             due = admission.deadline if (first or admission.must_finish) else None

@@ -88,6 +88,11 @@ class PieceJoiner:
         # its output has been sent.
         self._open: list[np.ndarray] | None = None
         self._open_sent = 0
+        # Samples returned so far, and where the last fed piece landed in
+        # them (word timestamps map piece time to output time with these).
+        self._emitted = 0
+        self.last_origin = 0  # output position of the last piece's sample 0
+        self.last_body = (0, 0)  # output [start, end) of its kept samples
 
     def feed(self, piece: np.ndarray, pause_after_s: float = 0.0) -> np.ndarray:
         """Add a piece (the end of one begun with ``feed_partial``, if any);
@@ -100,7 +105,13 @@ class PieceJoiner:
             sent, self._open, self._open_sent = self._open_sent, None, 0
         rendered = self._render(samples, pause, self._tail, self._gap_owed)
         self._tail, self._gap_owed = rendered.tail, rendered.gap_owed
-        return rendered.out[sent:]
+        base = self._emitted - sent  # where rendered.out[0] lands
+        self.last_origin = base + rendered.body_at - rendered.body_start
+        body_end = base + rendered.body_at + rendered.body_len + len(rendered.tail)
+        self.last_body = (base + rendered.body_at, body_end)
+        out = rendered.out[sent:]
+        self._emitted += len(out)
+        return out
 
     def feed_partial(self, audio: np.ndarray) -> np.ndarray:
         """More of the current piece, whose end is not known yet (an engine that
@@ -132,6 +143,7 @@ class PieceJoiner:
             return np.zeros(0, dtype=np.float32)
         out = rendered.out[self._open_sent : stable]
         self._open_sent = stable
+        self._emitted += len(out)
         return out
 
     def _pause_samples(self, pause_after_s: float) -> int:
@@ -207,7 +219,9 @@ class PieceJoiner:
         tail = self._faded_out_tail()
         silence = np.zeros(self._gap_owed or 0, dtype=np.float32)
         self._gap_owed = None
-        return np.concatenate([tail, silence])
+        out = np.concatenate([tail, silence])
+        self._emitted += len(out)
+        return out
 
     def _faded_out_tail(self) -> np.ndarray:
         tail = self._tail

@@ -75,6 +75,8 @@ class EngineCapabilities:
     # The engine can run one call on all cores (``synthesize(..., exclusive=True)``);
     # the scheduler uses it for a stream's first chunk when nothing else runs.
     fast_lane: bool = False
+    # The engine fills ``SynthItem.timing`` (per-token times): word timestamps.
+    word_timestamps: bool = False
 
     @property
     def post_controls(self) -> frozenset[str]:
@@ -85,6 +87,23 @@ class EngineCapabilities:
     def key(self) -> str:
         """Identity of the weights, for cache keys and voice records."""
         return f"{self.engine}/{self.model_id}@{self.model_version}"
+
+
+@dataclass
+class TokenTiming:
+    """Out slot an engine fills when it knows how long each input token lasts.
+
+    ``ends_s[k]`` is where token ``token_ids[k]`` ends in the item's own
+    audio (seconds from its first sample), ``starts_s[k]`` where it begins.
+    Left empty by engines that cannot tell (callers then have no timestamps).
+    """
+
+    starts_s: np.ndarray | None = None
+    ends_s: np.ndarray | None = None
+
+    @property
+    def filled(self) -> bool:
+        return self.starts_s is not None and self.ends_s is not None
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,8 @@ class SynthItem:
     style: np.ndarray | None = field(default=None, repr=False)
     speed: float = 1.0
     prompt: object | None = field(default=None, repr=False)
+    # Given when the caller wants word timestamps; the engine fills it.
+    timing: TokenTiming | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

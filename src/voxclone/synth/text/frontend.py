@@ -131,6 +131,14 @@ class TextFrontend:
     def languages(self) -> tuple[str, ...]:
         return self._g2p.languages
 
+    def token_ids(self, units: str) -> tuple[int, ...]:
+        """The engine vocabulary's ids of ``units`` (word timestamps find spaces with it)."""
+        return self._g2p.token_ids(units)
+
+    def normalizer(self, language: str) -> Normalizer:
+        """How ``language``'s text is normalized for speech (identity if it is not)."""
+        return self._normalizers.get(language, _identity)
+
     def prepare(self, text: str, language: str, *, lexicon: Lexicon | None = None) -> list[str]:
         """Clean, normalize and split into sentences (cheap; no phonemes yet).
 

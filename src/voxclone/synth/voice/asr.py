@@ -84,5 +84,28 @@ class Transcriber:
         )
         return " ".join(seg.text.strip() for seg in segments).strip()
 
+    def transcribe_words(
+        self, audio: np.ndarray, sample_rate: int
+    ) -> list[tuple[str, float, float]]:
+        """(word, start s, end s) as Whisper hears them (its cross-attention
+        alignment; the reference word timestamps are measured against)."""
+        model = self._load()
+        x = np.asarray(audio, dtype=np.float32)
+        if sample_rate != 16_000:
+            x = soxr.resample(x, sample_rate, 16_000).astype(np.float32)
+        segments, _ = model.transcribe(  # type: ignore[attr-defined]
+            x,
+            language="en",
+            beam_size=1,
+            vad_filter=False,
+            condition_on_previous_text=False,
+            word_timestamps=True,
+        )
+        return [
+            (w.word.strip(), float(w.start), float(w.end))
+            for seg in segments
+            for w in (seg.words or [])
+        ]
+
     def wer(self, audio: np.ndarray, sample_rate: int, reference_text: str) -> float:
         return word_error_rate(reference_text, self.transcribe(audio, sample_rate))

@@ -23,8 +23,9 @@ from voxclone.synth.engine.base import (
     EngineVoice,
     SynthItem,
     Tokenizer,
+    TokenTiming,
 )
-from voxclone.synth.engine.kokoro import ort_cache
+from voxclone.synth.engine.kokoro import durations, ort_cache
 from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ class KokoroEngine(EngineBase):
         self._optimized_cache = optimized_cache
         self.optimized_graph: Path | None = None  # the cached copy in use, if any
         self._warm = False
+        # Name of the per-token duration output when the session has it.
+        self._duration_output: str | None = None
         self._tokenizer: Tokenizer | None = None
         self._builtins: dict[str, EngineVoice] | None = None
         self.load_seconds: float | None = None
@@ -107,6 +110,8 @@ class KokoroEngine(EngineBase):
             speed_range=SPEED_RANGE,
             providers=tuple(self._providers()),
             fast_lane=self._fast_threads > 0,
+            # Known once loaded: the graph may lack the duration tensor.
+            word_timestamps=self._session is None or self._duration_output is not None,
         )
 
     # -- how text and voices enter ----------------------------------------
@@ -154,6 +159,9 @@ class KokoroEngine(EngineBase):
                 # No spinning: its threads must not burn the cores the
                 # single-thread workers need once the server gets busy.
                 self._fast_session = self._open_session(self._fast_threads, spinning=False)
+            outputs = {o.name for o in self._session.get_outputs()}
+            if durations.DURATION_TENSOR in outputs:
+                self._duration_output = durations.DURATION_TENSOR
             self.load_seconds = time.perf_counter() - started
             log.info("kokoro loaded", extra={"seconds": round(self.load_seconds, 3)})
 
@@ -166,17 +174,26 @@ class KokoroEngine(EngineBase):
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = self._providers()
 
-        def session(path: str, options: ort.SessionOptions) -> ort.InferenceSession:
-            return ort.InferenceSession(path, sess_options=options, providers=providers)
+        def session(model: str | bytes, options: ort.SessionOptions) -> ort.InferenceSession:
+            return ort.InferenceSession(model, sess_options=options, providers=providers)
 
         try:
             if self._optimized_cache:
-                key = ort_cache.cache_key(self.assets.model_sha256, providers)
-                cache = ort_cache.OptimizedModelCache(self._models_dir, self.assets.model_path, key)
+                # The cached graph carries the duration output (word timestamps):
+                # the edit costs ~1 s once per host, when the copy is built.
+                variant = f"{self.assets.model_sha256}:{durations.GRAPH_VARIANT}"
+                key = ort_cache.cache_key(variant, providers)
+                cache = ort_cache.OptimizedModelCache(
+                    self._models_dir,
+                    self.assets.model_path,
+                    key,
+                    prepare=durations.with_duration_output,
+                )
                 opened = cache.open(opts, session)
                 self.optimized_graph = cache.path
                 return opened
-            return session(str(self.assets.model_path), opts)
+            edited = durations.with_duration_output(self.assets.model_path)
+            return session(edited if edited is not None else str(self.assets.model_path), opts)
         except Exception as exc:  # onnxruntime raises its own hierarchy
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
 
@@ -214,16 +231,36 @@ class KokoroEngine(EngineBase):
         if item.style is None:
             raise InvalidInput("this voice was not made for the Kokoro engine", field="voice")
         style = style_row(item.style, len(tokens))
-        audio = session.run(
-            None,
+        wanted = ["audio"]
+        if item.timing is not None and self._duration_output is not None:
+            wanted.append(self._duration_output)
+        outputs = session.run(
+            wanted,
             {
                 "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
                 "style": style.reshape(1, STYLE_DIMS),
                 "speed": np.array([item.speed], dtype=np.float32),
             },
             self._run_options,
-        )[0]
-        return np.ascontiguousarray(np.asarray(audio, dtype=np.float32).ravel())
+        )
+        audio = np.ascontiguousarray(np.asarray(outputs[0], dtype=np.float32).ravel())
+        if len(outputs) > 1 and item.timing is not None:
+            _fill_timing(item.timing, np.asarray(outputs[1]).ravel(), len(tokens), audio.size)
+        return audio
+
+
+def _fill_timing(timing: TokenTiming, frames: np.ndarray, n_tokens: int, n_samples: int) -> None:
+    """Token start/end times from the frame counts (boundary tokens at both ends)."""
+    if frames.size != n_tokens + 2:
+        return
+    bounds = np.concatenate([[0.0], np.cumsum(frames.astype(np.float64))]) * durations.HOP_SAMPLES
+    if int(round(bounds[-1])) != n_samples:
+        # The decoder's length no longer follows the counts: no timestamps
+        # rather than wrong ones.
+        log.warning("kokoro durations do not add up to the audio; no timestamps")
+        return
+    timing.starts_s = bounds[1 : n_tokens + 1] / SAMPLE_RATE
+    timing.ends_s = bounds[2 : n_tokens + 2] / SAMPLE_RATE
 
 
 def style_row(style: np.ndarray, n_tokens: int) -> np.ndarray:

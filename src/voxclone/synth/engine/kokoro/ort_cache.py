@@ -32,7 +32,8 @@ CACHE_DIRNAME = "ort-optimized"
 PREFIX = "kokoro-"
 SUFFIX = ".opt.onnx"
 
-SessionFactory = Callable[[str, ort.SessionOptions], ort.InferenceSession]
+# A session on a model file (its path) or on a serialized model (bytes).
+SessionFactory = Callable[[str | bytes, ort.SessionOptions], ort.InferenceSession]
 
 
 def cpu_identity() -> str:
@@ -70,9 +71,19 @@ def cache_key(
 class OptimizedModelCache:
     """Hands out sessions on the cached optimized graph, building it when missing."""
 
-    def __init__(self, models_dir: Path, source: Path, key: str) -> None:
+    def __init__(
+        self,
+        models_dir: Path,
+        source: Path,
+        key: str,
+        *,
+        prepare: Callable[[Path], bytes | None] | None = None,
+    ) -> None:
         self._dir = models_dir / CACHE_DIRNAME
         self._source = source
+        # Edits the source graph before it is optimized (e.g. an extra output);
+        # None from it means: use the source unchanged.
+        self._prepare = prepare
         self.path = self._dir / f"{PREFIX}{key}{SUFFIX}"
         # True when the last open() had to optimize the source graph itself.
         self.built = False
@@ -113,7 +124,8 @@ class OptimizedModelCache:
         # warning broke the CLI's one-line errors on a first start.
         opts.log_severity_level = 3
         try:
-            session = factory(str(self._source), opts)
+            edited = self._prepare(self._source) if self._prepare is not None else None
+            session = factory(edited if edited is not None else str(self._source), opts)
             if tmp.exists() and tmp.stat().st_size > 0:
                 os.replace(tmp, self.path)
                 self.built = True

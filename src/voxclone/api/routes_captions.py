@@ -1,0 +1,133 @@
+"""Speech with word timestamps: ``POST /v1/audio/speech/captioned`` (and ``/v1/tts``'s
+``"timestamps": true``).
+
+The body is OpenAI's speech body (``model``, ``input``, ``voice``,
+``response_format``, ``speed``, ``instructions``) plus ``stream``. The answer
+has the shape Kokoro-FastAPI's captioned clients read::
+
+    {"audio": "<base64>", "audio_format": "mp3",
+     "timestamps": [{"word": "1984", "start_time": 0.25, "end_time": 1.725}, ...]}
+
+Times are seconds in the returned audio (after speed changes, joins and
+pauses); words are the caller's own ("1984", not "nineteen eighty-four").
+``?format=srt`` or ``?format=vtt`` returns subtitles instead (the audio is
+rendered and dropped). ``"stream": true`` sends server-sent events: each
+``speech.audio.delta`` carries base64 audio and the words whose speech ends
+inside the audio sent so far, then ``speech.audio.done``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from voxclone.api.auth import TTSCaller
+from voxclone.api.cancellation import request_deadline, run_until_disconnect
+from voxclone.api.deps import RuntimeDep
+from voxclone.api.routes_openai import _to_speech_request
+from voxclone.api.schemas import CaptionedSpeechRequest
+from voxclone.api.streaming import CancelFlag, open_audio_stream
+from voxclone.bootstrap import Runtime
+from voxclone.service.speech import SpeechRequest
+from voxclone.synth.text.wordtimes import WordTime, to_srt, to_vtt
+
+router = APIRouter(tags=["speech"])
+
+CaptionFormat = Literal["json", "srt", "vtt"]
+
+
+def timestamps_json(words: tuple[WordTime, ...] | list[WordTime]) -> list[dict[str, object]]:
+    return [
+        {"word": w.word, "start_time": round(w.start_s, 3), "end_time": round(w.end_s, 3)}
+        for w in words
+    ]
+
+
+async def captioned_response(
+    request: Request, runtime: Runtime, req: SpeechRequest, caption_format: CaptionFormat
+) -> Response:
+    """The whole file with its word times (JSON), or only its subtitles."""
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    admission = runtime.speech.admit(req, deadline, stream=False)
+    try:
+        result = await run_until_disconnect(
+            request,
+            lambda flag: runtime.speech.synthesize_captioned(
+                req, cancelled=flag, deadline=deadline, admission=admission
+            ),
+        )
+    finally:
+        admission.release()
+    if caption_format == "srt":
+        return Response(to_srt(result.words), media_type="application/x-subrip; charset=utf-8")
+    if caption_format == "vtt":
+        return Response(to_vtt(result.words), media_type="text/vtt; charset=utf-8")
+    return JSONResponse(
+        {
+            "audio": base64.b64encode(result.audio).decode("ascii"),
+            "audio_format": req.format,
+            "content_type": result.content_type,
+            "duration_s": round(result.duration_s, 3),
+            "timestamps": timestamps_json(result.words),
+        }
+    )
+
+
+def _sse(parts: Iterator[tuple[bytes, list[WordTime]]], fmt: str) -> Iterator[bytes]:
+    total = 0
+    for data, words in parts:
+        total += len(data)
+        event = {
+            "type": "speech.audio.delta",
+            "audio": base64.b64encode(data).decode("ascii"),
+            "audio_format": fmt,
+            "timestamps": timestamps_json(words),
+        }
+        yield f"data: {json.dumps(event)}\n\n".encode()
+    yield f"data: {json.dumps({'type': 'speech.audio.done', 'audio_bytes': total})}\n\n".encode()
+
+
+async def captioned_stream(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+    deadline = request_deadline(request, runtime.settings.request_deadline_s)
+    admission = runtime.speech.admit(
+        req, deadline, stream=True, first_audio_s=request.app.state.settings.stream_first_audio_s
+    )
+
+    def start(flag: CancelFlag) -> tuple[str, Iterator[bytes]]:
+        _, parts = runtime.speech.stream_captioned(
+            req, cancelled=flag, deadline=deadline, admission=admission
+        )
+        return "text/event-stream", _sse(parts, req.format)
+
+    try:
+        stream = await open_audio_stream(request, start)
+    except BaseException:
+        admission.release()
+        raise
+    return stream.response(
+        stream.audio, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
+
+
+@router.post(
+    "/v1/audio/speech/captioned",
+    summary="Speech with word timestamps (Kokoro-FastAPI shape), SRT/WebVTT, or SSE",
+    response_class=Response,
+)
+async def captioned_speech(
+    body: CaptionedSpeechRequest,
+    request: Request,
+    principal: TTSCaller,
+    runtime: RuntimeDep,
+    format: Annotated[CaptionFormat, Query(description="json, srt or vtt")] = "json",  # noqa: A002
+) -> Response:
+    req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
+    if body.stream and format == "json":
+        return await captioned_stream(request, runtime, req)
+    return await captioned_response(request, runtime, req, format)
