@@ -66,3 +66,12 @@ def test_captioned_stream_sends_words_with_their_audio(client: TestClient) -> No
             assert t["end_time"] <= sent + 1e-3
             words.append(t["word"])
     assert words == WORDS
+
+
+def test_timestamps_of_ssml_input_are_refused_before_any_audio(client: TestClient) -> None:
+    r = client.post(
+        "/v1/tts",
+        json={"text": '<speak>Hi <break time="500ms"/> there.</speak>', "timestamps": True},
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == "timestamps"

@@ -38,7 +38,6 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_tts import ssml_headers
 from voxclone.api.schemas import (
     AudioVoicesOut,
     CatalogVoiceOut,
@@ -46,6 +45,7 @@ from voxclone.api.schemas import (
     ModelOut,
     OpenAISpeechRequest,
 )
+from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput, NotFound

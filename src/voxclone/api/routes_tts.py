@@ -19,6 +19,7 @@ from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import TTSRequest
+from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden, InvalidInput
@@ -92,22 +93,6 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
         voice_override=voice_override,
         ssml=body.ssml,
     )
-
-
-SSML_WARNINGS_HEADER = "X-SSML-Warnings"
-
-
-async def ssml_headers(runtime: Runtime, req: SpeechRequest) -> dict[str, str]:
-    """Check an SSML request's markup (malformed: 400 before any engine time is
-    reserved) and name what it ignored in a header; nothing for plain text."""
-    if not req.is_ssml:
-        return {}
-    warnings = await run_in_threadpool(runtime.speech.ssml_warnings, req)
-    if not warnings:
-        return {}
-    # Header values are Latin-1 and one line: the warnings quote user markup.
-    text = "; ".join(warnings).encode("ascii", "replace").decode("ascii")
-    return {SSML_WARNINGS_HEADER: "".join(ch if ch.isprintable() else " " for ch in text)}
 
 
 async def whole_file_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:

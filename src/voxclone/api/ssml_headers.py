@@ -1,0 +1,28 @@
+"""The SSML check every speech route runs before it reserves engine time.
+
+Its own module because the native, OpenAI and captioned routes all use it
+(routes_openai importing routes_tts made an import cycle with the captioned
+routes).
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+
+from voxclone.bootstrap import Runtime
+from voxclone.service.speech import SpeechRequest
+
+SSML_WARNINGS_HEADER = "X-SSML-Warnings"
+
+
+async def ssml_headers(runtime: Runtime, req: SpeechRequest) -> dict[str, str]:
+    """Check an SSML request's markup (malformed: 400 before any engine time is
+    reserved) and name what it ignored in a header; nothing for plain text."""
+    if not req.is_ssml:
+        return {}
+    warnings = await run_in_threadpool(runtime.speech.ssml_warnings, req)
+    if not warnings:
+        return {}
+    # Header values are Latin-1 and one line: the warnings quote user markup.
+    text = "; ".join(warnings).encode("ascii", "replace").decode("ascii")
+    return {SSML_WARNINGS_HEADER: "".join(ch if ch.isprintable() else " " for ch in text)}
