@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import JobCaller, Principal, TTSCaller
 from voxclone.api.deps import RuntimeDep
+from voxclone.api.routes_tts import speech_controls
 from voxclone.api.schemas import DeletedOut, JobOut, SpeechJobRequest
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.bootstrap import Runtime
@@ -29,7 +30,6 @@ from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRI
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND, SpeechJobs
 from voxclone.synth.audio.encode import AudioFormat, content_type, file_extension
-from voxclone.synth.controls import SpeechControls
 
 router = APIRouter(tags=["jobs"])
 
@@ -126,13 +126,7 @@ async def create_speech_job(
         voice=body.voice,
         model=body.model,
         language=body.language,
-        controls=SpeechControls(
-            speed=body.speed,
-            pitch=body.pitch,
-            energy=body.energy,
-            emotion=body.emotion,
-            intensity=body.intensity,
-        ),
+        controls=speech_controls(body),
         format=body.format,
         sample_rate=body.sample_rate,
         owner=principal.owner,

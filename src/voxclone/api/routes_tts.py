@@ -18,7 +18,7 @@ from voxclone.api.cancellation import client_set_deadline, request_deadline, run
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
-from voxclone.api.schemas import TTSRequest
+from voxclone.api.schemas import SpeechJobRequest, TTSRequest
 from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
@@ -74,19 +74,24 @@ _AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+def speech_controls(body: TTSRequest | SpeechJobRequest) -> SpeechControls:
+    """The controls of a native request body (live or a job: the same fields)."""
+    return SpeechControls(
+        speed=body.speed,
+        pitch=body.pitch,
+        energy=body.energy,
+        emotion=body.emotion,
+        intensity=body.intensity,
+    )
+
+
 def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> SpeechRequest:
     return SpeechRequest(
         text=body.text,
         voice=body.voice,
         model=body.model,
         language=body.language,
-        controls=SpeechControls(
-            speed=body.speed,
-            pitch=body.pitch,
-            energy=body.energy,
-            emotion=body.emotion,
-            intensity=body.intensity,
-        ),
+        controls=speech_controls(body),
         format=body.format,
         sample_rate=body.sample_rate,
         owner=owner,
