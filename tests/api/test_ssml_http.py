@@ -232,3 +232,21 @@ def test_the_owners_lexicon_changes_what_is_spoken(client: TestClient, runtime: 
         assert after.content != before.content
     finally:
         client.delete("/v1/lexicon/en/tomato")
+
+
+def test_a_blend_speaks_between_its_voices_and_is_never_cached(client: TestClient) -> None:
+    text = "The weather was calm and the boats stayed in the harbour all day."
+    f0 = {}
+    for voice in ("clear_female", "clear_male", "clear_female(1)+clear_male(1)"):
+        r = client.post("/v1/tts", json={"text": text, "voice": voice})
+        assert r.status_code == 200, r.text
+        f0[voice] = _median_f0(*_wav(r.content))
+    low, high = sorted((f0["clear_female"], f0["clear_male"]))
+    blend = f0["clear_female(1)+clear_male(1)"]
+    assert low * 1.03 < blend < high * 0.97, f0  # clearly neither voice alone
+    again = client.post("/v1/tts", json={"text": text, "voice": "clear_female(1)+clear_male(1)"})
+    assert again.headers["X-Cache"] == "miss"  # a deleted part must leave nothing behind
+    missing = client.post("/v1/tts", json={"text": "Hi.", "voice": "clear_female+nobody"})
+    assert missing.status_code == 404 and missing.json()["error"]["field"] == "voice"
+    bad = client.post("/v1/tts", json={"text": "Hi.", "voice": "clear_female(0)+clear_male"})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "voice"

@@ -25,7 +25,10 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 
 def _add_control_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--voice", help="built-in voice name, cloned voice name or id")
+    p.add_argument(
+        "--voice",
+        help="built-in voice name, cloned voice name or id, or a blend such as 'a(2)+b(1)'",
+    )
     p.add_argument("--model", help="engine to speak with (default: the voice's own engine)")
     p.add_argument("--language", "-l", help="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
     p.add_argument("--speed", type=float, help="0.5–2.0")

@@ -18,6 +18,7 @@ import numpy as np
 
 from voxclone.errors import NotFound, VoiceModelMismatch
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
+from voxclone.service.blends import BlendPart, BlendTerm, blend_style, parse_blend
 from voxclone.synth.audio.tone import ToneFilter
 from voxclone.synth.engine.base import Engine
 from voxclone.synth.voice.builtin import openai_aliases
@@ -147,6 +148,10 @@ class VoiceCatalog:
         aliased = self._aliased(self._openai, voice.lower(), engine)
         if aliased is not None:
             return aliased
+        # Names are tried first, so a voice really named "a+b" is still found.
+        terms = parse_blend(voice)
+        if terms is not None:
+            return self._blend(voice, terms, owner, engine)
         if engine is not None and any(voice in v for v in self._builtins.values()):
             speakers = [e for e, v in self._builtins.items() if voice in v]
             raise VoiceModelMismatch(
@@ -159,6 +164,29 @@ class VoiceCatalog:
             f"voice '{voice[:64]}' not found; use a built-in voice or one of your cloned voices",
             field="voice",
             limit=names,
+        )
+
+    def _blend(
+        self, expression: str, terms: list[BlendTerm], owner: str | None, engine: str | None
+    ) -> ResolvedVoice:
+        voices = [(self.resolve(t.name, owner, engine), t.weight) for t in terms]
+        parts = [
+            BlendPart(v.id, v.version, v.style, v.tone, v.engine, v.language, v.prompt, w)
+            for v, w in voices
+        ]
+        style, tone, blend_id = blend_style(parts)
+        first = voices[0][0]
+        languages = {v.language for v, _ in voices}
+        return ResolvedVoice(
+            blend_id,
+            expression.strip(),
+            0,  # never cached (service/blends.py), so no version to key on
+            style,
+            first.language if len(languages) == 1 else None,
+            False,
+            tone,
+            engine=first.engine,
+            model_id=first.model_id,
         )
 
     def _builtin(self, voice: str, engine: str | None) -> ResolvedVoice | None:

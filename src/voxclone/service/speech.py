@@ -33,6 +33,7 @@ from voxclone.runtime.scheduler import (
     Scheduler,
 )
 from voxclone.runtime.singleflight import SingleFlight
+from voxclone.service.blends import is_blend_id
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_format
@@ -301,10 +302,16 @@ class SpeechService:
 
     def _cacheable(self, req: SpeechRequest, voice: ResolvedVoice) -> bool:
         """A file that speaks with voices other than ``voice`` is not kept: the
-        cache purges by voice id, and a deleted voice must leave nothing behind."""
-        if self._cache is None or not req.is_ssml:
-            return self._cache is not None
-        return all(v.id == voice.id for v in self._ssml_voices(req, self._document(req)).values())
+        cache purges by voice id, and a deleted voice must leave nothing behind.
+        A blend speaks with several voices, so it is never kept either."""
+        if self._cache is None or is_blend_id(voice.id):
+            return False
+        if not req.is_ssml:
+            return True
+        return all(
+            v.id == voice.id and not is_blend_id(v.id)
+            for v in self._ssml_voices(req, self._document(req)).values()
+        )
 
     # -- whole-file synthesis --------------------------------------------------
     def synthesize(
