@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -15,6 +16,25 @@ import numpy as np
 import pytest
 
 from voxclone.devserver import free_loopback_port
+
+
+@pytest.fixture(autouse=True)
+def _no_log_handler_on_a_closed_stream() -> Iterator[None]:
+    """Drop root log handlers left writing to a stream a test has closed.
+
+    `voxclone serve` and friends install a stderr handler on the root logger
+    (api/observability.configure_logging); under capsys that stderr is a capture
+    that is closed when the test ends, and the next test that logs prints
+    "--- Logging error ---" with a traceback into its own output (found when
+    test_serve_refuses_a_missing_bucket_in_one_readable_line ran after them).
+    """
+    yield
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        stream = getattr(handler, "stream", None)
+        if stream is not None and getattr(stream, "closed", False):
+            root.removeHandler(handler)
+
 
 # Offline: in-process connections beyond loopback are refused by pytest-socket
 # (pyproject.toml); child processes (CLI, dev servers) get the hubs' offline

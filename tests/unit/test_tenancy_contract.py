@@ -302,15 +302,33 @@ def keyed(tmp_path: Path) -> tuple[TestClient, KeyStore]:
 
 ROUTES = {
     "tts": [("POST", "/v1/tts"), ("POST", "/v1/audio/speech"), ("GET", "/v1/audio/voices")],
-    "voices:read": [("GET", "/v1/voices"), ("GET", "/v1/voices/v_x"), ("GET", "/v1/jobs/j_x")],
+    "voices:read": [("GET", "/v1/voices"), ("GET", "/v1/voices/v_x")],
     "voices:write": [
         ("POST", "/v1/voices"),
         ("PATCH", "/v1/voices/v_x"),
         ("DELETE", "/v1/voices/v_x"),
         ("POST", "/v1/voices/v_x/refine"),
-        ("POST", "/v1/jobs/j_x/cancel"),
     ],
 }
+# A job is a speech job (tts) or a refinement (voices:*): any of the three scopes
+# gets past authentication, and the route checks what the job itself needs
+# (tests/api/test_speech_jobs_http.py holds the per-kind 403s).
+JOB_ROUTES = [("GET", "/v1/jobs/j_x"), ("POST", "/v1/jobs/j_x/cancel"), ("DELETE", "/v1/jobs/j_x")]
+
+
+def test_job_routes_need_one_of_the_job_scopes(keyed: tuple[TestClient, KeyStore]) -> None:
+    client, keys = keyed
+    revoked, record = keys.create("revoked", {"tts"})
+    keys.revoke(record.id)
+    for scope in ("tts", "voices:read", "voices:write", "admin"):
+        key, _ = keys.create(scope, {scope})
+        for method, path in JOB_ROUTES:
+            r = client.request(method, path, headers={"Authorization": f"Bearer {key}"})
+            assert r.status_code in (503, 422), (scope, method, path, r.text)
+    for method, path in JOB_ROUTES:
+        r = client.request(method, path, headers={"Authorization": f"Bearer {revoked}"})
+        assert r.status_code == 401, (method, path, r.text)
+        assert client.request(method, path).status_code == 401
 
 
 @pytest.mark.parametrize("scope", sorted(ROUTES))
