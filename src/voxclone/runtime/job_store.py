@@ -106,6 +106,23 @@ def new_job_id() -> str:
     return "j_" + secrets.token_urlsafe(12)
 
 
+def queued_job(kind: str, owner: str, voice_id: str | None, **fields: Any) -> JobRecord:
+    """A new job record, queued now (every store creates jobs this way)."""
+    now = utc_now_iso()
+    return JobRecord(
+        id=new_job_id(),
+        kind=kind,
+        voice_id=voice_id,
+        owner=owner,
+        state="queued",
+        progress=0.0,
+        message="queued",
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )
+
+
 def _not_found(job_id: str) -> NotFound:
     # Same answer for a missing job and another owner's job.
     return NotFound(f"job {job_id[:40]!r} not found", field="job_id")
@@ -218,18 +235,7 @@ class InMemoryJobStore:
         self._lock = threading.Lock()
 
     def create(self, *, kind: str, owner: str, voice_id: str | None = None) -> JobRecord:
-        now = utc_now_iso()
-        job = JobRecord(
-            id=new_job_id(),
-            kind=kind,
-            voice_id=voice_id,
-            owner=owner,
-            state="queued",
-            progress=0.0,
-            message="queued",
-            created_at=now,
-            updated_at=now,
-        )
+        job = queued_job(kind, owner, voice_id)
         with self._lock:
             self._jobs[job.id] = job
         return job
@@ -396,18 +402,7 @@ class SqlJobStore:
             self.recover_interrupted()
 
     def create(self, *, kind: str, owner: str, voice_id: str | None = None) -> JobRecord:
-        now = utc_now_iso()
-        job = JobRecord(
-            id=new_job_id(),
-            kind=kind,
-            voice_id=voice_id,
-            owner=owner,
-            state="queued",
-            progress=0.0,
-            message="queued",
-            created_at=now,
-            updated_at=now,
-        )
+        job = queued_job(kind, owner, voice_id)
         with self._db.write() as conn:
             conn.execute(insert(t.jobs).values(id=job.id, **_row_values(job)))
         return job
@@ -499,17 +494,10 @@ class SqlJobStore:
         """
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        now = utc_now_iso()
-        job = JobRecord(
-            id=new_job_id(),
-            kind=kind,
-            voice_id=voice_id,
-            owner=owner,
-            state="queued",
-            progress=0.0,
-            message="queued",
-            created_at=now,
-            updated_at=now,
+        job = queued_job(
+            kind,
+            owner,
+            voice_id,
             payload=payload,
             max_attempts=max_attempts,
             run_after=time.time(),
