@@ -18,7 +18,7 @@ from voxclone.api.cancellation import client_set_deadline, request_deadline, run
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
-from voxclone.api.schemas import SpeechJobRequest, TTSRequest
+from voxclone.api.schemas import SpeechFields, TTSRequest
 from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
@@ -74,7 +74,7 @@ _AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def speech_controls(body: TTSRequest | SpeechJobRequest) -> SpeechControls:
+def speech_controls(body: SpeechFields) -> SpeechControls:
     """The controls of a native request body (live or a job: the same fields)."""
     return SpeechControls(
         speed=body.speed,

@@ -27,8 +27,8 @@ Number = Annotated[float, BeforeValidator(_not_a_boolean), Field(allow_inf_nan=F
 Integer = Annotated[int, BeforeValidator(_not_a_boolean)]
 
 
-class TTSRequest(BaseModel):
-    """Native speech request (JSON body or multipart form fields)."""
+class SpeechFields(BaseModel):
+    """What to say and how: the fields a live request and a speech job share."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,13 +46,17 @@ class TTSRequest(BaseModel):
     intensity: Number = Field(1.0, description="0-1 strength of the emotion")
     format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
     sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
+
+
+class TTSRequest(SpeechFields):
+    """Native speech request (JSON body or multipart form fields)."""
+
     stream: bool = Field(False, description="stream audio as it is synthesized")
     ssml: bool | None = Field(
         None,
         description="true: text is SSML (a fragment is wrapped in <speak>); false: plain "
         "text; unset: SSML when the text starts with <speak>",
     )
-
     timestamps: bool = Field(
         False,
         description="answer JSON: base64 audio and word timestamps "
@@ -60,26 +64,14 @@ class TTSRequest(BaseModel):
     )
 
 
-class SpeechJobRequest(BaseModel):
+class SpeechJobRequest(SpeechFields):
     """Body of ``POST /v1/jobs/speech``: the fields of ``/v1/tts`` without streaming.
 
     The text may be as long as the server's ``max_text_chars``: a job has no
     request deadline, unlike the synchronous routes.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     text: str = Field(description="text to speak (long texts welcome)")
-    voice: str | None = Field(None, description="built-in voice, cloned voice id or name")
-    model: str | None = Field(None, description="engine to speak with (see GET /v1/models)")
-    language: str | None = Field(None, description="en-us, en-gb, es, fr, it, pt-br, hi, ja, zh")
-    speed: Number | None = Field(None, description="0.5-2.0")
-    pitch: Number | None = Field(None, description="-0.5..+0.5 octave")
-    energy: Number | None = Field(None, description="0.8-1.2")
-    emotion: str = Field("neutral", description="neutral, happy, sad, angry, surprised, ...")
-    intensity: Number = Field(1.0, description="0-1 strength of the emotion")
-    format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
-    sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
 
 
 class OpenAISpeechRequest(BaseModel):
