@@ -1,4 +1,4 @@
-"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | bench.
+"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | db | lexicon.
 
 Every command exits 0 on success and non-zero with a one-line reason on bad
 input; tracebacks are for bugs only.
@@ -114,12 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_db import add_db_parser
     from voxclone.api.cli_keys import add_keys_parser
+    from voxclone.api.cli_lexicon import add_lexicon_parser
     from voxclone.api.cli_models import add_models_parser
 
     add_keys_parser(sub)
     add_models_parser(sub)
     add_clone_parser(sub)
     add_db_parser(sub)
+    add_lexicon_parser(sub)
     return parser
 
 
@@ -385,6 +387,12 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return run_db(args, settings)
 
 
+def cmd_lexicon(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_lexicon import cmd_lexicon as run_lexicon
+
+    return run_lexicon(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
@@ -393,6 +401,7 @@ COMMANDS: dict[str, Handler] = {
     "clone": cmd_clone,
     "models": cmd_models,
     "db": cmd_db,
+    "lexicon": cmd_lexicon,
 }
 
 
