@@ -235,6 +235,10 @@ def test_builtin_voice_description_and_waveform(
     width = int(page.evaluate("() => document.getElementById('result-wave').width"))
     # Speech fills a good part of the picture; silence alone would draw nothing.
     assert columns > 0.3 * width, (columns, width)
+    # The word being heard is highlighted (word timestamps, the playback clock).
+    current = page.locator("#result-words .word.current")
+    current.wait_for(timeout=30_000)
+    assert current.inner_text().strip(" ,.") in {"Good", "morning", "Sam"}
     page.locator("#speak").screenshot(path=str(artifacts_dir / "ui_waveform.png"))
     assert page_errors == []
 

@@ -1,4 +1,4 @@
-"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | bench.
+"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | db | lexicon.
 
 Every command exits 0 on success and non-zero with a one-line reason on bad
 input; tracebacks are for bugs only.
@@ -83,13 +83,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_control_args(say)
 
-    voices = sub.add_parser("voices", help="list, show or delete voices")
+    voices = sub.add_parser("voices", help="list, show, delete or blend voices")
     vsub = voices.add_subparsers(dest="voices_command", required=True)
     vsub.add_parser("list", help="built-in and cloned voices")
     show = vsub.add_parser("show", help="details and quality report of a cloned voice")
     show.add_argument("voice")
-    delete = vsub.add_parser("delete", help="delete a cloned voice and its cached audio")
+    delete = vsub.add_parser(
+        "delete",
+        help="delete a cloned voice and its cached audio (and saved blends made from it)",
+    )
     delete.add_argument("voice")
+    blend = vsub.add_parser(
+        "blend", help="save a blend such as 'alice(2)+clear_male(1)' as a library voice"
+    )
+    blend.add_argument("name", help="the new voice's name")
+    blend.add_argument("expression", help="voices and weights, e.g. 'alice(2)+clear_male(1)'")
+    blend.add_argument("--owner", default=LOCAL_OWNER, help="library owner (default: local)")
+    blend.add_argument("--language", help="default: the parts' language")
 
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", help="bind address (default 127.0.0.1)")
@@ -104,12 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_db import add_db_parser
     from voxclone.api.cli_keys import add_keys_parser
+    from voxclone.api.cli_lexicon import add_lexicon_parser
     from voxclone.api.cli_models import add_models_parser
 
     add_keys_parser(sub)
     add_models_parser(sub)
     add_clone_parser(sub)
     add_db_parser(sub)
+    add_lexicon_parser(sub)
     return parser
 
 
@@ -280,6 +292,19 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
                     f"{item.description}{also}"
                 )
             return 0
+        if args.voices_command == "blend":
+            from voxclone.service.saved_blends import save_blend
+
+            record = save_blend(
+                library.catalog,
+                library.store,
+                name=args.name,
+                expression=args.expression,
+                owner=args.owner,
+                language=args.language,
+            )
+            print(f"saved {record.id} ({record.name}): blend of {args.expression.strip()}")
+            return 0
         found = library.catalog.find_stored(args.voice, owner=None)
         if found is None:
             if args.voice in library.catalog.builtin_names:
@@ -308,15 +333,19 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
                 )
             )
             return 0
-        deleted = store.delete(found.id, None)
+        # Saved blends made from the voice are derived from it: they go too.
+        deleted, *derived = store.delete_with_derived(found.id, None)
         from voxclone.service.purge import CachePurger
 
-        # The deletion journaled the purge (cached audio and blobs); a running
-        # server finishes it if a cache tier (Redis) or the blob store (S3)
+        # The deletion journaled the purges (cached audio and blobs); a running
+        # server finishes them if a cache tier (Redis) or the blob store (S3)
         # cannot be reached from here now.
-        if not CachePurger(store, library.purge_voice).purge(deleted.id):
+        purger = CachePurger(store, library.purge_voice)
+        if not all([purger.purge(gone.id) for gone in (deleted, *derived)]):
             print("purge pending: a cache tier or the blob store is unreachable; it is retried")
         print(f"deleted {deleted.id} ({deleted.name})")
+        for gone in derived:
+            print(f"deleted {gone.id} ({gone.name}): a saved blend made from it")
         return 0
     finally:
         library.close()
@@ -358,6 +387,12 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return run_db(args, settings)
 
 
+def cmd_lexicon(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_lexicon import cmd_lexicon as run_lexicon
+
+    return run_lexicon(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
@@ -366,6 +401,7 @@ COMMANDS: dict[str, Handler] = {
     "clone": cmd_clone,
     "models": cmd_models,
     "db": cmd_db,
+    "lexicon": cmd_lexicon,
 }
 
 

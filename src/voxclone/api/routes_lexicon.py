@@ -14,9 +14,9 @@ from voxclone.api.auth import VoiceReader, VoiceWriter
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.schemas import LexiconEntryIn, LexiconEntryOut, LexiconOut
 from voxclone.bootstrap import Runtime
-from voxclone.errors import NotFound, NotReady, UnsupportedLanguage
+from voxclone.errors import NotFound, NotReady
 from voxclone.runtime.lexicon_store import SqlLexiconStore
-from voxclone.synth.text.lexicon import Pronunciation
+from voxclone.synth.text.lexicon import Pronunciation, entry_language
 
 router = APIRouter(tags=["lexicon"])
 
@@ -29,14 +29,7 @@ def _store(runtime: Runtime) -> SqlLexiconStore:
 
 def _language(runtime: Runtime, language: str) -> str:
     """One of the served languages, or a base language that covers some ("en")."""
-    served = runtime.speech.languages
-    allowed = sorted({*served, *(lang.split("-")[0] for lang in served)})
-    code = language.strip().lower().replace("_", "-")
-    if code not in allowed:
-        raise UnsupportedLanguage(
-            f"language '{language[:16]}' is not supported", field="language", limit=allowed
-        )
-    return code
+    return entry_language(language, runtime.speech.languages)
 
 
 def _out(entry: Pronunciation) -> LexiconEntryOut:

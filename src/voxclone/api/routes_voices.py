@@ -8,13 +8,14 @@ from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import VoiceReader, VoiceWriter
-from voxclone.api.deps import get_voice_service
+from voxclone.api.deps import get_runtime, get_voice_service
 from voxclone.api.schemas import (
     DeletedOut,
     EnrolledVoiceOut,
     JobOut,
     RefineRequest,
     RenameVoiceRequest,
+    SaveBlendRequest,
     VoiceListOut,
     VoiceOut,
 )
@@ -100,6 +101,34 @@ async def enroll_voice(
 
 
 @router.post(
+    "/v1/voices/blend",
+    status_code=status.HTTP_201_CREATED,
+    response_model=VoiceOut,
+    summary="Save a voice blend ('alice(2)+clear_male(1)') as a library voice",
+    description="The new voice holds the mixed style pack (and tone curve) of the blend as it "
+    "is now and speaks like any library voice (cached by its id and version). Its parts are "
+    "recorded in quality.blend; deleting one of them deletes this voice too.",
+)
+async def save_blend_voice(
+    body: SaveBlendRequest, request: Request, principal: VoiceWriter
+) -> VoiceOut:
+    from voxclone.service.saved_blends import save_blend
+
+    runtime = get_runtime(request)
+    record = await run_in_threadpool(
+        lambda: save_blend(
+            runtime.catalog,
+            runtime.voice_store,
+            name=body.name,
+            expression=body.blend,
+            owner=principal.owner,
+            language=body.language,
+        )
+    )
+    return VoiceOut.of(record)
+
+
+@router.post(
     "/v1/voices/{voice_id}/recordings",
     response_model=VoiceOut,
     summary="Add recordings of the speaker to a voice (re-cloned as a new version)",
@@ -148,6 +177,8 @@ async def rename_voice(
     response_model=DeletedOut,
     response_model_exclude_none=True,
     summary="Delete a voice, its consent record and all audio cached with it",
+    description="Saved blends made from the voice (POST /v1/voices/blend) hold data derived "
+    "from it: they are deleted and purged with it and listed in derived_deleted.",
     responses={
         202: {
             "model": DeletedOut,
@@ -161,10 +192,11 @@ async def delete_voice(
 ) -> DeletedOut:
     voices = get_voice_service(request)
     deleted = await run_in_threadpool(voices.delete, voice_id, principal.owner)
+    derived = [d.id for d in getattr(deleted, "derived", ())] or None
     if getattr(deleted, "purge_pending", False):
         response.status_code = status.HTTP_202_ACCEPTED
-        return DeletedOut(id=deleted.id, purge="pending")
-    return DeletedOut(id=deleted.id)
+        return DeletedOut(id=deleted.id, purge="pending", derived_deleted=derived)
+    return DeletedOut(id=deleted.id, derived_deleted=derived)
 
 
 @router.post(

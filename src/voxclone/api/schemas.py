@@ -189,6 +189,17 @@ class VoiceOut(BaseModel):
         )
 
 
+class SaveBlendRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="a name for the new voice, unique per owner")
+    blend: str = Field(
+        description="the blend expression to save, e.g. 'alice(2)+clear_male(1)': your own "
+        "voices or built-ins of one style engine"
+    )
+    language: str | None = Field(None, description="default: the parts' language")
+
+
 class EnrolledVoiceOut(VoiceOut):
     job: JobOut | None = Field(None, description="refinement job, when one was requested")
 
@@ -200,6 +211,11 @@ class VoiceListOut(BaseModel):
 class DeletedOut(BaseModel):
     id: str
     deleted: bool = True
+    derived_deleted: list[str] | None = Field(
+        default=None,
+        description="ids of saved blends made from this voice, deleted and purged with it "
+        "(a blend holds data derived from its parts' recordings)",
+    )
     # "pending" when a cache tier was unreachable: the purge is journaled and
     # completes when it is back (absent once everything is purged).
     purge: str | None = None

@@ -68,8 +68,12 @@ from voxclone.synth.audio.tone import GRID_HZ
 
 log = logging.getLogger(__name__)
 
-VoiceSource = Literal["instant", "refined", "builtin"]
-VOICE_SOURCES: frozenset[str] = frozenset({"instant", "refined", "builtin"})
+VoiceSource = Literal["instant", "refined", "builtin", "blend"]
+VOICE_SOURCES: frozenset[str] = frozenset({"instant", "refined", "builtin", "blend"})
+# A saved blend (service/blends.py) is derived from its parts' biometric data:
+# its quality report lists them under quality["blend"]["parts"][i]["voice"],
+# and deleting a part deletes the blend with it (``delete_with_derived``).
+BLEND_SOURCE = "blend"
 
 NAME_MAX_CHARS = 64
 LANGUAGE_MAX_CHARS = 16
@@ -205,6 +209,8 @@ class VoiceStore(Protocol):
 
     def delete(self, voice_id: str, owner: str | None) -> VoiceRecord: ...
 
+    def delete_with_derived(self, voice_id: str, owner: str | None) -> Sequence[VoiceRecord]: ...
+
     def count(self, owner: str | None = None) -> int: ...
 
     def close(self) -> None: ...
@@ -299,6 +305,15 @@ def _json_default(value: object) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _blend_part_ids(quality_json: str | None) -> set[str]:
+    """The voice ids a saved blend's quality report names as its parts."""
+    try:
+        blend = json.loads(quality_json or "{}").get("blend") or {}
+        return {str(p["voice"]) for p in blend.get("parts", []) if isinstance(p, dict)}
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return set()
 
 
 def _quality_to_json(quality: dict[str, Any]) -> str:
@@ -691,26 +706,67 @@ class SqlVoiceStore:
         """Delete the voice and every row derived from it; return what was deleted.
 
         Callers use the returned record (id, version, owner) to purge audio
-        caches and other artifacts made with the voice.
+        caches and other artifacts made with the voice. Saved blends made from
+        it are deleted too (``delete_with_derived`` also returns them).
+        """
+        return self.delete_with_derived(voice_id, owner)[0]
+
+    def delete_with_derived(self, voice_id: str, owner: str | None) -> Sequence[VoiceRecord]:
+        """Delete the voice and the saved blends derived from it (transitively: a
+        blend of a blend goes too), in one transaction; the voice's record first.
+
+        A saved blend holds a mix of its parts' style packs and tone curves,
+        i.e. data derived from their recordings (DESIGN.md §1.5): it must not
+        outlive a part. Every deleted voice owes its own journaled purge.
         """
         with self._db.write() as conn:
             # Lock first: of two concurrent deletes one wins, the other gets NotFound.
             self._lock_voice(conn, voice_id, owner)
             record = self._load(conn, voice_id, owner, include_reference_audio=False)
-            for table in _VOICE_CHILD_TABLES:
-                conn.execute(delete(table).where(table.c.voice_id == voice_id))
-                self._step(f"delete_{table.name}")
-            conn.execute(delete(t.voices).where(_voice_where(voice_id, owner)))
-            # Same transaction: the voice cannot be gone without its purge owed.
-            self._journal_purge(conn, voice_id)
+            doomed = [record]
+            doomed += [
+                self._load(conn, blend_id, record.owner, include_reference_audio=False)
+                for blend_id in self._derived_blend_ids(conn, voice_id, record.owner)
+            ]
+            for victim in doomed:
+                for table in _VOICE_CHILD_TABLES:
+                    conn.execute(delete(table).where(table.c.voice_id == victim.id))
+                    self._step(f"delete_{table.name}")
+                conn.execute(delete(t.voices).where(_V.id == victim.id))
+                # Same transaction: the voice cannot be gone without its purge owed.
+                self._journal_purge(conn, victim.id)
         # Push the zeroed pages out of the WAL so no copy of the deleted voice
         # survives in the log file either.
         self._db.checkpoint()
         # Then its blobs. The purge journal row written above stays until a
         # purge that includes the blobs (``purge_blobs``) succeeds, so an
         # unreachable blob store delays this but cannot make it forgotten.
-        self._forget_blobs(voice_id)
-        return record
+        for victim in doomed:
+            self._forget_blobs(victim.id)
+        return doomed
+
+    def derived_blends(self, voice_id: str, owner: str) -> list[str]:
+        """Ids of the owner's saved blends made (transitively) from ``voice_id``."""
+        with self._db.read() as conn:
+            return self._derived_blend_ids(conn, voice_id, owner)
+
+    @staticmethod
+    def _derived_blend_ids(conn: Connection, voice_id: str, owner: str) -> list[str]:
+        # Parts are always the owner's own voices (or built-ins), so only the
+        # owner's blends can be derived from ``voice_id``; few rows per owner.
+        rows = conn.execute(
+            select(_V.id, _V.quality_json).where(_V.owner == owner, _V.source == BLEND_SOURCE)
+        ).all()
+        parts_of = {str(row[0]): _blend_part_ids(row[1]) for row in rows}
+        found: list[str] = []
+        frontier = [voice_id]
+        while frontier:
+            part = frontier.pop()
+            for blend_id, parts in parts_of.items():
+                if part in parts and blend_id not in found and blend_id != voice_id:
+                    found.append(blend_id)
+                    frontier.append(blend_id)
+        return found
 
     def existing_voice_ids(self, voice_ids: Collection[str]) -> set[str]:
         """Which of ``voice_ids`` are still in the library (any owner)."""

@@ -32,6 +32,7 @@ from voxclone.errors import Cancelled, InvalidInput, NotFound, UnknownModel, Vox
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
 from voxclone.runtime.voice_store import (
+    BLEND_SOURCE,
     LEGACY_ENGINE,
     LEGACY_MODEL_ID,
     ConsentRecord,
@@ -119,6 +120,8 @@ class PromptCloning:
 class DeletedVoice:
     record: VoiceRecord
     purge_pending: bool  # cached audio not yet purged everywhere (journaled, retried)
+    # Saved blends made from the voice, deleted and purged with it.
+    derived: tuple[VoiceRecord, ...] = ()
 
     @property
     def id(self) -> str:
@@ -348,6 +351,7 @@ class VoiceService:
         the old print.
         """
         record = self._store.get(voice_id, owner, include_reference_audio=False)
+        _refuse_blend(record, "add recordings to")
         if record.style is None:
             raise InvalidInput(
                 "this voice's engine clones from a prompt: enroll it again with every "
@@ -551,12 +555,17 @@ class VoiceService:
         for job in self._jobs.list(owner, limit=1000):
             if job.voice_id == voice_id and not job.done:
                 self._publish(self._jobs.request_cancel(job.id, owner))
-        record = self._store.delete(voice_id, owner)
+        # Saved blends made from it go in the same transaction (their style is
+        # derived from this voice's recording, DESIGN.md §1.5).
+        record, *derived = self._store.delete_with_derived(voice_id, owner)
         self._jobs.delete_for_voice(voice_id)
-        if self._purge is not None:
-            return DeletedVoice(record, purge_pending=not self._purge(voice_id))
-        self._on_voice_changed(voice_id)
-        return DeletedVoice(record, purge_pending=False)
+        pending = False
+        for gone in (record, *derived):
+            if self._purge is not None:
+                pending = not self._purge(gone.id) or pending
+            else:
+                self._on_voice_changed(gone.id)
+        return DeletedVoice(record, purge_pending=pending, derived=tuple(derived))
 
     # -- refinement ---------------------------------------------------------------
     def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
@@ -569,6 +578,7 @@ class VoiceService:
                 value=budget,
             )
         record = self._store.get(voice_id, owner, include_reference_audio=False)
+        _refuse_blend(record, "refine")
         if record.style is None or self._pipeline is None:
             raise InvalidInput(
                 "only voices of a style engine can be refined; this voice is a "
@@ -721,6 +731,16 @@ class VoiceService:
             self._sweeper.join(timeout=5)
         if self._inline_log is not None:
             self._inline_log.close()
+
+
+def _refuse_blend(record: VoiceRecord, action: str) -> None:
+    # A saved blend has no recording (and no speaker print) to work from.
+    if record.source == BLEND_SOURCE:
+        raise InvalidInput(
+            f"cannot {action} a saved blend: it has no recording; save the blend again "
+            "from changed parts instead",
+            field="voice_id",
+        )
 
 
 def _checked_consent(consent: ConsentInput) -> ConsentRecord:

@@ -208,6 +208,7 @@ const state = {
   renaming: null, // voice id whose name is being edited
   playback: null, // the running generation, see generate()
   resultUrl: null,
+  words: [], // {start, end, el} of the result's words, in order (see highlightAt)
 };
 
 // --------------------------------------------------------------------------------------
@@ -886,6 +887,10 @@ class StreamPlayer {
     this.pending = []; // Int16Array pieces not yet scheduled
     this.pendingSamples = 0;
     this.carry = null; // a trailing odd byte from the previous network chunk
+    // (context time it starts, seconds into the audio) of each scheduled buffer:
+    // a late network chunk leaves a gap on the clock but none in the audio.
+    this.segments = [];
+    this.scheduledSeconds = 0;
   }
 
   async resume() {
@@ -928,9 +933,22 @@ class StreamPlayer {
     source.connect(this.context.destination);
     const startAt = Math.max(this.nextStart, this.context.currentTime + SCHEDULE_LEAD_S);
     source.start(startAt);
+    this.segments.push({ at: startAt, offset: this.scheduledSeconds, duration: buffer.duration });
+    this.scheduledSeconds += buffer.duration;
     this.nextStart = startAt + buffer.duration;
     this.sources.add(source);
     source.addEventListener("ended", () => this.sources.delete(source));
+  }
+
+  /** Seconds into the audio being heard now (null before the first buffer starts). */
+  position() {
+    const now = this.context.currentTime;
+    let heard = null;
+    for (const segment of this.segments) {
+      if (segment.at > now) break;
+      heard = segment.offset + Math.min(now - segment.at, segment.duration);
+    }
+    return heard;
   }
 
   /** Seconds of already scheduled audio still to play. */
@@ -950,6 +968,73 @@ class StreamPlayer {
     this.context.close().catch(() => {});
   }
 }
+
+// Word timestamps (``"timestamps": true``): the words of the result, the one being
+// heard highlighted, from the <audio> element's timeupdate or the stream's clock.
+function clearWords() {
+  state.words = [];
+  const box = $("result-words");
+  box.replaceChildren();
+  box.hidden = true;
+}
+
+function addWords(timestamps) {
+  const box = $("result-words");
+  for (const t of timestamps || []) {
+    const el = document.createElement("span");
+    el.className = "word";
+    el.textContent = t.word;
+    el.dataset.start = String(t.start_time);
+    el.dataset.end = String(t.end_time);
+    if (state.words.length) box.append(" ");
+    box.append(el);
+    state.words.push({ start: t.start_time, end: t.end_time, el });
+  }
+  box.hidden = state.words.length === 0;
+}
+
+/** Highlight the last word that has started by ``seconds`` into the audio. */
+function highlightAt(seconds) {
+  let current = null;
+  for (const word of state.words) {
+    if (word.start > seconds) break;
+    current = word;
+  }
+  for (const word of state.words) {
+    const on = word === current;
+    word.el.classList.toggle("current", on);
+    if (on) word.el.setAttribute("aria-current", "true");
+    else word.el.removeAttribute("aria-current");
+  }
+}
+
+/** Follow a stream's playback clock until it stops playing. */
+function followStream(player) {
+  const tick = () => {
+    if (state.playback?.player !== player) return;
+    const heard = player.position();
+    if (heard !== null) highlightAt(heard);
+    const over = player.finished && player.remaining() === 0;
+    if (!over && player.context.state !== "closed") requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}
+
+function base64Bytes(text) {
+  const raw = atob(text);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i += 1) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
+const AUDIO_TYPES = Object.freeze({
+  mp3: "audio/mpeg",
+  opus: "audio/ogg",
+  flac: "audio/flac",
+  aac: "audio/aac",
+  wav: "audio/wav",
+  pcm: "application/octet-stream",
+});
 
 function setResult(blob, filename) {
   const audio = $("result-audio");
@@ -1002,29 +1087,52 @@ function setGenerating(busy) {
 }
 
 async function generateStreamed(signal) {
+  // With timestamps the stream is server-sent events: base64 PCM plus the words
+  // whose speech it completes, so the word being heard can be highlighted.
   const response = await apiFetch("v1/tts", {
     method: "POST",
-    json: { ...speechRequest("pcm"), stream: true, sample_rate: PCM_SAMPLE_RATE },
+    json: { ...speechRequest("pcm"), stream: true, timestamps: true, sample_rate: PCM_SAMPLE_RATE },
     signal,
   });
   const player = new StreamPlayer();
   state.playback.player = player;
   await player.resume();
+  followStream(player);
   const chunks = [];
   const reader = response.body.getReader();
+  const decoder = new TextDecoder();
   const started = performance.now();
   let firstAudioAt = null;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
+  let buffered = "";
+  const onEvent = (event) => {
+    if (event.type !== "speech.audio.delta") return;
+    const value = base64Bytes(event.audio || "");
     if (firstAudioAt === null && value.length) {
       firstAudioAt = performance.now();
       $("speak-status").textContent = `Playing while generating (first audio after ${Math.round(firstAudioAt - started)} ms)…`;
     }
     const accepted = player.push(value);
     if (accepted.length) chunks.push(accepted);
+    addWords(event.timestamps);
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trimStart())
+        .join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
   }
   const tail = player.push(new Uint8Array(0), true);
+  player.finished = true;
   if (tail.length) chunks.push(tail);
   const blob = wavBlob(chunks, PCM_SAMPLE_RATE);
   setResult(blob, "voxclone.wav");
@@ -1035,10 +1143,12 @@ async function generateStreamed(signal) {
 async function generateWhole(format, signal) {
   const response = await apiFetch("v1/tts", {
     method: "POST",
-    json: { ...speechRequest(format), stream: false },
+    json: { ...speechRequest(format), stream: false, timestamps: true },
     signal,
   });
-  const blob = await response.blob();
+  const answer = await response.json();
+  const blob = new Blob([base64Bytes(answer.audio)], { type: AUDIO_TYPES[format] || "" });
+  addWords(answer.timestamps);
   const extension = format === "opus" ? "ogg" : format;
   setResult(blob, `voxclone.${extension}`);
   $("speak-status").textContent = "Generated.";
@@ -1051,6 +1161,7 @@ async function generate(event) {
   const alert = $("speak-alert");
   clearError(alert);
   stopPlayback();
+  clearWords();
   const format = $("speak-format").value;
   const controller = new AbortController();
   state.playback = { controller, player: null };
@@ -1100,6 +1211,7 @@ function initSpeak() {
   $("speak-voice").addEventListener("change", updateVoiceHelp);
   // Replaying the finished file should not overlap a stream still playing.
   $("result-audio").addEventListener("play", () => state.playback?.player?.stop());
+  $("result-audio").addEventListener("timeupdate", (event) => highlightAt(event.target.currentTime));
   updateSliderOutputs();
   updateCounter();
 }

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from voxclone.errors import InvalidInput
+from voxclone.errors import InvalidInput, UnsupportedLanguage
 
 MAX_WORD_CHARS = 100
 MAX_VALUE_CHARS = 200
@@ -35,6 +35,19 @@ class Pronunciation:
 def word_key(word: str) -> str:
     """How a word is stored and matched: case-folded, inner whitespace single."""
     return " ".join(word.split()).casefold()
+
+
+def entry_language(language: str, served: Iterable[str]) -> str:
+    """``language`` as an entry stores it: one of ``served`` or a base language
+    that covers some ("en" for en-us and en-gb); UnsupportedLanguage otherwise."""
+    served = tuple(served)
+    allowed = sorted({*served, *(lang.split("-")[0] for lang in served)})
+    code = language.strip().lower().replace("_", "-")
+    if code not in allowed:
+        raise UnsupportedLanguage(
+            f"language '{language[:16]}' is not supported", field="language", limit=allowed
+        )
+    return code
 
 
 def check_pronunciation(word: str, ipa: str | None, respelling: str | None) -> None:
