@@ -53,6 +53,7 @@ def test_two_servers_share_rate_limit_and_audio_cache(redis_server: str, tmp_pat
         "VOXCLONE_RATE_LIMIT_PER_MINUTE": str(RATE_PER_MINUTE),
         "VOXCLONE_RATE_LIMIT_BURST": str(BURST),
         "VOXCLONE_WORKERS": "1",
+        "VOXCLONE_WARM_CLONING": "false",  # nothing here clones
     }
     with running_servers([tmp_path / "a", tmp_path / "b"], env) as (server_a, server_b):
         started = time.monotonic()

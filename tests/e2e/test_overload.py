@@ -50,6 +50,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         "VOXCLONE_REQUEST_DEADLINE_S": "600",
         "VOXCLONE_MEMORY_CACHE_MB": "0",  # every request must reach the engine
         "VOXCLONE_DISK_CACHE_MB": "0",
+        # Nothing here clones: loading the cloning models in the background
+        # would only compete with the timed refusals for the 2 cores.
+        "VOXCLONE_WARM_CLONING": "false",
     }
     home: Path = tmp_path_factory.mktemp("overload")
     with running_servers([home], env) as (srv,):

@@ -36,6 +36,8 @@ STYLE_DIMS = 256
 SPEED_RANGE = (0.5, 2.0)
 
 WARMUP_TOKENS = (50, 83, 54, 57, 135, 16, 65, 87, 54, 46, 4)  # "həloʊ wɜld."
+# Warm-up calls per session before the engine reports ready (bench/warmup_sizing.py).
+WARMUP_CALLS = 2
 
 
 ENGINE_NAME = "kokoro"
@@ -198,14 +200,17 @@ class KokoroEngine(EngineBase):
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
 
     def warmup(self) -> None:
+        for _ in range(WARMUP_CALLS):
+            self.warmup_call()
+        self._warm = True
+
+    def warmup_call(self) -> None:
+        """One call of the warm-up phrase on each session (worker and fast lane)."""
         self.load()
         pack = next(iter(self.assets.packs.values()))
-        # Two calls: the first allocates arenas, the second checks steady state.
-        for _ in range(2):
-            self.synthesize([SynthItem(WARMUP_TOKENS, pack, 1.0)])
-            if self._fast_session is not None:
-                self.synthesize([SynthItem(WARMUP_TOKENS, pack, 1.0)], exclusive=True)
-        self._warm = True
+        self.synthesize([SynthItem(WARMUP_TOKENS, pack, 1.0)])
+        if self._fast_session is not None:
+            self.synthesize([SynthItem(WARMUP_TOKENS, pack, 1.0)], exclusive=True)
 
     # -- inference ---------------------------------------------------------
     def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
