@@ -1,4 +1,4 @@
-"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | bench.
+"""The ``voxclone`` command line: serve | wyoming | say | clone | voices | keys | models | db.
 
 Every command exits 0 on success and non-zero with a one-line reason on bad
 input; tracebacks are for bugs only.
@@ -105,11 +105,13 @@ def _parser() -> argparse.ArgumentParser:
     from voxclone.api.cli_db import add_db_parser
     from voxclone.api.cli_keys import add_keys_parser
     from voxclone.api.cli_models import add_models_parser
+    from voxclone.api.cli_wyoming import add_wyoming_parser
 
     add_keys_parser(sub)
     add_models_parser(sub)
     add_clone_parser(sub)
     add_db_parser(sub)
+    add_wyoming_parser(sub)
     return parser
 
 
@@ -358,6 +360,12 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return run_db(args, settings)
 
 
+def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_wyoming import cmd_wyoming as run_wyoming
+
+    return run_wyoming(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
@@ -366,6 +374,7 @@ COMMANDS: dict[str, Handler] = {
     "clone": cmd_clone,
     "models": cmd_models,
     "db": cmd_db,
+    "wyoming": cmd_wyoming,
 }
 
 
