@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("voxclone.wyoming")
 
-# The owner that owns nothing: key owners are never empty (keys.py gives a key
-# without --owner its own id), so this exposes the built-in voices only.
+# The owner that owns nothing: the voice store refuses an empty owner, so no
+# stored voice matches it and only the built-in voices are exposed. (None
+# would mean "every owner" to the catalog: never passed from here.)
 BUILTINS_ONLY = ""
 PROGRAM = "voxclone"
 HOMEPAGE = "https://github.com/voxclone/voxclone"
@@ -68,6 +69,7 @@ SAMPLES_PER_CHUNK = 1024  # ~43 ms at 24 kHz: small events keep playback smooth
 # Requests (describe, synthesize, a stream's start) waiting on one connection;
 # a client that floods more gets an error event, not an ever-growing queue.
 MAX_PENDING = 8
+SHUTDOWN_WAIT_S = 10.0  # for streams to stop at their next chunk
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,9 @@ class WyomingTts:
         self.config = config
         self.slots = slots
         self.sample_rate = runtime.speech.sample_rate
+        # Connections' worker tasks, awaited at shutdown (a stream mid-chunk
+        # finishes its ``finally``: engine work cancelled, slot released).
+        self.workers: set[asyncio.Task[None]] = set()
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, owner: str) -> WyomingTts:
@@ -277,6 +282,8 @@ class WyomingHandler(AsyncEventHandler):
             job.counted = True
         if self.worker is None:
             self.worker = asyncio.create_task(self._work(), name="voxclone wyoming worker")
+            self.tts.workers.add(self.worker)
+            self.worker.add_done_callback(self.tts.workers.discard)
         self.jobs.put_nowait(job)
 
     def _add_text(self, stream: _TextStream, text: str) -> None:
@@ -438,8 +445,10 @@ async def serve_wyoming(
     *,
     ready: Callable[[AsyncServer], Any] | None = None,
     zeroconf: str | None = None,
+    stop: asyncio.Event | None = None,
 ) -> None:
-    """Listen on ``uri`` (tcp://host:port, unix://path) until cancelled or SIGTERM."""
+    """Listen on ``uri`` (tcp://host:port, unix://path) until ``stop`` is set,
+    SIGTERM arrives or the task is cancelled; ``ready`` is called once listening."""
     server = AsyncServer.from_uri(uri)
     handler = partial(WyomingHandler, tts)
     if zeroconf is not None:
@@ -447,14 +456,16 @@ async def serve_wyoming(
     await server.start(handler)
     if ready is not None:
         ready(server)
-    stop = asyncio.Event()
+    stop = stop if stop is not None else asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread (tests)
         loop.add_signal_handler(signal.SIGTERM, stop.set)
     try:
         await stop.wait()
     finally:
-        await server.stop()
+        await server.stop()  # every connection's flag is set: its work stops
+        if tts.workers:
+            await asyncio.wait(set(tts.workers), timeout=SHUTDOWN_WAIT_S)
 
 
 async def _announce(server: AsyncServer, name: str) -> None:
