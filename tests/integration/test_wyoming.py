@@ -280,7 +280,8 @@ def test_client_leaving_mid_stream_stops_the_engine_work(server: _Server, runtim
 
 def test_cli_serves_wyoming_on_the_given_address_until_sigterm(tmp_path: Path) -> None:
     port = free_loopback_port()
-    env = {**os.environ, "VOXCLONE_HOME": str(tmp_path)}
+    # One ONNX session to warm, not two: the process is ready sooner.
+    env = {**os.environ, "VOXCLONE_HOME": str(tmp_path), "VOXCLONE_FAST_LANE_THREADS": "0"}
     command = [sys.executable, "-m", "voxclone.api.cli", "wyoming"]
     proc = subprocess.Popen(
         [*command, "--uri", f"tcp://{HOST}:{port}"],
