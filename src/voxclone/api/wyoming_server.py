@@ -318,6 +318,14 @@ class WyomingHandler(AsyncEventHandler):
             self.jobs.put_nowait(_Job("speak", stream, text=stream.pending))
         stream.pending = ""
 
+    async def run(self) -> None:
+        try:
+            await super().run()  # its ``finally`` calls disconnect()
+        except (ConnectionError, OSError):
+            # A write to a client that already left (broken pipe, reset) fails
+            # the next read too: a normal end of a connection, not an error.
+            log.debug("Wyoming client connection lost")
+
     async def disconnect(self) -> None:
         # Called by the protocol loop however the connection ends.
         self.flag.set()
@@ -333,6 +341,8 @@ class WyomingHandler(AsyncEventHandler):
                 return
             try:
                 await self._run(job)
+            except VoxcloneError as exc:  # e.g. the library's database is unreachable
+                await self._send_error(exc)
             except Exception:
                 log.exception("Wyoming request failed")
                 await self._send_error(VoxcloneError("internal error"))
