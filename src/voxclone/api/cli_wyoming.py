@@ -86,13 +86,20 @@ def exposed_owner(args: argparse.Namespace, settings: Settings) -> str:
 def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
     from wyoming.server import AsyncServer
 
-    from voxclone.api.wyoming_server import BUILTINS_ONLY, WyomingTts, serve_wyoming
+    from voxclone.api.wyoming_server import (
+        BUILTINS_ONLY,
+        WyomingTts,
+        check_zeroconf,
+        serve_wyoming,
+    )
     from voxclone.bootstrap import build_runtime
 
     try:
         AsyncServer.from_uri(args.uri)  # a malformed URI fails before the models load
     except ValueError as exc:
         raise InvalidInput(f"--uri: {exc}", field="uri") from exc
+    if args.zeroconf is not None:
+        check_zeroconf(args.uri)
     owner = exposed_owner(args, settings)
     # The same composition root as `serve`; no cloning models (Wyoming only speaks).
     runtime = build_runtime(settings, warmup=True, with_voices=False)

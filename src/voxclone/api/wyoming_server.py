@@ -478,19 +478,27 @@ async def serve_wyoming(
             await asyncio.wait(set(tts.workers), timeout=SHUTDOWN_WAIT_S)
 
 
+def check_zeroconf(uri: str) -> None:
+    """Refuse ``--zeroconf`` where it cannot work (before any model loads)."""
+    if not uri.startswith("tcp://"):
+        raise InvalidInput("zeroconf needs a tcp:// URI", field="zeroconf")
+    try:
+        import zeroconf.asyncio  # noqa: F401  (what wyoming.zeroconf needs)
+    except ImportError as exc:
+        raise InvalidInput(
+            "zeroconf discovery needs the 'zeroconf' package (pip install zeroconf)",
+            field="zeroconf",
+        ) from exc
+
+
 async def _announce(server: AsyncServer, name: str) -> None:
     """mDNS discovery for Home Assistant; needs the optional ``zeroconf`` package."""
     from wyoming.server import AsyncTcpServer
 
     if not isinstance(server, AsyncTcpServer):
         raise InvalidInput("zeroconf needs a tcp:// URI", field="zeroconf")
-    try:
-        from wyoming.zeroconf import HomeAssistantZeroconf
-    except ImportError as exc:
-        raise InvalidInput(
-            "zeroconf discovery needs the 'zeroconf' package (pip install zeroconf)",
-            field="zeroconf",
-        ) from exc
+    from wyoming.zeroconf import HomeAssistantZeroconf
+
     host = None if server.host in ("0.0.0.0", "::") else server.host
     discovery = HomeAssistantZeroconf(port=server.port, name=name or None, host=host)
     await discovery.register_server()
