@@ -111,3 +111,16 @@ def test_a_stream_longer_than_the_text_limit_fails_once() -> None:
     handler._flush(stream)
     assert _said(handler) == [("speak", "Short one."), ("fail", "payload_too_large")]
     assert stream.failed
+
+
+def test_a_sentence_that_never_ends_is_spoken_in_bounded_pieces() -> None:
+    from voxclone.api.wyoming_server import MAX_PENDING_CHARS, _TextStream
+
+    handler = _handler(max_chars=100_000)
+    stream = _TextStream(voice=None, ssml=None)
+    for _ in range(3000):  # an LLM streaming word by word, no full stop
+        handler._add_text(stream, "and then ")
+    spoken = [text for kind, text in _said(handler) if kind == "speak"]
+    assert len(spoken) >= 3000 * 9 // (MAX_PENDING_CHARS + 10)
+    assert all(len(text) <= MAX_PENDING_CHARS + 10 for text in spoken)
+    assert len(stream.pending) <= MAX_PENDING_CHARS

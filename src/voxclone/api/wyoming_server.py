@@ -69,6 +69,9 @@ SAMPLES_PER_CHUNK = 1024  # ~43 ms at 24 kHz: small events keep playback smooth
 # Requests (describe, synthesize, a stream's start) waiting on one connection;
 # a client that floods more gets an error event, not an ever-growing queue.
 MAX_PENDING = 8
+# Unfinished sentence text a stream holds before speaking it anyway: each
+# chunk re-splits at most this much, so a long stream costs linear time.
+MAX_PENDING_CHARS = 1000
 SHUTDOWN_WAIT_S = 10.0  # for streams to stop at their next chunk
 
 
@@ -304,6 +307,10 @@ class WyomingHandler(AsyncEventHandler):
             return  # markup is spoken whole at the stop: sentences would cut its tags
         sentences = split_sentences(stream.pending)
         if len(sentences) < 2:
+            if len(stream.pending) > MAX_PENDING_CHARS:
+                # No end in sight: speak what there is (the frontend still cuts
+                # it at clause boundaries), so splitting stays linear in the text.
+                self._flush(stream)
             return
         # The last piece may still grow ("Dr." + " Smith"); the others are done.
         for sentence in sentences[:-1]:
