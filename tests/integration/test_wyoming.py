@@ -226,6 +226,8 @@ def test_refusals_are_error_events_and_the_connection_stays_usable(server: _Serv
                 request = Synthesize(text=text, voice=SynthesizeVoice(name=voice))
                 await client.write_event(request.event())
                 answers.append(await _until(client, "audio-stop"))
+            await client.write_event(Event(type="synthesize", data={"voice": {}}))  # no text
+            answers.append(await _until(client, "audio-stop"))
             await client.write_event(
                 SynthesizeStart(voice=SynthesizeVoice(name="no_such_voice")).event()
             )
@@ -239,7 +241,8 @@ def test_refusals_are_error_events_and_the_connection_stays_usable(server: _Serv
 
     *refused, stream_error, stream_end, spoken = asyncio.run(exchange())
     codes = [Error.from_event(a[-1]).code for a in refused]
-    assert codes == ["not_found", "not_found", "invalid_input", "payload_too_large"], codes
+    expected = ["not_found", "not_found", "invalid_input", "payload_too_large", "invalid_input"]
+    assert codes == expected, codes
     assert "no_such_voice" in Error.from_event(refused[0][-1]).text
     assert [e.type for e in stream_error] == ["error"]
     assert _types(stream_end) == ["synthesize-stopped"]  # nothing spoken for it

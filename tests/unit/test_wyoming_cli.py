@@ -124,3 +124,36 @@ def test_a_sentence_that_never_ends_is_spoken_in_bounded_pieces() -> None:
     assert len(spoken) >= 3000 * 9 // (MAX_PENDING_CHARS + 10)
     assert all(len(text) <= MAX_PENDING_CHARS + 10 for text in spoken)
     assert len(stream.pending) <= MAX_PENDING_CHARS
+
+
+def test_events_are_read_within_bounds() -> None:
+    import asyncio
+    import json
+
+    from voxclone.api.wyoming_server import read_event
+
+    def frame(header: dict[str, Any], data: bytes = b"", payload: bytes = b"") -> bytes:
+        if data:
+            header["data_length"] = len(data)
+        if payload:
+            header["payload_length"] = len(payload)
+        return json.dumps(header).encode() + b"\n" + data + payload
+
+    async def read(raw: bytes, max_bytes: int = 1000) -> Any:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        return await read_event(reader, max_bytes)
+
+    text = json.dumps({"text": "Hello."}).encode()
+    event = asyncio.run(read(frame({"type": "synthesize", "version": "1"}, text, b"\x01\x02")))
+    assert (event.type, event.data, event.payload) == (
+        "synthesize",
+        {"text": "Hello."},
+        b"\x01\x02",
+    )
+    # A header claiming more than the bound is refused before anything is buffered.
+    assert asyncio.run(read(frame({"type": "synthesize", "data_length": 10**12}))) is None
+    assert asyncio.run(read(frame({"type": "x"}, payload=b"\x00" * 1001))) is None
+    for bad in (b"not json\n", b"[1, 2]\n", b'{"data": {}}\n', frame({"type": "x"}, b"{}")[:-1]):
+        assert asyncio.run(read(bad)) is None

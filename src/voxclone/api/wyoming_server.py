@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import time
@@ -120,6 +121,9 @@ class WyomingTts:
         # Connections' worker tasks, awaited at shutdown (a stream mid-chunk
         # finishes its ``finally``: engine work cancelled, slot released).
         self.workers: set[asyncio.Task[None]] = set()
+        # The longest event data we read: a request's text as UTF-8 and JSON
+        # escapes (up to 6 bytes a character), plus room for the rest.
+        self.max_event_bytes = 6 * config.max_text_chars + 64 * 1024
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, owner: str) -> WyomingTts:
@@ -216,6 +220,33 @@ class WyomingTts:
             release()
             raise
         return chunks, release
+
+
+async def read_event(reader: asyncio.StreamReader, max_bytes: int) -> Event | None:
+    """One event (header line, optional JSON data, optional payload); None at
+    the end of the stream or for anything malformed or longer than
+    ``max_bytes``, which ends the connection."""
+    try:
+        line = await reader.readline()  # the reader's own limit bounds it (64 KiB)
+        if not line:
+            return None
+        header = json.loads(line)
+        data = header.get("data") or {}
+        data_length = int(header.get("data_length") or 0)
+        payload_length = int(header.get("payload_length") or 0)
+        if not 0 <= data_length <= max_bytes or not 0 <= payload_length <= max_bytes:
+            log.warning("Wyoming event larger than %d bytes; closing the connection", max_bytes)
+            return None
+        if data_length:
+            extra = json.loads(await reader.readexactly(data_length))
+            data = {**data, **extra}
+        payload = await reader.readexactly(payload_length) if payload_length else None
+        event_type = header["type"]
+        if not isinstance(event_type, str) or not isinstance(data, dict):
+            return None
+        return Event(type=event_type, data=data, payload=payload)
+    except (ValueError, KeyError, TypeError, AttributeError, asyncio.IncompleteReadError):
+        return None  # not Wyoming (bad JSON, a line over the limit, cut short)
 
 
 def _ssml_flag(text_format: str | SynthesizeTextFormat | None) -> bool | None:
@@ -326,12 +357,27 @@ class WyomingHandler(AsyncEventHandler):
         stream.pending = ""
 
     async def run(self) -> None:
+        """The protocol loop, with bounded reads (the package's reader would
+        buffer whatever length a header claims) and malformed events answered
+        with an error event instead of ending the connection."""
         try:
-            await super().run()  # its ``finally`` calls disconnect()
+            while True:
+                event = await read_event(self.reader, self.tts.max_event_bytes)
+                if event is None:
+                    break
+                try:
+                    await self.handle_event(event)
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    await self._send_error(
+                        InvalidInput(f"malformed '{event.type[:40]}' event", field="event")
+                    )
         except (ConnectionError, OSError):
             # A write to a client that already left (broken pipe, reset) fails
             # the next read too: a normal end of a connection, not an error.
             log.debug("Wyoming client connection lost")
+        finally:
+            await self.disconnect()
+            self.writer.close()
 
     async def disconnect(self) -> None:
         # Called by the protocol loop however the connection ends.
