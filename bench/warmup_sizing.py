@@ -44,7 +44,6 @@ CALLS = {"none": 0, "one": 1, "two": 2}
 def child(variant: str) -> dict[str, Any]:
     from _common import bench_home
     from ttfa import paragraphs
-
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
     from voxclone.service.speech import SpeechRequest
@@ -120,8 +119,10 @@ def main() -> None:
         }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"medians": table, "runs": runs}, indent=2))
-    print("| warm-up | calls/session | warm-up s | ready s | 1st TTFA s | 1st total s "
-          "| 2nd TTFA s | 2nd total s |")
+    print(
+        "| warm-up | calls/session | warm-up s | ready s | 1st TTFA s | 1st total s "
+        "| 2nd TTFA s | 2nd total s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for variant, row in table.items():
         print(

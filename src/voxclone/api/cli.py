@@ -1,4 +1,5 @@
-"""The ``voxclone`` command line: serve | say | clone | voices | keys | models | db | lexicon.
+"""The ``voxclone`` command line: serve | wyoming | say | clone | voices | keys | models | db
+| lexicon.
 
 Every command exits 0 on success and non-zero with a one-line reason on bad
 input; tracebacks are for bugs only.
@@ -116,12 +117,14 @@ def _parser() -> argparse.ArgumentParser:
     from voxclone.api.cli_keys import add_keys_parser
     from voxclone.api.cli_lexicon import add_lexicon_parser
     from voxclone.api.cli_models import add_models_parser
+    from voxclone.api.cli_wyoming import add_wyoming_parser
 
     add_keys_parser(sub)
     add_models_parser(sub)
     add_clone_parser(sub)
     add_db_parser(sub)
     add_lexicon_parser(sub)
+    add_wyoming_parser(sub)
     return parser
 
 
@@ -393,6 +396,12 @@ def cmd_lexicon(args: argparse.Namespace, settings: Settings) -> int:
     return run_lexicon(args, settings)
 
 
+def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_wyoming import cmd_wyoming as run_wyoming
+
+    return run_wyoming(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
@@ -402,6 +411,7 @@ COMMANDS: dict[str, Handler] = {
     "models": cmd_models,
     "db": cmd_db,
     "lexicon": cmd_lexicon,
+    "wyoming": cmd_wyoming,
 }
 
 
