@@ -195,11 +195,14 @@ def plot_rtf(data: dict[str, Any], path: Path) -> Path | None:
     return _save(plt, fig, path)
 
 
+TTFA_PATHS = ("service", "http")
+
+
 def plot_ttfa(data: dict[str, Any], path: Path) -> Path | None:
     ttfa = data.get("ttfa", {})
     series = {
         k: ttfa[k]["samples"]
-        for k in ("service", "http")
+        for k in TTFA_PATHS
         if isinstance(ttfa.get(k), dict) and ttfa[k].get("samples")
     }
     if not series:
@@ -213,6 +216,28 @@ def plot_ttfa(data: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("requests")
     ax.set_title("Streaming TTFA")
     ax.legend()
+    return _save(plt, fig, path)
+
+
+def plot_ttfa_stages(data: dict[str, Any], path: Path) -> Path | None:
+    """Stacked bars: the median first-audio stages of each TTFA path."""
+    ttfa = data.get("ttfa", {})
+    staged = {k: ttfa[k]["stages"] for k in TTFA_PATHS if ttfa.get(k, {}).get("stages")}
+    if not staged:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 2.8))
+    names = list(dict.fromkeys(stage for st in staged.values() for stage in st))
+    paths = list(staged)
+    left = [0.0] * len(paths)
+    for stage in names:
+        widths = [float(staged[p].get(stage, 0.0)) for p in paths]
+        ax.barh(paths, widths, left=left, label=stage)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.axvline(float(ttfa.get("target_s", 0.8)), color="red", linestyle="--", label="target")
+    ax.set_xlabel("seconds to first audio (median of each stage)")
+    ax.set_title("Where the time to first audio goes")
+    ax.legend(fontsize=7, ncol=4)
     return _save(plt, fig, path)
 
 
@@ -468,7 +493,7 @@ def speed_ttfa(data: dict[str, Any], runs: dict[str, Any]) -> str:
         return title + missing("ttfa", runs)
     out = [title + heading(command_for("ttfa", data, runs))]
     rows = []
-    for path_name in ("service", "http"):
+    for path_name in TTFA_PATHS:
         res = ttfa.get(path_name, {})
         if "p50" in res:
             rows.append(
@@ -491,6 +516,20 @@ def speed_ttfa(data: dict[str, Any], runs: dict[str, Any]) -> str:
             rows,
         )
     )
+    staged = {k: ttfa[k]["stages"] for k in TTFA_PATHS if ttfa.get(k, {}).get("stages")}
+    if staged:
+        names = list(dict.fromkeys(stage for st in staged.values() for stage in st))
+        out.append(
+            "\nMedian seconds of each stage of the first audio (the service's "
+            "`voxclone_first_audio_stage_seconds`; `transport` = what an HTTP client "
+            "waited beyond them):\n"
+        )
+        out.append(
+            table(
+                ["path", *names],
+                [[path, *(fmt(st.get(n)) for n in names)] for path, st in staged.items()],
+            )
+        )
     return "\n".join(out)
 
 
@@ -684,6 +723,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
     makers: dict[str, Callable[[dict[str, Any], Path], Path | None]] = {
         "rtf_vs_length": plot_rtf,
         "ttfa_hist": plot_ttfa,
+        "ttfa_stages": plot_ttfa_stages,
         "peers": plot_peers,
         "clone_similarity": plot_clone,
         "pick_study": plot_pick_study("pick_study"),
@@ -708,7 +748,9 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         "## Speed\n",
         speed_rtf(data, runs) + image(out_page, plots["rtf_vs_length"], "RTF vs text length"),
         speed_peers(data, runs) + image(out_page, plots["peers"], "voxclone vs peers"),
-        speed_ttfa(data, runs) + image(out_page, plots["ttfa_hist"], "TTFA distribution"),
+        speed_ttfa(data, runs)
+        + image(out_page, plots["ttfa_hist"], "TTFA distribution")
+        + image(out_page, plots["ttfa_stages"], "TTFA stages"),
         speed_cloning(data, runs),
         section_builtins(data, runs),
         section_markdown(

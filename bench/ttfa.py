@@ -7,6 +7,10 @@ one after another, measured two ways:
   * ``http``: ``POST /v1/audio/speech`` with ``response_format=pcm`` against
     the real app started with uvicorn on a free 127.0.0.1 port — time until
     the first body bytes arrive (headers excluded).
+Each path also reports the median of each stage of the first audio (plan,
+queue, engine, post, encode) from the service's own
+``voxclone_first_audio_stage_seconds`` metric, read before and after each
+request; over HTTP the rest of what the client waited is ``transport``.
 Target: p50 at or below 0.8 s.
 
     python bench/ttfa.py [--quick] [--requests 20] [--no-http]
@@ -19,6 +23,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,16 +93,50 @@ def summarize(samples: list[float]) -> dict[str, Any]:
     }
 
 
+STAGE_METRIC = "voxclone_first_audio_stage_seconds"
+
+
+def stage_sums(samples: Iterable[tuple[str, dict[str, str], float]]) -> dict[str, float]:
+    """Per-stage totals of the first-audio stage histogram (``/metrics`` samples)."""
+    return {
+        labels["stage"]: value
+        for name, labels, value in samples
+        if name == STAGE_METRIC + "_sum" and "stage" in labels
+    }
+
+
+def stage_deltas(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """One request's stages: the growth of each stage's total across it."""
+    return {stage: after[stage] - before.get(stage, 0.0) for stage in after}
+
+
+def summarize_stages(per_request: list[dict[str, float]]) -> dict[str, float]:
+    """Median seconds of each stage over the requests."""
+    stages = per_request[0].keys() if per_request else ()
+    return {s: round(statistics.median(r[s] for r in per_request), 4) for s in stages}
+
+
 def service_ttfa(texts: list[str]) -> dict[str, Any]:
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
+    from voxclone.runtime.metrics import Metrics
     from voxclone.service.speech import SpeechRequest
 
     settings = Settings(home=bench_home("voxclone-ttfa-"), memory_cache_mb=0, disk_cache_mb=0)
-    runtime = build_runtime(settings, warmup=True)
-    samples = []
+    metrics = Metrics()
+    runtime = build_runtime(settings, warmup=True, metrics=metrics)
+
+    def sums() -> dict[str, float]:
+        return stage_sums(
+            (sample.name, sample.labels, sample.value)
+            for family in metrics.registry.collect()
+            for sample in family.samples
+        )
+
+    samples, stages = [], []
     try:
         for text in texts:
+            before = sums()
             started = time.perf_counter()
             _, parts = runtime.speech.stream(SpeechRequest(text=text, format="pcm"))
             first: float | None = None
@@ -106,13 +145,15 @@ def service_ttfa(texts: list[str]) -> dict[str, Any]:
                     first = time.perf_counter() - started
             if first is not None:
                 samples.append(first)
+                stages.append(stage_deltas(before, sums()))
     finally:
         runtime.close()
-    return summarize(samples)
+    return {**summarize(samples), "stages": summarize_stages(stages)}
 
 
 def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any]:
     import httpx
+    from prometheus_client.parser import text_string_to_metric_families
 
     from voxclone.devserver import running_server
 
@@ -121,8 +162,18 @@ def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any
         running_server(bench_home("voxclone-ttfa-"), env, timeout_s=ready_timeout_s) as server,
         httpx.Client(base_url=server.url, timeout=120.0) as client,
     ):
-        samples = []
+
+        def sums() -> dict[str, float]:
+            families = text_string_to_metric_families(client.get("/metrics").text)
+            return stage_sums(
+                (sample.name, sample.labels, sample.value)
+                for family in families
+                for sample in family.samples
+            )
+
+        samples, stages = [], []
         for text in texts:
+            before = sums()
             body = {
                 "model": "tts-1",
                 "input": text,
@@ -138,7 +189,12 @@ def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any
                         first = time.perf_counter() - started
             if first is not None:
                 samples.append(first)
-    return {**summarize(samples), "port": server.port}
+                request = stage_deltas(before, sums())
+                # What the client waited for beyond the service's stages: the
+                # HTTP layer, the socket and this client.
+                request["transport"] = max(0.0, first - sum(request.values()))
+                stages.append(request)
+    return {**summarize(samples), "stages": summarize_stages(stages), "port": server.port}
 
 
 def main() -> int:

@@ -410,6 +410,47 @@ def runtime(voxclone_home: Path) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def store_style_voice() -> Callable[..., Any]:
+    """``store(runtime, name, owner, builtin=..., scale=1.0, tone_db=None)``: a
+    style voice in ``runtime``'s library as enrollment stores one, made from a
+    built-in's pack so that no cloning model has to load."""
+    from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord, utc_now_iso
+
+    def store(
+        runtime: Any,
+        name: str,
+        owner: str,
+        *,
+        builtin: str = "clear_female",
+        scale: float = 1.0,
+        tone_db: np.ndarray | None = None,
+    ) -> VoiceRecord:
+        base = runtime.catalog.resolve(builtin, None)
+        record: VoiceRecord = runtime.voice_store.create(
+            VoiceRecord(
+                id="",
+                name=name,
+                language="en-us",
+                owner=owner,
+                created_at="",
+                updated_at="",
+                version=1,
+                consent=ConsentRecord("ab" * 32, owner, utc_now_iso()),
+                embedding=np.random.default_rng(7).standard_normal(256).astype(np.float32),
+                style=(np.asarray(base.style, np.float32) * scale).astype(np.float32),
+                quality={},
+                source="instant",
+                tone_db=tone_db,
+                engine=base.engine,
+                model_id=base.model_id,
+            )
+        )
+        return record
+
+    return store
+
+
+@pytest.fixture(scope="session")
 def transcriber() -> object:
     from voxclone.synth.voice.asr import Transcriber
 

@@ -38,7 +38,7 @@ from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger, orphan_audio_purge
 from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import RenderStats, ServiceHooks, SpeechService
+from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks, SpeechService
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import PromptCloning, VoiceService
 from voxclone.synth.engine import registry
@@ -279,7 +279,15 @@ def metric_hooks(metrics: Metrics) -> ServiceHooks:
         if stats.audio_seconds > 0:
             metrics.real_time_factor.observe(stats.compute_seconds / stats.audio_seconds)
 
-    return ServiceHooks(on_first_audio=metrics.time_to_first_audio.observe, on_rendered=on_rendered)
+    def on_first_audio_stages(stages: FirstAudioStages) -> None:
+        for stage, seconds in stages.as_dict().items():
+            metrics.first_audio_stage.labels(stage=stage).observe(seconds)
+
+    return ServiceHooks(
+        on_first_audio=metrics.time_to_first_audio.observe,
+        on_rendered=on_rendered,
+        on_first_audio_stages=on_first_audio_stages,
+    )
 
 
 def engine_config(settings: Settings, name: str) -> EngineConfig:

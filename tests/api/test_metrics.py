@@ -32,6 +32,15 @@ def test_metrics_track_synthesis_cache_and_readiness(tmp_path: Path) -> None:
         body = {"text": "Counting the metrics.", "format": "wav"}
         assert client.post("/v1/tts", json=body).headers["X-Cache"] == "miss"
         assert client.post("/v1/tts", json=body).headers["X-Cache"] == "memory"
+        # A stream: where its first audio's time went (issue #20's stages).
+        stream = {"text": "Stages of the first audio. Then a second sentence.", "stream": True}
+        started = time.perf_counter()
+        with client.stream("POST", "/v1/tts", json={**stream, "format": "pcm"}) as response:
+            chunks = response.iter_bytes()
+            first = next(chunk for chunk in chunks if chunk)
+            client_ttfa = time.perf_counter() - started
+            rest = b"".join(chunks)
+        assert first and rest
         text = client.get("/metrics").text
     assert _value(text, "voxclone_ready") == 1
     assert _value(text, "voxclone_circuit_open") == 0
@@ -40,3 +49,12 @@ def test_metrics_track_synthesis_cache_and_readiness(tmp_path: Path) -> None:
     assert _value(text, "voxclone_batch_size_count") >= 1
     assert 'voxclone_cache_hits_total{tier="memory"} 1.0' in text
     assert "voxclone_voices_stored 0.0" in text
+    stages = {
+        stage: _value(text, f'voxclone_first_audio_stage_seconds_sum{{stage="{stage}"}}')
+        for stage in ("plan", "queue", "engine", "post", "encode")
+    }
+    counts = _value(text, 'voxclone_first_audio_stage_seconds_count{stage="engine"}')
+    assert counts == 1  # the stream only: whole files have no first-audio stages
+    assert stages["engine"] > 0.01  # the model call is a real part of it
+    # The stages happen inside what the client waited for.
+    assert sum(stages.values()) <= client_ttfa, (stages, client_ttfa)

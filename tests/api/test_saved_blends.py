@@ -14,36 +14,17 @@ import numpy as np
 import soundfile as sf
 from fastapi.testclient import TestClient
 
-from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord, utc_now_iso
+from voxclone.runtime.voice_store import VoiceRecord
 from voxclone.synth.audio.tone import GRID_HZ
 
 TEXT = "The boats stayed in the harbour."
 
 
-def _stored_voice(runtime: Any, name: str, owner: str) -> VoiceRecord:
-    """A style voice in the library as enrollment stores one (style + tone curve);
-    built from a built-in's style so no cloning model has to load."""
-    base = runtime.catalog.resolve("clear_female", None)
-    rng = np.random.default_rng(7)
-    return runtime.voice_store.create(
-        VoiceRecord(
-            id="",
-            name=name,
-            language="en-us",
-            owner=owner,
-            created_at="",
-            updated_at="",
-            version=1,
-            consent=ConsentRecord("ab" * 32, owner, utc_now_iso()),
-            embedding=rng.standard_normal(256).astype(np.float32),
-            style=(base.style * 1.05).astype(np.float32),
-            quality={},
-            source="instant",
-            tone_db=np.linspace(-4.0, 4.0, GRID_HZ.size).astype(np.float32),
-            engine=base.engine,
-            model_id=base.model_id,
-        )
-    )
+def _stored_voice(runtime: Any, store: Any, name: str, owner: str) -> VoiceRecord:
+    """A style voice with a tone curve, as enrollment stores one."""
+    tone = np.linspace(-4.0, 4.0, GRID_HZ.size).astype(np.float32)
+    record: VoiceRecord = store(runtime, name, owner, scale=1.05, tone_db=tone)
+    return record
 
 
 def _audio(r: Any) -> np.ndarray:
@@ -52,9 +33,9 @@ def _audio(r: Any) -> np.ndarray:
 
 
 def test_saved_blend_speaks_like_its_expression_and_goes_with_its_parts(
-    client: TestClient, runtime: Any
+    client: TestClient, runtime: Any, store_style_voice: Any
 ) -> None:
-    part = _stored_voice(runtime, "blend-part", "local")
+    part = _stored_voice(runtime, store_style_voice, "blend-part", "local")
     expression = "blend-part(2)+clear_male(1)"
     r = client.post("/v1/voices/blend", json={"name": "my mix", "blend": expression})
     assert r.status_code == 201, r.text
@@ -88,8 +69,10 @@ def test_saved_blend_speaks_like_its_expression_and_goes_with_its_parts(
     assert r.status_code == 404
 
 
-def test_bad_blends_are_refused_naming_the_field(client: TestClient, runtime: Any) -> None:
-    other = _stored_voice(runtime, "bobs voice", "bob")
+def test_bad_blends_are_refused_naming_the_field(
+    client: TestClient, runtime: Any, store_style_voice: Any
+) -> None:
+    other = _stored_voice(runtime, store_style_voice, "bobs voice", "bob")
     cases = {
         "clear_female(0)+clear_male": (422, "blend"),
         "clear_female": (422, "blend"),  # one voice is no blend

@@ -40,7 +40,6 @@ from wyoming.tts import (
 
 from voxclone.api.wyoming_server import BUILTINS_ONLY, WyomingTts, serve_wyoming
 from voxclone.devserver import free_loopback_port
-from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord
 from voxclone.service.speech import LOOKAHEAD_CHUNKS
 from voxclone.synth.voice.asr import word_error_rate
 
@@ -52,25 +51,8 @@ SENTENCE = "The birch canoe slid on the smooth planks."
 READ_TIMEOUT_S = 60.0
 
 
-def _store_voice(runtime: Any, name: str, owner: str) -> str:
-    builtin = runtime.catalog.resolve("clear_male", None)
-    record = runtime.voice_store.create(
-        VoiceRecord(
-            id="",
-            name=name,
-            language="en-us",
-            owner=owner,
-            created_at="",
-            updated_at="",
-            version=0,
-            consent=ConsentRecord("0" * 64, owner, "2026-01-01T00:00:00Z", "127.0.0.1"),
-            embedding=np.zeros(256, np.float32),
-            style=np.asarray(builtin.style, np.float32).reshape(510, 1, 256),
-            quality={},
-            source="instant",
-        )
-    )
-    return str(record.id)
+def _store_voice(runtime: Any, store: Any, name: str, owner: str) -> str:
+    return str(store(runtime, name, owner, builtin="clear_male").id)
 
 
 class _Server:
@@ -111,9 +93,9 @@ class _Server:
 
 
 @pytest.fixture(scope="module")
-def server(runtime: Any) -> Iterator[_Server]:
-    _store_voice(runtime, "wyoming_mine", OWNER)
-    _store_voice(runtime, "wyoming_theirs", OTHER)
+def server(runtime: Any, store_style_voice: Any) -> Iterator[_Server]:
+    _store_voice(runtime, store_style_voice, "wyoming_mine", OWNER)
+    _store_voice(runtime, store_style_voice, "wyoming_theirs", OTHER)
     with _Server(WyomingTts.from_runtime(runtime, OWNER)) as running:
         yield running
 

@@ -145,6 +145,7 @@ def _fake_results(results: Path) -> None:
                     "mean": 0.53,
                     "samples": [0.4, 0.5, 0.7],
                     "meets_target": True,
+                    "stages": {"plan": 0.01, "queue": 0.0, "engine": 0.42, "post": 0.02},
                 },
                 "http": {"skipped": "--no-http"},
             }
@@ -224,9 +225,12 @@ def test_render_page_writes_all_sections_into_tmp_paths(tmp_path: Path) -> None:
     assert "_Not available: `python bench/controls_eval.py` failed (exit 1)" in text
     assert "### Load test" in text  # the script's own H1 nested under "## Load"
     assert "| 4 | 1.00 | 10.00 | 10.0 | 2.000 | 0.100 | hit 30 |" in text  # cache hit vs miss
+    assert "| path | plan | queue | engine | post |" in text  # first-audio stages
+    assert "| service | 0.010 | 0.000 | 0.420 | 0.020 |" in text
     assert {p.name for p in img.glob("*.png")} >= {
         "rtf_vs_length.png",
         "ttfa_hist.png",
+        "ttfa_stages.png",
         "peers.png",
         "clone_similarity.png",
     }
@@ -252,6 +256,23 @@ def test_ttfa_paragraphs_are_distinct_three_sentence_texts() -> None:
     assert all(t.count(".") == 3 for t in texts)
     summary = ttfa.summarize([0.9, 0.5, 0.7])
     assert summary["p50"] == 0.7 and summary["max"] == 0.9 and summary["meets_target"] is True
+
+
+def test_ttfa_stage_deltas_come_from_the_metric_sums() -> None:
+    ttfa = importlib.import_module("ttfa")
+    name = ttfa.STAGE_METRIC
+    before = ttfa.stage_sums(
+        [(name + "_sum", {"stage": "engine"}, 1.0), (name + "_count", {"stage": "engine"}, 2.0)]
+    )
+    after = ttfa.stage_sums(
+        [(name + "_sum", {"stage": "engine"}, 1.5), (name + "_sum", {"stage": "plan"}, 0.1)]
+    )
+    delta = ttfa.stage_deltas(before, after)
+    assert delta == {"engine": 0.5, "plan": 0.1}
+    assert ttfa.summarize_stages([delta, {"engine": 0.7, "plan": 0.3}]) == {
+        "engine": 0.6,
+        "plan": 0.2,
+    }
 
 
 def test_run_all_records_a_missing_script_without_running_it() -> None:

@@ -21,6 +21,7 @@ from voxclone.runtime.scheduler import (
     PRIORITY_FIRST_CHUNK,
     PRIORITY_NORMAL,
     Scheduler,
+    WorkTiming,
 )
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 
@@ -411,3 +412,23 @@ def test_first_chunk_on_busy_server_shares_the_cores(make_scheduler) -> None:  #
     engine.gate.set()
     assert busy.result(WAIT_S)[0] == 7 and first.result(WAIT_S)[0] == 1
     assert engine.exclusive_calls == []
+
+
+# --------------------------------------------------------------- stage timing
+
+
+def test_timing_splits_queue_wait_from_engine_time(engine: FakeEngine, make_scheduler) -> None:
+    """WorkTiming (the first-audio stages of issue #20): the time an item
+    waited behind another is its queue stage, not its engine stage."""
+    sched = make_scheduler(engine, workers=1, queue_size=8)
+    held = hold_worker(engine, sched)
+    timing = WorkTiming()
+    future = sched.submit(item(7), timing=timing)
+    time.sleep(0.3)  # the item waits behind the held one
+    assert timing.submitted > 0 and timing.started is None
+    engine.gate.set()
+    held.result(WAIT_S)
+    future.result(WAIT_S)
+    assert timing.started is not None and timing.finished is not None
+    waited, ran = timing.started - timing.submitted, timing.finished - timing.started
+    assert waited >= 0.25 and 0 <= ran < waited

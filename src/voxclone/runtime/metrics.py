@@ -51,6 +51,15 @@ class Metrics:
             buckets=_TTFA_BUCKETS,
             registry=reg,
         )
+        self.first_audio_stage = Histogram(
+            "first_audio_stage_seconds",
+            "Where a stream's time to first audio went, by stage: plan, queue, "
+            "engine, post (processing) and encode (transport not included).",
+            ["stage"],
+            namespace=ns,
+            buckets=_TTFA_BUCKETS,
+            registry=reg,
+        )
         self.real_time_factor = Histogram(
             "real_time_factor",
             "Synthesis time divided by audio duration (below 1 is faster than real time).",

@@ -66,6 +66,18 @@ class _Work:
     # Receives the item's audio piece by piece as the engine makes it (frame
     # engines); the future still resolves to the whole item's audio.
     on_piece: Callable[[np.ndarray], None] | None = field(compare=False, default=None)
+    timing: WorkTiming | None = field(compare=False, default=None)
+
+
+@dataclass
+class WorkTiming:
+    """When one submitted item was queued, reached the engine and left it
+    (``time.perf_counter`` seconds; None until it happens). Read by the
+    speech service's per-stage timing of a stream's first audio."""
+
+    submitted: float = 0.0
+    started: float | None = None
+    finished: float | None = None
 
 
 @dataclass
@@ -239,6 +251,7 @@ class Scheduler:
         deadline: float | None = None,
         cost: float | None = None,
         on_piece: Callable[[np.ndarray], None] | None = None,
+        timing: WorkTiming | None = None,
     ) -> Future[np.ndarray]:
         """Queue one item. ``admitted`` marks a later chunk of a request whose
         first chunk was accepted: it skips the capacity check, so a request is
@@ -249,7 +262,10 @@ class Scheduler:
         item's characters of text (default: its token count), used to learn
         the engine's speed. ``on_piece`` is called from the worker with each
         piece the engine streams (``Engine.stream``) before the future resolves;
-        a cancelled item stops at the next piece."""
+        a cancelled item stops at the next piece. ``timing`` is filled in as the
+        item is queued, starts and ends."""
+        if timing is not None:
+            timing.submitted = time.perf_counter()
         if not self._breaker.allow():
             raise Overloaded("synthesis engine is failing; retry shortly", retry_after=5)
         future: Future[np.ndarray] = Future()
@@ -267,7 +283,17 @@ class Scheduler:
                 )
             heapq.heappush(
                 self._queue,
-                _Work(priority, next(self._seq), item, future, deadline, cancelled, cost, on_piece),
+                _Work(
+                    priority,
+                    next(self._seq),
+                    item,
+                    future,
+                    deadline,
+                    cancelled,
+                    cost,
+                    on_piece,
+                    timing,
+                ),
             )
             self._cond.notify()
         return future
@@ -559,6 +585,9 @@ class Scheduler:
             self._on_batch(len(live))
         items = [w.item for w in live]
         started = time.perf_counter()
+        for work in live:
+            if work.timing is not None:
+                work.timing.started = started
         try:
             if len(live) == 1 and live[0].on_piece is not None:
                 outputs = [self._streamed(live[0])]
@@ -585,7 +614,11 @@ class Scheduler:
                 work.future.set_exception(exc)
             return
         self._breaker.record(ok=True)
-        elapsed = time.perf_counter() - started
+        finished = time.perf_counter()
+        elapsed = finished - started
+        for work in live:
+            if work.timing is not None:
+                work.timing.finished = finished
         cost = sum(w.cost for w in live)
         with self._cond:
             self._completed += len(live)

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from voxclone.runtime.scheduler import (
     PRIORITY_NORMAL,
     Admission,
     Scheduler,
+    WorkTiming,
 )
 from voxclone.runtime.singleflight import SingleFlight
 from voxclone.service.blends import is_blend_id
@@ -123,6 +124,40 @@ class CaptionedResult:
 
 
 @dataclass
+class FirstAudioStages:
+    """Where a stream's time to first audio went, in seconds (issue #20):
+    ``plan`` (text to the first chunk handed to the scheduler: validation of
+    the chunk, G2P), ``queue`` (waiting for a worker), ``engine`` (the model
+    call; for a frame engine, until its first piece), ``post`` (tone,
+    controls, joining), ``encode`` (the output format's first bytes). What a
+    client sees on top is the transport (HTTP, the socket)."""
+
+    plan: float = 0.0
+    queue: float = 0.0
+    engine: float = 0.0
+    post: float = 0.0
+    encode: float = 0.0
+
+    STAGES: ClassVar[tuple[str, ...]] = ("plan", "queue", "engine", "post", "encode")
+
+    def as_dict(self) -> dict[str, float]:
+        return {stage: getattr(self, stage) for stage in self.STAGES}
+
+    @classmethod
+    def of(cls, started: float, timing: WorkTiming, now: float) -> FirstAudioStages:
+        """Stages up to ``now`` (the first audio leaving the pipeline) of a
+        render that began at ``started`` and whose first chunk is ``timing``."""
+        engine_start = timing.started if timing.started is not None else timing.submitted
+        engine_end = timing.finished if timing.finished is not None else now
+        return cls(
+            plan=max(0.0, timing.submitted - started),
+            queue=max(0.0, engine_start - timing.submitted),
+            engine=max(0.0, engine_end - engine_start),
+            post=max(0.0, now - engine_end),
+        )
+
+
+@dataclass
 class RenderStats:
     """Filled in while a request renders; read by metrics and benchmarks."""
 
@@ -130,12 +165,15 @@ class RenderStats:
     compute_seconds: float = 0.0
     first_audio_s: float | None = None
     chunks: int = 0
+    first_audio_stages: FirstAudioStages | None = None
 
 
 @dataclass(frozen=True)
 class ServiceHooks:
     on_first_audio: Callable[[float], None] | None = None
     on_rendered: Callable[[RenderStats], None] | None = None
+    # A stream's first audio bytes are out of the encoder: where the time went.
+    on_first_audio_stages: Callable[[FirstAudioStages], None] | None = None
 
 
 class SpeechService:
@@ -609,17 +647,24 @@ class SpeechService:
         except BaseException:
             admission.release()
             raise
+        first_timing = WorkTiming()
+
+        def first_audio_out() -> None:
+            now = time.perf_counter()
+            stats.first_audio_s = now - started
+            stats.first_audio_stages = FirstAudioStages.of(started, first_timing, now)
+            if self._hooks.on_first_audio is not None:
+                self._hooks.on_first_audio(stats.first_audio_s)
+
         for planned, audio, chunk_done in self._synthesized(
-            plan, fast_start, cancelled, admission, frames=frames, words=words
+            plan, fast_start, cancelled, admission, frames=frames, words=words, timing=first_timing
         ):
             chunk = planned.chunk
             engine_len = audio.size
             if planned.lead_s > 0 and stats.first_audio_s is None:
                 lead = np.zeros(int(round(planned.lead_s * self.sample_rate)), np.float32)
                 stats.audio_seconds += lead.size / self.sample_rate
-                stats.first_audio_s = time.perf_counter() - started
-                if self._hooks.on_first_audio is not None:
-                    self._hooks.on_first_audio(stats.first_audio_s)
+                first_audio_out()
                 yield lead
             if planned.voice.tone is not None:
                 # Before the controls: pitch and energy act on the voice as cloned.
@@ -638,9 +683,7 @@ class SpeechService:
             if out.size:
                 stats.audio_seconds += out.size / self.sample_rate
                 if stats.first_audio_s is None:
-                    stats.first_audio_s = time.perf_counter() - started
-                    if self._hooks.on_first_audio is not None:
-                        self._hooks.on_first_audio(stats.first_audio_s)
+                    first_audio_out()
                 yield out
         tail = joiner.finish()
         if words is not None:
@@ -726,10 +769,12 @@ class SpeechService:
         *,
         frames: bool = False,
         words: WordTrack | None = None,
+        timing: WorkTiming | None = None,
     ) -> Iterator[tuple[_Planned, np.ndarray, bool]]:
         """Yield (planned chunk, audio, chunk done): the audio of each chunk in
         order, in one piece, or with ``frames`` in the engine's pieces as they
-        are made (then a last empty piece marks the chunk's end)."""
+        are made (then a last empty piece marks the chunk's end). ``timing``
+        is filled in for the first chunk."""
         pending: deque[tuple[_Planned, Future[np.ndarray], queue.SimpleQueue[Any] | None]] = deque()
         abandoned = threading.Event()
 
@@ -763,6 +808,7 @@ class SpeechService:
                 deadline=due,
                 cost=float(len(chunk.text)),
                 on_piece=None if pieces is None else pieces.put,
+                timing=timing if first else None,
             )
             if pieces is not None:
                 # Every piece is queued before the future resolves: this ends them.
@@ -808,6 +854,7 @@ class SpeechService:
         admission: Admission | None = None,
     ) -> Iterator[bytes]:
         encoder = open_stream_encoder(req.format, self.sample_rate, out_rate=req.sample_rate)
+        stats = RenderStats()
         try:
             yield encoder.header()
             pieces = self.render_pieces(
@@ -819,10 +866,19 @@ class SpeechService:
                 progress=progress,
                 deadline=deadline,
                 admission=admission,
+                stats=stats,
             )
+            # Streams only: a whole file's client waits for the whole file.
+            staged = not fast_start
             for audio in pieces:
+                fed = time.perf_counter()
                 data = encoder.feed(audio)
                 if data:
+                    if not staged and stats.first_audio_stages is not None:
+                        staged = True
+                        stats.first_audio_stages.encode = time.perf_counter() - fed
+                        if self._hooks.on_first_audio_stages is not None:
+                            self._hooks.on_first_audio_stages(stats.first_audio_stages)
                     yield data
             final = encoder.finish()
             if final:
