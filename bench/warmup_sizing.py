@@ -119,17 +119,23 @@ def main() -> None:
         }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"medians": table, "runs": runs}, indent=2))
-    print(
+    lines = [
+        f"`python bench/warmup_sizing.py --repeat {args.repeat}`: fresh process per run, "
+        "variants interleaved, medians; first and second stream of a three-sentence "
+        "paragraph after the warm-up.",
+        "",
         "| warm-up | calls/session | warm-up s | ready s | 1st TTFA s | 1st total s "
-        "| 2nd TTFA s | 2nd total s |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        "| 2nd TTFA s | 2nd total s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for variant, row in table.items():
-        print(
+        lines.append(
             f"| {variant} | {CALLS[variant]} | {row['warmup_s']} | {row['ready_s']} | "
             f"{row['first_ttfa_s']} | {row['first_total_s']} | {row['second_ttfa_s']} | "
             f"{row['second_total_s']} |"
         )
+    RESULTS.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

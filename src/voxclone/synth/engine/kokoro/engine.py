@@ -36,8 +36,13 @@ STYLE_DIMS = 256
 SPEED_RANGE = (0.5, 2.0)
 
 WARMUP_TOKENS = (50, 83, 54, 57, 135, 16, 65, 87, 54, 46, 4)  # "həloʊ wɜld."
-# Warm-up calls per session before the engine reports ready (bench/warmup_sizing.py).
-WARMUP_CALLS = 2
+# Warm-up calls per session before the engine reports ready. None: in fresh
+# processes on 2 cores (bench/warmup_sizing.py, medians of 3) the first stream
+# after 0, 1 or 2 calls per session had the same time to first audio (3.42 /
+# 3.28 / 3.61 s) and total (16.5 / 16.4 / 17.1 s), while each call per
+# session delayed readiness by ~7 s (ready 5.7 / 12.7 / 19.1 s). ONNX Runtime's
+# first-run allocations cost less than the warm-up calls themselves.
+WARMUP_CALLS = 0
 
 
 ENGINE_NAME = "kokoro"
