@@ -658,6 +658,8 @@ CLONE_SUBSECTIONS = {
     "reference_robustness": "Reference robustness: noise, length, several recordings",
     "reference_clips": "Several recordings per voice: 1, 2 and 3 clips",
     "pick_fit": "Pick objective fitted by leave-one-speaker-out cross-validation",
+    "rate_follow": "Speaking rate: a clone's pace follows its reference",
+    "clone_latency": "Enrollment latency through a warm server",
 }
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 
@@ -685,10 +687,11 @@ def clone_subsections(
     parts = []
     for name, title in CLONE_SUBSECTIONS.items():
         if name in markdown:
+            # A script that draws its own plot leaves it as img/<name>.png.
+            own = out_page.parent / "img" / f"{name}.png"
+            plot = plots.get(name) or (own if own.exists() else None)
             parts.append(
-                "\n"
-                + result_block(title, name, data, markdown, runs)
-                + image(out_page, plots.get(name), name)
+                "\n" + result_block(title, name, data, markdown, runs) + image(out_page, plot, name)
             )
     return "".join(parts)
 

@@ -411,7 +411,7 @@ def runtime(voxclone_home: Path) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def store_style_voice() -> Callable[..., Any]:
-    """``store(runtime, name, owner, builtin=..., scale=1.0, tone_db=None)``: a
+    """``store(runtime, name, owner, builtin=..., scale=1.0, tone_db=None, quality=None)``: a
     style voice in ``runtime``'s library as enrollment stores one, made from a
     built-in's pack so that no cloning model has to load."""
     from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord, utc_now_iso
@@ -424,6 +424,7 @@ def store_style_voice() -> Callable[..., Any]:
         builtin: str = "clear_female",
         scale: float = 1.0,
         tone_db: np.ndarray | None = None,
+        quality: dict[str, Any] | None = None,
     ) -> VoiceRecord:
         base = runtime.catalog.resolve(builtin, None)
         record: VoiceRecord = runtime.voice_store.create(
@@ -438,7 +439,7 @@ def store_style_voice() -> Callable[..., Any]:
                 consent=ConsentRecord("ab" * 32, owner, utc_now_iso()),
                 embedding=np.random.default_rng(7).standard_normal(256).astype(np.float32),
                 style=(np.asarray(base.style, np.float32) * scale).astype(np.float32),
-                quality={},
+                quality=dict(quality or {}),
                 source="instant",
                 tone_db=tone_db,
                 engine=base.engine,

@@ -601,6 +601,7 @@ def build_voice_service(
         refine_budget_s=settings.refine_budget_s,
         quality_reporter=reporter,
         pitch_calibrator=calibrator,
+        follow_rate=settings.clone_follow_rate,
         style_engine=style.engine.capabilities if style is not None else None,
         prompt_engines=prompt_engines,
         default_engine=router.default_engine,

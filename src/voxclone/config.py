@@ -167,6 +167,8 @@ class Settings(BaseSettings):
     # Move a clone's prosody half until its probe sentence has the reference's
     # median F0 (synth/voice/pitch_calibration.py): one to two extra probe renders.
     clone_pitch_calibration: bool = True
+    # A clone speaks at a pace towards its reference's (synth/voice/rate_match.py).
+    clone_follow_rate: bool = True
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.
     warm_cloning: bool = True

@@ -52,6 +52,14 @@ class FakeVoiceService:
         job = self._new_job(voice) if req.refine else None
         return voice, job
 
+    def start_enrollment(self, req: Any, *, wait: bool = True) -> Any:
+        from voxclone.service.voices import Enrollment
+
+        self.waited = wait
+        voice, job = self.enroll(req)
+        report = None if wait else self._new_job(voice, kind="report")
+        return Enrollment(voice, report, job)
+
     def add_recordings(self, voice_id: str, owner: str, audio: list[bytes]) -> VoiceRecord:
         voice = self.get(voice_id, owner)
         if any(len(clip) < 10 for clip in audio):
@@ -62,10 +70,10 @@ class FakeVoiceService:
         self.voices[voice_id] = updated
         return updated
 
-    def _new_job(self, voice: VoiceRecord) -> JobRecord:
+    def _new_job(self, voice: VoiceRecord, kind: str = "refine") -> JobRecord:
         job = JobRecord(
             id=f"j_fake{next(self._ids)}",
-            kind="refine",
+            kind=kind,
             voice_id=voice.id,
             owner=voice.owner,
             state="queued",

@@ -68,6 +68,21 @@ def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceServic
     assert fake.enrolled[-1].match_tone is False
 
 
+def test_enroll_without_waiting_returns_the_report_job(
+    client: TestClient, fake: FakeVoiceService
+) -> None:
+    waited = _enroll(client)
+    assert waited.status_code == 201 and waited.json()["report_job"] is None
+    assert fake.waited is True  # waiting for the report is the default
+    r = _enroll(client, name="Quick", wait="false", refine="true")
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert fake.waited is False
+    assert body["report_job"]["kind"] == "report" and body["job"]["kind"] == "refine"
+    job = client.get(f"/v1/jobs/{body['report_job']['id']}")
+    assert job.status_code == 200 and job.json()["voice_id"] == body["id"]
+
+
 @pytest.mark.parametrize("consent", ["false", "", "yes please"])
 def test_enroll_without_consent_is_422_naming_consent(
     client: TestClient, fake: FakeVoiceService, consent: str

@@ -126,6 +126,13 @@ def test_clone_speak_listen_delete(
     library_item.wait_for(timeout=30_000)
     assert page.locator("#quality").is_visible()
     assert page.locator("#q-similarity").inner_text() != ""
+    # Enrolled without waiting (wait=false): the report job's figures replace
+    # "measuring…" when it is done.
+    page.wait_for_function(
+        "() => /^[0-9.−-]+$/.test(document.querySelector('#q-similarity').textContent.trim())",
+        timeout=ENROLL_TIMEOUT_MS,
+    )
+    assert "measured" in page.locator("#enroll-label").inner_text()
     voice_id = library_item.get_attribute("data-voice-id")
     assert voice_id and voice_id in _api_voice_ids(app_url)
     assert page.locator("#speak-voice").input_value() == voice_id

@@ -147,3 +147,31 @@ def _readyz_cloning(url: str) -> int:
     except urllib.error.HTTPError as exc:
         assert exc.code == 503
         return int(exc.code)
+
+
+FEMALE_CLIP = Path(__file__).resolve().parents[1] / "data" / "librispeech_1088-129236-0000.wav"
+
+
+def test_clone_uses_the_running_local_server(
+    served: tuple[str, Path, list[int]],
+) -> None:
+    """``voxclone clone`` uploads to the running server (no model loading of its
+    own): the voice is stored before any render (wait=false), and the command
+    waits for the server's report job and prints the measured voice."""
+    url, home, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while _readyz_cloning(url) != 200:  # when run alone, without the test above
+        assert time.monotonic() < deadline, "cloning models never became ready"
+        time.sleep(0.5)
+    refused = _say(["clone", str(FEMALE_CLIP), "--name", "ada"], home, port)
+    assert refused.returncode == 2 and "consent" in refused.stderr, refused.stderr
+    proc = _say(["clone", str(FEMALE_CLIP), "--name", "ada", "--consent"], home, port)
+    assert proc.returncode == 0, proc.stderr
+    assert f"via {url}: it can speak now" in proc.stderr, proc.stderr
+    assert "quality report succeeded" in proc.stderr, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["name"] == "ada" and summary["version"] == 2  # the measured version
+    quality = summary["quality"]
+    assert "report_pending" not in quality and isinstance(quality["similarity"], float)
+    assert quality["pitch_calibration"]["renders"] >= 1

@@ -21,6 +21,8 @@ makes no intelligibility promise there; synth/controls.py states the measured
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -218,3 +220,28 @@ def test_whole_file_is_one_over_speed_as_long(
         _NORMAL_SECONDS[text, voice] = seconds(1.0)
     ratio = seconds(speed) / _NORMAL_SECONDS[text, voice]
     assert ratio * speed == pytest.approx(1.0, abs=0.03), (speed, ratio)
+
+
+def test_a_clone_speaks_at_its_own_pace_and_speed_is_relative_to_it(
+    runtime: Any, store_style_voice: Any
+) -> None:
+    """A clone's stored pace (quality.speaking_rate.speed, set at enrollment to
+    follow the reference's speaking rate) multiplies every request's speed."""
+    voice = store_style_voice(
+        runtime,
+        "slow-speaker",
+        "local",
+        quality={"speaking_rate": {"reference": 4.1, "clone": 4.8, "speed": 0.88}},
+    )
+
+    def seconds(name: str, speed: float) -> float:
+        request = SpeechRequest(
+            text=HELD_OUT_TEXT, voice=name, controls=SpeechControls(speed=speed)
+        )
+        return len(runtime.speech.render_audio(request)) / SR
+
+    key = (HELD_OUT_TEXT, "clear_female")  # the same pack at its engine pace
+    if key not in _NORMAL_SECONDS:
+        _NORMAL_SECONDS[key] = seconds("clear_female", 1.0)
+    paced = seconds(voice.id, 1.0) / _NORMAL_SECONDS[key]
+    assert paced * 0.88 == pytest.approx(1.0, abs=0.03), paced

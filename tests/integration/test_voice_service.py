@@ -33,6 +33,7 @@ from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
 from voxclone.synth.voice.encoder import SpeakerEncoder
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
+from voxclone.synth.voice.rate_match import SPEED_LIMITS, follow_speed
 
 pytestmark = pytest.mark.models
 
@@ -193,13 +194,36 @@ def _assert_speaks_at_the_reference_pitch(record: Any, low_hz: float, high_hz: f
     assert 1 <= calibration["renders"] <= 3
 
 
-def test_female_clone_speaks_at_the_reference_pitch(service: Any) -> None:
-    # The male reference (3005) is checked on the clone of the tone test below.
-    svc, _, _ = service
-    record, _ = svc.enroll(
-        EnrollRequest(FEMALE_REFERENCE.read_bytes(), "pitch", "owner-a", CONSENT)
-    )
+def test_female_clone_speaks_at_the_reference_pitch_after_its_report_job(service: Any) -> None:
+    # The male reference (3005) is checked on the clone of the tone test below,
+    # enrolled the waiting way; this one does not wait (wait=false in the API).
+    svc, changed, (engine, tokens, _, _) = service
+    request = EnrollRequest(FEMALE_REFERENCE.read_bytes(), "pitch", "owner-a", CONSENT)
+    enrolled = svc.start_enrollment(request, wait=False)
+    draft = enrolled.record
+    # Stored before any render: it speaks at once, its measurements follow.
+    assert draft.version == 1 and draft.quality["report_pending"] is True
+    assert draft.quality["similarity"] is None and "pitch_calibration" not in draft.quality
+    assert draft.tone_db is None and draft.reference_spectrum is not None
+    assert enrolled.report_job is not None and enrolled.report_job.kind == "report"
+    assert enrolled.refine_job is None
+    speech = engine.synthesize([SynthItem(tokens, draft.style, 1.0)])[0]
+    assert speech.size > 12_000
+
+    finished = _wait(svc, enrolled.report_job.id, "owner-a")
+    assert finished.state == "succeeded", finished.message
+    record = svc.get(draft.id, "owner-a")
+    assert record.version == 2 and finished.result["version"] == 2
+    assert "report_pending" not in record.quality
+    assert isinstance(record.quality["similarity"], float)
+    assert record.tone_db is not None and record.quality["tone_match"] is True
+    assert changed == [draft.id]  # caches drop what the draft said
     _assert_speaks_at_the_reference_pitch(record, 165.0, 300.0)
+    # Its pace, from the reference's speaking rate and the clone's on the probe.
+    pace = record.quality["speaking_rate"]
+    assert pace["reference"] > 2.0 and pace["clone"] > 2.0
+    assert SPEED_LIMITS[0] <= pace["speed"] <= SPEED_LIMITS[1]
+    assert pace["speed"] == pytest.approx(follow_speed(pace["reference"], pace["clone"]), abs=1e-3)
 
 
 def test_inline_voice_is_not_stored(service: Any) -> None:

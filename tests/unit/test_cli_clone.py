@@ -40,6 +40,8 @@ def service(monkeypatch: pytest.MonkeyPatch) -> _Service:
     )
     runtime = SimpleNamespace(voices=svc, voice_store=store, close=lambda: None)
     monkeypatch.setattr("voxclone.bootstrap.build_runtime", lambda *a, **k: runtime)
+    # In-process: a voxclone server running on this machine must not answer for it.
+    monkeypatch.setattr("voxclone.api.cli_remote.server_ready", lambda *a, **k: False)
     return svc
 
 

@@ -3,6 +3,13 @@ and ``voxclone clone more.wav --add-to alice`` (a new version of the voice).
 
 Several files are recordings of the same speaker, pooled into one voice.
 
+Like ``say``, it goes through a running local server when one answers (or
+``--server URL``): the models are warm there, so the voice can speak about
+half a second after the upload instead of after ~15 s of model loading, and
+the quality report (pitch calibration, tone, Whisper) follows from the
+server's report job. ``--local`` (or an ``--owner`` other than ``local``,
+which only the in-process store can act as) loads the models here.
+
 Consent: the person running the command attests that the speaker agreed;
 the statement (or the default attestation) is recorded as a hash with the
 voice, like the HTTP API does.
@@ -64,6 +71,23 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--consent-statement", default=DEFAULT_STATEMENT, help="consent text to record")
     p.add_argument("--given-by", default=None, help="who gave consent (default: current user)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--server",
+        metavar="URL",
+        help="clone through this voxclone server (default: the configured local one if it "
+        "is running; API key from VOXCLONE_API_KEY)",
+    )
+    where.add_argument(
+        "--local", action="store_true", help="load the models in this process, never a server"
+    )
+    p.add_argument(
+        "--no-wait",
+        dest="wait",
+        action="store_false",
+        help="through a server: return as soon as the voice can speak; its quality report "
+        "follows there (GET /v1/voices/ID)",
+    )
     return p
 
 
@@ -75,6 +99,8 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
         print("give either --name (a new voice) or --add-to VOICE", file=sys.stderr)
         return 2
     clips = [Path(path).read_bytes() for path in args.reference]
+    if _clone_via_server(args, settings, clips):
+        return 0
     runtime = build_runtime(settings, warmup=False)
     service = runtime.voices
     if service is None:  # build_runtime always wires cloning unless told not to
@@ -129,6 +155,102 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         runtime.close()
     return 0
+
+
+def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> bool:
+    """Clone through a running server; False if none is there (then clone in-process)."""
+    from voxclone.api.cli_remote import RemoteError, call_json, default_server_url, server_ready
+
+    if args.local or args.owner != "local":
+        return False
+    explicit = args.server is not None
+    url = args.server if explicit else default_server_url(settings)
+    if not explicit and not server_ready(url):
+        return False
+    files = [
+        ("audio", Path(path).name, clip) for path, clip in zip(args.reference, clips, strict=True)
+    ]
+    started = time.perf_counter()
+    try:
+        if args.add_to is not None:
+            voice_id = _remote_voice_id(url, args.add_to)
+            record = call_json(url, "POST", f"/v1/voices/{voice_id}/recordings", files=files)
+            print(
+                f"added {len(clips)} recording(s) to '{record['name']}' "
+                f"(version {record['version']}) in {time.perf_counter() - started:.1f} s "
+                f"via {url}",
+                file=sys.stderr,
+            )
+            print(json.dumps(_remote_summary(record), indent=1))
+            return True
+        form = [
+            ("name", args.name),
+            ("consent", "true" if args.consent else "false"),
+            ("consent_statement", args.consent_statement),
+            ("given_by", args.given_by or _current_user()),
+            ("language", args.language),
+            ("keep_reference", _flag(args.keep_reference)),
+            ("match_tone", _flag(args.match_tone)),
+            ("wait", "false"),  # speakable at once; the report follows in its job
+            *([("model", args.model)] if args.model else []),
+        ]
+        voice = call_json(url, "POST", "/v1/voices", form=form, files=files)
+    except RemoteError as exc:
+        if not explicit and exc.status in (401, 403):
+            print(f"voxclone: {url} needs an API key; cloning in-process", file=sys.stderr)
+            return False
+        raise
+    print(
+        f"cloned '{voice['name']}' as {voice['id']} for {voice['engine']} in "
+        f"{time.perf_counter() - started:.1f} s via {url}: it can speak now",
+        file=sys.stderr,
+    )
+    report = voice.get("report_job")
+    if args.wait and report is not None:
+        job = _wait_remote(url, report["id"], "measuring")
+        print(f"quality report {job['state']}: {job['message']}", file=sys.stderr)
+    if args.refine:
+        body = {} if args.budget is None else {"budget_s": args.budget}
+        job = call_json(url, "POST", f"/v1/voices/{voice['id']}/refine", body=body)
+        job = _wait_remote(url, job["id"], "refining")
+        print(f"refine {job['state']}: {job['message']}", file=sys.stderr)
+    print(json.dumps(_remote_summary(call_json(url, "GET", f"/v1/voices/{voice['id']}")), indent=1))
+    return True
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _remote_voice_id(url: str, name_or_id: str) -> str:
+    from voxclone.api.cli_remote import call_json
+
+    for voice in call_json(url, "GET", "/v1/voices")["voices"]:
+        if voice["name"] == name_or_id:
+            return str(voice["id"])
+    return name_or_id
+
+
+def _wait_remote(url: str, job_id: str, activity: str) -> dict[str, Any]:
+    """Poll a server job until it ends; Ctrl-C cancels it there."""
+    from voxclone.api.cli_remote import call_json
+
+    try:
+        while True:
+            job = call_json(url, "GET", f"/v1/jobs/{job_id}")
+            print(f"\r{activity} {job['progress']:5.1f} %", end="", file=sys.stderr, flush=True)
+            if job["state"] in ("succeeded", "failed", "cancelled"):
+                print(file=sys.stderr)
+                return job
+            time.sleep(0.25)
+    except KeyboardInterrupt:
+        call_json(url, "POST", f"/v1/jobs/{job_id}/cancel")
+        raise
+
+
+def _remote_summary(voice: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "name", "version", "source")
+    return {**{k: voice.get(k) for k in keys}, "quality": _public_quality(voice["quality"])}
 
 
 def _summary(record: Any) -> dict[str, Any]:

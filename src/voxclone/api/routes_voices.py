@@ -67,6 +67,15 @@ async def enroll_voice(
         str | None,
         Form(description="engine to clone for (GET /v1/models); default engine if unset"),
     ] = None,
+    wait: Annotated[
+        bool,
+        Form(
+            description="false: answer as soon as the voice can speak (the atlas lookup, "
+            "~0.3 s on 2 cores) and calibrate pitch and tone and write the quality report "
+            "in report_job (~5 s; the voice then becomes version 2). Prompt engines always "
+            "wait."
+        ),
+    ] = True,
 ) -> EnrolledVoiceOut:
     if not _consent_given(consent):
         raise InvalidInput(
@@ -95,9 +104,13 @@ async def enroll_voice(
         match_tone=match_tone,
         **({"model": model} if model else {}),
     )
-    voice, job = await run_in_threadpool(voices.enroll, req)
-    out = VoiceOut.of(voice)
-    return EnrolledVoiceOut(**out.model_dump(), job=JobOut.of(job) if job else None)
+    enrolled = await run_in_threadpool(lambda: voices.start_enrollment(req, wait=wait))
+    out = VoiceOut.of(enrolled.record)
+    return EnrolledVoiceOut(
+        **out.model_dump(),
+        job=JobOut.of(enrolled.refine_job) if enrolled.refine_job else None,
+        report_job=JobOut.of(enrolled.report_job) if enrolled.report_job else None,
+    )
 
 
 @router.post(

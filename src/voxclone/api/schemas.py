@@ -202,6 +202,11 @@ class SaveBlendRequest(BaseModel):
 
 class EnrolledVoiceOut(VoiceOut):
     job: JobOut | None = Field(None, description="refinement job, when one was requested")
+    report_job: JobOut | None = Field(
+        None,
+        description="with wait=false: the background job that calibrates pitch and tone and "
+        "writes the quality report (the voice becomes version 2 when it succeeds)",
+    )
 
 
 class VoiceListOut(BaseModel):

@@ -41,6 +41,9 @@ class ResolvedVoice:
     engine: str = ""  # registry name of the engine that speaks it
     model_id: str = ""
     prompt: object | None = None  # prompt engines: what Engine.load_prompt returned
+    # The voice's own pace: every request's speed is multiplied by it (a clone
+    # follows its reference's speaking rate, synth/voice/rate_match.py).
+    speed: float = 1.0
 
     @classmethod
     def from_record(cls, record: VoiceRecord, prompt: object | None = None) -> ResolvedVoice:
@@ -56,7 +59,17 @@ class ResolvedVoice:
             engine=record.engine,
             model_id=record.model_id,
             prompt=prompt,
+            speed=_voice_speed(record.quality),
         )
+
+
+def _voice_speed(quality: dict[str, object]) -> float:
+    """The stored pace of a voice; 1.0 when it has none or it is not a sane number."""
+    rate = quality.get("speaking_rate")
+    speed = rate.get("speed") if isinstance(rate, dict) else None
+    if isinstance(speed, int | float) and 0.5 <= float(speed) <= 2.0:
+        return float(speed)
+    return 1.0
 
 
 @dataclass(frozen=True)

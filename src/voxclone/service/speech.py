@@ -639,7 +639,7 @@ class SpeechService:
             and words is None  # word times need whole chunks
             and self._caps.streaming == "frame"
             and voice.tone is None
-            and not controls.needs_dsp
+            and not _at_voice_pace(controls, voice).needs_dsp
             and not req.is_ssml  # voices and controls may change per chunk
         )
         try:
@@ -712,8 +712,9 @@ class SpeechService:
             )
             # Pauses scale with the speed too, so the whole file (not only the
             # speech) is 1/speed as long; the last pause is the file's tail.
+            paced = _at_voice_pace(controls, voice)
             return (
-                _Planned(c, voice, controls, c.pause_after_s * controls.pause / controls.speed)
+                _Planned(c, voice, paced, c.pause_after_s * paced.pause / paced.speed)
                 for c in chunks
             )
         return self._ssml_plan(req, voice, language, controls, fast_start, lexicons)
@@ -754,7 +755,7 @@ class SpeechService:
                     continue
                 raise
             seg_voice = voices[item.voice] if item.voice else voice
-            parts.append((chunks, seg_voice, seg_controls))
+            parts.append((chunks, seg_voice, _at_voice_pace(seg_controls, seg_voice)))
             spoken = True
         if not spoken:
             raise InvalidInput("the SSML contains nothing that can be spoken", field="text")
@@ -1018,6 +1019,13 @@ def _spoken(req: SpeechRequest) -> str:
     """What admission prices: the text without its SSML markup (cheap, on the
     event loop; attributes such as a long alias are a rounding error)."""
     return _TAG.sub(" ", req.text) if req.is_ssml else req.text
+
+
+def _at_voice_pace(controls: ResolvedControls, voice: ResolvedVoice) -> ResolvedControls:
+    """``controls`` relative to the voice's own pace (a clone's follows its reference)."""
+    if voice.speed == 1.0:
+        return controls
+    return replace(controls, speed=_clamp(controls.speed * voice.speed, SPEED_RANGE))
 
 
 def _clamp(value: float, bounds: tuple[float, float]) -> float:

@@ -21,10 +21,10 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,8 +61,11 @@ from voxclone.synth.voice.quality_report import QualityReporter, reference_warni
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 REFINE_JOB_KIND = "refine"
+# The background half of a ``wait=false`` enrollment: calibration, tone, report.
+REPORT_JOB_KIND = "report"
 MAX_REFINE_BUDGET_S = 1800.0
 STATEMENT_MAX_CHARS = 2000
 INLINE_CACHE_ENTRIES = 32
@@ -128,6 +131,15 @@ class DeletedVoice:
         return self.record.id
 
 
+@dataclass(frozen=True)
+class Enrollment:
+    record: VoiceRecord  # the stored voice (version 1)
+    # The background measurement of a ``wait=False`` enrollment (None: the
+    # report came with ``record``).
+    report_job: JobRecord | None
+    refine_job: JobRecord | None  # when ``refine`` was asked
+
+
 class VoiceService:
     def __init__(
         self,
@@ -142,6 +154,7 @@ class VoiceService:
         refine_budget_s: float = 180.0,
         quality_reporter: QualityReporter | None = None,
         pitch_calibrator: PitchCalibrator | None = None,
+        follow_rate: bool = True,
         refine_workers: int = 1,
         style_engine: EngineCapabilities | None = None,
         prompt_engines: Mapping[str, PromptCloning] | None = None,
@@ -176,11 +189,14 @@ class VoiceService:
                 if quality_reporter is not None
                 else 24_000,
                 calibrator=pitch_calibrator,
+                follow_rate=follow_rate,
             )
             if cloner is not None
             else None
         )
         self._executor = ThreadPoolExecutor(max_workers=refine_workers, thread_name_prefix="refine")
+        # Its own worker: a report job (~5 s) must not queue behind a refinement (minutes).
+        self._reports = ThreadPoolExecutor(max_workers=1, thread_name_prefix="report")
         self._closing = threading.Event()
         self._deleted_lock = threading.Lock()
         self._deleted: set[str] = set()
@@ -253,6 +269,17 @@ class VoiceService:
 
     # -- enrollment ---------------------------------------------------------------
     def enroll(self, req: EnrollRequest) -> tuple[VoiceRecord, JobRecord | None]:
+        """Clone, measure and store a voice; (record, refine job when asked)."""
+        enrolled = self.start_enrollment(req, wait=True)
+        return enrolled.record, enrolled.refine_job
+
+    def start_enrollment(self, req: EnrollRequest, *, wait: bool = True) -> Enrollment:
+        """Enroll a voice. ``wait=False`` stores the atlas-lookup voice at once
+        (~0.3 s after the upload is read on 2 cores: it can speak right away)
+        and runs the renders in a report job: pitch calibration, tone match and
+        the quality report (~5 s), which then replace the style as version 2.
+        A requested refinement starts after that job. Prompt engines always
+        wait (their prompt is the clone; there is nothing to defer)."""
         consent = _checked_consent(req.consent)
         prompt_engine = self._prompt_cloning(self._engine_for(req.model))
         if prompt_engine is not None and req.refine:
@@ -263,23 +290,53 @@ class VoiceService:
         references = self._references((req.audio, *req.extra_audio))
         if prompt_engine is not None:
             reference = combine_references(references)
-            return self._enroll_prompt(req, consent, reference, prompt_engine), None
+            return Enrollment(
+                self._enroll_prompt(req, consent, reference, prompt_engine), None, None
+            )
         engine, model_id, model_version = self._style_identity()
-        cloned = self._pipeline_or_fail().clone(references, match_tone=req.match_tone)
+        pipeline = self._pipeline_or_fail()
+        started = time.perf_counter()
+        voice_print = pipeline.voice_print(references)
+        cloned = pipeline.draft(
+            voice_print, started=started, print_seconds=time.perf_counter() - started
+        )
+        if wait:
+            cloned = pipeline.finish(cloned, match_tone=req.match_tone)
+        quality = self._quality(references, cloned)
+        if not wait:
+            quality["report_pending"] = True
         record = self._create(
             req,
             consent,
             embedding=cloned.print.embedding,
             style=cloned.voice.style.astype(np.float32),
-            quality=self._quality(references, cloned),
+            quality=quality,
             reference_spectrum=cloned.print.spectrum,
             tone_db=None if cloned.tone is None else cloned.tone.gain_db,
             engine=engine,
             model_id=model_id,
             model_version=model_version,
         )
-        job = self.start_refine(record.id, req.owner) if req.refine else None
-        return record, job
+        if wait:
+            refine_job = self.start_refine(record.id, req.owner) if req.refine else None
+            return Enrollment(record, None, refine_job)
+        report_job = self._new_job(REPORT_JOB_KIND, record)
+        refine_job = self._new_job(REFINE_JOB_KIND, record) if req.refine else None
+        self._reports.submit(
+            self._run_report,
+            report_job.id,
+            record,
+            references,
+            cloned,
+            req.match_tone,
+            None if refine_job is None else refine_job.id,
+        )
+        return Enrollment(record, report_job, refine_job)
+
+    def _new_job(self, kind: str, record: VoiceRecord) -> JobRecord:
+        job = self._jobs.create(kind=kind, owner=record.owner, voice_id=record.id)
+        self._publish(job)
+        return job
 
     def _style_identity(self) -> tuple[str, str, str]:
         """(engine, model id, model version) recorded with a style voice."""
@@ -398,7 +455,7 @@ class VoiceService:
                 raise
         return references
 
-    def _quality(self, references: list[ReferenceAudio], cloned: ClonedVoice) -> dict[str, Any]:
+    def _quality(self, references: Sequence[ReferenceAudio], cloned: ClonedVoice) -> dict[str, Any]:
         """The quality report of a new clone, plus what re-cloning it later needs."""
         reference = combine_references(references)
         voice, pitch = cloned.voice, cloned.print.pitch
@@ -434,6 +491,13 @@ class VoiceService:
         quality["reference_seconds"] = round(cloned.print.speech_seconds, 2)
         quality["reference_pitch"] = cloned.print.pitch_json()
         quality["reference_rate"] = round(cloned.print.rate, 3)  # a cue of the pick
+        if cloned.rate > 0:
+            # The speed every request with this voice is multiplied by (catalog).
+            quality["speaking_rate"] = {
+                "reference": round(cloned.print.rate, 3),
+                "clone": round(cloned.rate, 3),
+                "speed": round(cloned.speed, 4),
+            }
         if voice.calibration is not None:
             quality["pitch_calibration"] = voice.calibration
         return quality
@@ -585,8 +649,7 @@ class VoiceService:
                 f"{record.engine} prompt voice",
                 field="voice_id",
             )
-        job = self._jobs.create(kind=REFINE_JOB_KIND, owner=owner, voice_id=voice_id)
-        self._publish(job)
+        job = self._new_job(REFINE_JOB_KIND, record)
         self._executor.submit(self._run_refine, job.id, record, budget)
         return job
 
@@ -617,78 +680,82 @@ class VoiceService:
         except NotFound:
             return True
 
-    def _run_refine(self, job_id: str, record: VoiceRecord, budget_s: float) -> None:
-        try:
-            if self._should_stop(job_id, record.id):
-                self._finish(job_id, state="cancelled", message="cancelled")
-                return
-            self._update(job_id, state="running", progress=0.0, message="refining")
-            last = [0.0]
+    def _run_report(
+        self,
+        job_id: str,
+        record: VoiceRecord,
+        references: Sequence[ReferenceAudio],
+        draft: ClonedVoice,
+        match_tone: bool,
+        refine_job_id: str | None,
+    ) -> None:
+        """The deferred half of a ``wait=False`` enrollment, then the refinement asked for."""
 
-            def on_progress(p: RefineProgress) -> None:
-                percent = round(100.0 * p.fraction, 1)
-                if percent - last[0] >= PROGRESS_STEP or percent >= 100.0:
-                    last[0] = percent
-                    self._update(job_id, progress=min(percent, 99.0), message="refining")
-
-            start = self._start_recipe(record)
-            refiner = self._refiner(budget_s)
-            pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
-            # A voice enrolled without tone matching stays without it.
-            spectrum = record.reference_spectrum if record.tone_db is not None else None
-            result, tone = self._pipeline_or_fail().refine(
-                refiner,
-                record.embedding,
-                start,
-                pitch_hz,
-                spectrum,
-                on_progress=on_progress,
-                should_cancel=lambda: self._should_stop(job_id, record.id),
-            )
-            # The refiner checks only between auditions (and not at all once its
-            # budget is spent): a cancel that came after its last check still wins.
+        def measure() -> VoiceRecord:
             if self._should_stop(job_id, record.id):
-                raise Cancelled("refinement was cancelled")
-            tone_db = record.tone_db
-            if result.improved and spectrum is not None:
-                tone_db = None if tone is None else tone.gain_db
-            quality = dict(record.quality)
-            quality.update(
-                similarity=round(result.similarity, 4),
-                wer=None if result.wer is None else round(result.wer, 4),
-                style_recipe=_recipe_to_json(result.recipe),
-                refine={
-                    "improved": result.improved,
-                    "start_similarity": round(result.start_similarity, 4),
-                    "evaluations": result.evaluations,
-                    "seconds": round(result.seconds, 1),
-                    "notes": result.notes,
-                },
+                raise Cancelled("cancelled")
+            self._update(
+                job_id, state="running", progress=0.0, message="calibrating pitch and tone"
             )
-            updated = self._store.update_style(
+            cloned = self._pipeline_or_fail().finish(draft, match_tone=match_tone)
+            quality = self._quality(references, cloned)
+            if self._should_stop(job_id, record.id):
+                raise Cancelled("cancelled")
+            current = self._store.get(record.id, record.owner, include_reference_audio=False)
+            if current.version != record.version:
+                # A recording was added (a full clone of its own) or a refinement
+                # landed meanwhile: this measurement is of a voice that is gone.
+                self._finish(
+                    job_id,
+                    state="succeeded",
+                    message="the voice changed meanwhile; its newer version stands",
+                    result={"voice_id": record.id, "version": current.version},
+                )
+                return current
+            stored = self._store.update_style(
                 record.id,
                 record.owner,
-                style=result.style,
+                style=cloned.voice.style.astype(np.float32),
                 quality=quality,
-                source="refined",
-                tone_db=tone_db,
+                source="instant",
+                tone_db=None if cloned.tone is None else cloned.tone.gain_db,
             )
             self._on_voice_changed(record.id)
             self._finish(
                 job_id,
                 state="succeeded",
-                message="refined"
-                if result.improved
-                else "kept the instant voice (no better candidate)",
+                progress=100.0,
+                message="measured",
                 result={
                     "voice_id": record.id,
-                    "version": updated.version,
-                    "improved": result.improved,
-                    "similarity": round(result.similarity, 4),
-                    "start_similarity": round(result.start_similarity, 4),
-                    "wer": None if result.wer is None else round(result.wer, 4),
+                    "version": stored.version,
+                    "similarity": quality.get("similarity"),
+                    "wer": quality.get("wer"),
+                    "warnings": quality.get("warnings", []),
                 },
             )
+            return stored
+
+        measured = self._guarded(job_id, "measuring the clone", measure)
+        if refine_job_id is None:
+            return
+        if measured is not None:
+            self._executor.submit(self._run_refine, refine_job_id, measured, self._refine_budget_s)
+        else:
+            self._finish(
+                refine_job_id,
+                state="cancelled",
+                message="not started: the clone's measurement did not finish",
+            )
+
+    def _run_refine(self, job_id: str, record: VoiceRecord, budget_s: float) -> None:
+        self._guarded(job_id, "refining", lambda: self._refine(job_id, record, budget_s))
+
+    def _guarded(self, job_id: str, activity: str, body: Callable[[], _T]) -> _T | None:
+        """Run a background job's ``body`` (None: it did not succeed); whatever
+        happens, the job ends in a terminal state."""
+        try:
+            return body()
         except Cancelled:
             self._finish(job_id, state="cancelled", message="cancelled")
         except NotFound:
@@ -696,13 +763,89 @@ class VoiceService:
         except VoxcloneError as exc:
             self._finish(job_id, state="failed", message=exc.message, error=exc.to_body()["error"])
         except Exception:  # a background job must always end in a terminal state
-            log.exception("refine job failed", extra={"job_id": job_id})
+            log.exception("%s failed", activity, extra={"job_id": job_id})
+            message = f"internal error while {activity}"
             self._finish(
                 job_id,
                 state="failed",
-                message="internal error while refining",
-                error={"code": "internal_error", "message": "internal error while refining"},
+                message=message,
+                error={"code": "internal_error", "message": message},
             )
+        return None
+
+    def _refine(self, job_id: str, record: VoiceRecord, budget_s: float) -> None:
+        if self._should_stop(job_id, record.id):
+            raise Cancelled("cancelled")
+        # The stored voice as it is now: a report job or an added recording may
+        # have replaced the one this job was queued with.
+        record = self._store.get(record.id, record.owner, include_reference_audio=False)
+        self._update(job_id, state="running", progress=0.0, message="refining")
+        last = [0.0]
+
+        def on_progress(p: RefineProgress) -> None:
+            percent = round(100.0 * p.fraction, 1)
+            if percent - last[0] >= PROGRESS_STEP or percent >= 100.0:
+                last[0] = percent
+                self._update(job_id, progress=min(percent, 99.0), message="refining")
+
+        start = self._start_recipe(record)
+        refiner = self._refiner(budget_s)
+        pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
+        # A voice enrolled without tone matching stays without it.
+        spectrum = record.reference_spectrum if record.tone_db is not None else None
+        result, tone = self._pipeline_or_fail().refine(
+            refiner,
+            record.embedding,
+            start,
+            pitch_hz,
+            spectrum,
+            on_progress=on_progress,
+            should_cancel=lambda: self._should_stop(job_id, record.id),
+        )
+        # The refiner checks only between auditions (and not at all once its
+        # budget is spent): a cancel that came after its last check still wins.
+        if self._should_stop(job_id, record.id):
+            raise Cancelled("refinement was cancelled")
+        tone_db = record.tone_db
+        if result.improved and spectrum is not None:
+            tone_db = None if tone is None else tone.gain_db
+        quality = dict(record.quality)
+        quality.update(
+            similarity=round(result.similarity, 4),
+            wer=None if result.wer is None else round(result.wer, 4),
+            style_recipe=_recipe_to_json(result.recipe),
+            refine={
+                "improved": result.improved,
+                "start_similarity": round(result.start_similarity, 4),
+                "evaluations": result.evaluations,
+                "seconds": round(result.seconds, 1),
+                "notes": result.notes,
+            },
+        )
+        updated = self._store.update_style(
+            record.id,
+            record.owner,
+            style=result.style,
+            quality=quality,
+            source="refined",
+            tone_db=tone_db,
+        )
+        self._on_voice_changed(record.id)
+        self._finish(
+            job_id,
+            state="succeeded",
+            message="refined"
+            if result.improved
+            else "kept the instant voice (no better candidate)",
+            result={
+                "voice_id": record.id,
+                "version": updated.version,
+                "improved": result.improved,
+                "similarity": round(result.similarity, 4),
+                "start_similarity": round(result.start_similarity, 4),
+                "wer": None if result.wer is None else round(result.wer, 4),
+            },
+        )
 
     def _start_recipe(self, record: VoiceRecord) -> VoiceRecipe:
         stored = record.quality.get("style_recipe")
@@ -726,6 +869,7 @@ class VoiceService:
 
     def close(self) -> None:
         self._closing.set()
+        self._reports.shutdown(wait=True, cancel_futures=True)
         self._executor.shutdown(wait=True, cancel_futures=True)
         if self._sweeper is not None:
             self._sweeper.join(timeout=5)

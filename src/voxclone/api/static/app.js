@@ -371,6 +371,8 @@ async function createVoice(event) {
   data.append("keep_reference", String($("keep-reference").checked));
   data.append("refine", String($("refine").checked));
   data.append("match_tone", String($("match-tone").checked));
+  // Answer as soon as the voice can speak (~0.2 s); the report follows in its job.
+  data.append("wait", "false");
 
   form.dataset.busy = "true";
   updateCreateEnabled();
@@ -382,12 +384,17 @@ async function createVoice(event) {
     });
     // The voice comes either flat (with a "job" field) or wrapped as {voice, job}.
     const voice = result.voice || result;
-    setEnrollStatus("Voice created.", 1);
     showQuality(voice);
-    if (result.job) trackJob(voice.id, result.job);
     await refreshVoices();
     $("speak-voice").value = voice.id;
     updateVoiceHelp();
+    if (result.report_job) {
+      setEnrollStatus("Voice created: it can speak now. Measuring pitch, tone and quality…", null);
+      followReport(voice, result.report_job, result.job);
+    } else {
+      setEnrollStatus("Voice created.", 1);
+      if (result.job) trackJob(voice.id, result.job);
+    }
   } catch (error) {
     $("enroll-status").hidden = true;
     showError(alert, error);
@@ -397,11 +404,34 @@ async function createVoice(event) {
   }
 }
 
+/** The report job of a voice enrolled without waiting: show its report, then any refinement. */
+async function followReport(voice, reportJob, refineJob) {
+  let final = null;
+  try {
+    final = await pollJob(reportJob.id, () => {});
+  } catch (error) {
+    showError($("clone-alert"), error);
+  }
+  if (final && final.state === "succeeded") {
+    try {
+      showQuality(await apiJson(`v1/voices/${encodeURIComponent(voice.id)}`));
+      setEnrollStatus("Voice created and measured.", 1);
+    } catch (error) {
+      showError($("clone-alert"), error); // e.g. deleted meanwhile
+    }
+  } else if (final) {
+    setEnrollStatus(`Voice created; its quality report ${final.state}: ${final.message}`, 1);
+  }
+  if (refineJob) trackJob(voice.id, refineJob);
+  else await refreshVoices();
+}
+
 function showQuality(voice) {
   const quality = voice.quality || {};
+  const pending = quality.report_pending === true;
   $("q-voice").textContent = `${voice.name} (${voice.id})`;
-  $("q-similarity").textContent = formatNumber(quality.similarity, 2);
-  $("q-wer").textContent = formatPercent(quality.wer);
+  $("q-similarity").textContent = pending ? "measuring…" : formatNumber(quality.similarity, 2);
+  $("q-wer").textContent = pending ? "measuring…" : formatPercent(quality.wer);
   const stock = $("q-stock");
   if (quality.stock_voice && typeof quality.gain_over_stock === "number") {
     const gain = quality.gain_over_stock;

@@ -23,6 +23,7 @@ measured yet.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,7 +82,7 @@ class ReferenceAudio:
     denoised: bool = False
 
 
-def combine_references(references: list[ReferenceAudio]) -> ReferenceAudio:
+def combine_references(references: Sequence[ReferenceAudio]) -> ReferenceAudio:
     """Several clips of one speaker seen as one reference (for the quality report):
     speech joined, seconds summed, the worst SNR and clipping, every clip's warnings."""
     if len(references) == 1:

@@ -5,8 +5,12 @@
     lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
     recording-tone filter
 
-and, later, the refinement wiring (alternatives that speak with the start's
-calibrated prosody half, the winner's tone from the probe sentence).
+The lookup alone (:meth:`CloningPipeline.draft`) is a voice that can speak
+at once; the renders after it (:meth:`CloningPipeline.finish`, ~5 s on 2
+cores) are what a server may run in the background (``wait=false``
+enrollment in ``VoiceService.enroll_instant``). And, later, the refinement
+wiring (alternatives that speak with the start's calibrated prosody half,
+the winner's tone from the probe sentence).
 
 ``VoiceService`` and the benchmarks (``bench/clone_eval.py``,
 ``bench/pick_study.py``, ``bench/reference_robustness.py``) all call this
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+import soxr
 
 from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
 from voxclone.synth.voice.clone import (
@@ -34,6 +39,7 @@ from voxclone.synth.voice.clone import (
 from voxclone.synth.voice.encoder import normalize
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
+from voxclone.synth.voice.rate_match import follow_speed
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 
@@ -136,6 +142,10 @@ class ClonedVoice:
     tone: ToneFilter | None  # None when tone matching is off or unmeasurable
     print_seconds: float  # embeddings, pitch and spectra of the references
     seconds: float  # the whole clone, end to end
+    # The clone's own speaking rate on the probe (0.0: not measured) and the
+    # speed that moves it towards the reference's pace (synth/voice/rate_match.py).
+    rate: float = 0.0
+    speed: float = 1.0
 
     @property
     def instant_seconds(self) -> float:
@@ -151,14 +161,17 @@ class CloningPipeline:
         probe: ProbeFn | None,
         sample_rate: int = 24_000,
         calibrator: PitchCalibrator | None = None,
+        follow_rate: bool = True,
     ) -> None:
         """``probe`` renders the quality report's test sentence with a style pack
         (None: no probe, so no tone match and no calibration); ``calibrator``
-        moves the prosody half until that sentence has the reference's F0."""
+        moves the prosody half until that sentence has the reference's F0;
+        ``follow_rate`` gives the clone a speed towards the reference's pace."""
         self._cloner = cloner
         self._probe = probe
         self._rate = sample_rate
         self._calibrator = calibrator
+        self._follow_rate = follow_rate
 
     @property
     def cloner(self) -> InstantCloner:
@@ -200,6 +213,19 @@ class CloningPipeline:
         print_seconds: float = 0.0,
     ) -> ClonedVoice:
         """Clone from a print already measured (e.g. a stored voice's, pooled with a new clip)."""
+        draft = self.draft(voice_print, started=started, print_seconds=print_seconds)
+        return self.finish(draft, match_tone=match_tone)
+
+    def draft(
+        self,
+        voice_print: VoicePrint,
+        *,
+        started: float | None = None,
+        print_seconds: float = 0.0,
+    ) -> ClonedVoice:
+        """The atlas lookup alone: a voice that can speak at once, before any
+        render (no probe, so no pitch calibration, tone match or report yet).
+        :meth:`finish` turns it into the full clone."""
         started = time.perf_counter() if started is None else started
         instant = self._cloner.clone_from(
             voice_print.embedding,
@@ -207,10 +233,26 @@ class CloningPipeline:
             spectrum=voice_print.spectrum,
             rate=voice_print.rate,
         )
-        voice = self.speak(instant.recipe, voice_print.pitch.median_hz)
-        tone = self.tone_for(voice_print.spectrum if match_tone else None, voice.probe)
+        voice = SpokenVoice(instant.recipe, instant.style, None, None)
         return ClonedVoice(
-            voice_print, instant, voice, tone, print_seconds, time.perf_counter() - started
+            voice_print, instant, voice, None, print_seconds, time.perf_counter() - started
+        )
+
+    def finish(self, draft: ClonedVoice, *, match_tone: bool = True) -> ClonedVoice:
+        """``draft`` spoken (pitch-calibrated, with the probe sentence) and, with
+        ``match_tone``, given the reference's recording tone."""
+        began = time.perf_counter()
+        voice_print = draft.print
+        voice = self.speak(draft.instant.recipe, voice_print.pitch.median_hz)
+        tone = self.tone_for(voice_print.spectrum if match_tone else None, voice.probe)
+        rate = 0.0
+        if voice.probe is not None:
+            probe16 = soxr.resample(voice.probe, self._rate, ENCODER_RATE).astype(np.float32)
+            rate = speaking_rate(probe16, ENCODER_RATE)
+        speed = follow_speed(voice_print.rate, rate) if self._follow_rate else 1.0
+        seconds = draft.seconds + time.perf_counter() - began
+        return ClonedVoice(
+            voice_print, draft.instant, voice, tone, draft.print_seconds, seconds, rate, speed
         )
 
     def speak(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
