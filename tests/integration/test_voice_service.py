@@ -235,6 +235,8 @@ def test_inline_voice_is_not_stored(service: Any) -> None:
         svc.inline_voice(wav.getvalue(), "owner-a", ConsentInput(False, "", "tester"))
     voice = svc.inline_voice(wav.getvalue(), "owner-a", CONSENT)
     assert voice.id.startswith("inline-") and len(voice.id) == len("inline-") + 16
+    assert SPEED_LIMITS[0] <= voice.speed <= SPEED_LIMITS[1]  # paced like a stored clone
+    assert voice.speed != 1.0
     assert voice.style.shape == (510, 1, 256)
     assert svc.list("anyone") == [] and changed == []
     # Expired: forgotten, and its cached audio purged like a deleted voice's.

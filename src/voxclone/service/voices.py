@@ -554,6 +554,7 @@ class VoiceService:
                 cloned.tone,
                 engine=engine_name,
                 model_id=model_id,
+                speed=cloned.speed,  # its pace, as a stored clone would have
             )
         expires_at = self._clock() + self._inline_ttl_s
         if self._inline_log is not None:
