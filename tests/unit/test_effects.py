@@ -8,6 +8,7 @@ from scipy import signal
 
 from voxclone.errors import InvalidInput
 from voxclone.synth.audio.effects import (
+    _oversampled_abs,
     apply_energy,
     loudness_lufs,
     measure_f0,
@@ -147,6 +148,15 @@ def test_limiter_holds_true_peak_under_ceiling_for_hot_input() -> None:
 
 def test_limiter_leaves_quiet_audio_alone(voice: np.ndarray) -> None:
     np.testing.assert_allclose(true_peak_limit(voice * 0.5, SR), voice * 0.5, atol=1e-7)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 41, 81, 1000, SR])
+def test_limiter_oversampling_equals_scipy_resample_poly(n: int) -> None:
+    # The limiter's numpy polyphase path replaced resample_poly (scipy.signal cost
+    # seconds of every start); same taps and alignment, so the same peaks.
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    expected = np.abs(signal.resample_poly(x.astype(np.float64), 4, 1))
+    np.testing.assert_allclose(_oversampled_abs(x), expected, rtol=0, atol=1e-12)
 
 
 # ------------------------------------------------------------------ WORLD effects

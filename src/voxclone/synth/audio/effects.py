@@ -12,11 +12,11 @@ changed while the envelope (the vocal tract) stays put. Its F0 estimator is
 
 from __future__ import annotations
 
-from typing import Literal
+import warnings
+from functools import cache
+from typing import Any, Literal
 
 import numpy as np
-import pyworld
-from scipy import ndimage, signal
 
 from voxclone.errors import InvalidInput
 from voxclone.synth.audio.quality import integrated_loudness
@@ -72,7 +72,17 @@ def _fit_length(y: np.ndarray, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------- F0
 
 
+def _world() -> Any:
+    # Imported on use: pyworld (with the pkg_resources it pulls in) cost ~0.1-0.15 s
+    # of every start (`python -X importtime`), and only pitch/F0-range/whisper need it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pyworld imports pkg_resources
+        import pyworld
+    return pyworld
+
+
 def _estimate_f0(x64: np.ndarray, sr: int, method: F0Method) -> tuple[np.ndarray, np.ndarray]:
+    pyworld = _world()
     if method == "harvest":
         return pyworld.harvest(
             x64, sr, f0_floor=_F0_FLOOR_HZ, f0_ceil=_F0_CEIL_HZ, frame_period=_FRAME_PERIOD_MS
@@ -117,12 +127,13 @@ class _WorldParams:
         self.sr = sr
         self.length = len(x)
         self.f0, times = _estimate_f0(x64, sr, f0_method)
+        pyworld = _world()
         self.envelope = pyworld.cheaptrick(x64, self.f0, times, sr)
         self.aperiodicity = pyworld.d4c(x64, self.f0, times, sr)
 
     def synthesize(self, f0: np.ndarray, aperiodicity: np.ndarray | None = None) -> np.ndarray:
         ap = self.aperiodicity if aperiodicity is None else aperiodicity
-        y = pyworld.synthesize(
+        y = _world().synthesize(
             np.ascontiguousarray(f0, dtype=np.float64),
             self.envelope,
             np.ascontiguousarray(ap, dtype=np.float64),
@@ -283,6 +294,9 @@ def apply_energy(x: np.ndarray, sr: int, energy: float) -> np.ndarray:
     samples = _as_float32(x)
     if energy == 1.0 or samples.size == 0:
         return samples.copy()
+    # Imported on use: scipy.signal cost ~0.8-2.4 s of every start (importtime).
+    from scipy import signal
+
     change_db = _ENERGY_DB_PER_UNIT * (energy - 1.0)
     b, a = _high_shelf(sr, min(_ENERGY_SHELF_HZ, 0.45 * sr), change_db)
     shaped = signal.lfilter(b, a, samples.astype(np.float64))
@@ -300,8 +314,30 @@ def loudness_lufs(x: np.ndarray, sr: int) -> float:
 # --------------------------------------------------------------------------- limiter
 
 
+@cache
+def _oversampling_taps() -> np.ndarray:
+    """The low-pass FIR ``scipy.signal.resample_poly(x, up, 1)`` designs:
+    ``firwin(20 * up + 1, 1 / up, window=("kaiser", 5.0)) * up``."""
+    up = _LIMITER_OVERSAMPLE
+    half = 10 * up
+    m = np.arange(2 * half + 1) - half
+    h = np.sinc(m / up) / up * np.kaiser(2 * half + 1, 5.0)
+    return np.asarray(h / h.sum() * up)
+
+
 def _oversampled_abs(x: np.ndarray) -> np.ndarray:
-    return np.abs(signal.resample_poly(x.astype(np.float64), _LIMITER_OVERSAMPLE, 1))
+    """|x| upsampled ``_LIMITER_OVERSAMPLE`` times, as ``scipy.signal.resample_poly``
+    computes it (same taps and alignment; equal to rounding, < 1e-15, tests/unit/
+    test_effects.py), in numpy: the limiter runs on every piece, and importing
+    scipy.signal for it cost ~0.8-2.4 s of `voxclone say` (python -X importtime)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    up, n = _LIMITER_OVERSAMPLE, x64.size
+    taps = _oversampling_taps()
+    lead = (taps.size // 2) // up  # centre the filter: output j is input j / up
+    out = np.empty(n * up)
+    for phase in range(up):  # polyphase: output phase p uses every up-th tap from p
+        out[phase::up] = np.convolve(x64, taps[phase::up])[lead : lead + n]
+    return np.abs(out)
 
 
 def true_peak_dbfs(x: np.ndarray) -> float:
@@ -320,6 +356,8 @@ def _sample_peaks(x: np.ndarray) -> np.ndarray:
     upsampled = _oversampled_abs(x)
     per_sample = upsampled[: len(x) * factor].reshape(len(x), factor).max(axis=1)
     per_sample = np.maximum(per_sample, np.abs(x))
+    from scipy import ndimage  # on use: see _limit_gain
+
     return ndimage.maximum_filter1d(per_sample, size=3)
 
 
@@ -331,6 +369,10 @@ def _limit_gain(x: np.ndarray, sr: int, ceiling: float) -> np.ndarray:
     window. Every value averaged at sample n was held down to n's need, so the
     average is too: the bound survives the smoothing.
     """
+    # Imported on use (only when a piece must be limited): scipy.signal and
+    # scipy.ndimage cost ~0.8-2.4 s of every start (python -X importtime).
+    from scipy import ndimage, signal
+
     peaks = _sample_peaks(x)
     needed = np.minimum(1.0, ceiling / np.maximum(peaks, 1e-12))
     window = max(1, int(round(sr * _LIMITER_LOOKAHEAD_MS / 1000.0))) | 1  # odd, centred

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.signal import lfilter
 
 Segment = tuple[int, int]
 
@@ -150,6 +149,10 @@ def _k_weighting(sr: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def integrated_loudness(x: np.ndarray, sr: int) -> float:
     """Gated integrated loudness of mono audio in LUFS; -inf for silence."""
+    # Imported on use: scipy.signal cost ~0.8-2.4 s of every start (python -X importtime),
+    # and only references (cloning) are measured (tests/unit/test_import_cost.py).
+    from scipy.signal import lfilter
+
     y = np.asarray(x, dtype=np.float64)
     for b, a in _k_weighting(sr):
         y = lfilter(b, a, y)

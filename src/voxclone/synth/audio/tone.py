@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.signal import fftconvolve, firwin2
 
 GRID_HZ = np.geomspace(50.0, 11_000.0, 96)
 SMOOTHING_OCTAVES = 1.0 / 3.0
@@ -116,6 +115,10 @@ class ToneFilter:
     def taps(self, sample_rate: int) -> np.ndarray:
         cached = self._taps.get(sample_rate)
         if cached is None:
+            # Imported on use: scipy.signal cost ~0.8-2.4 s of every start (python -X
+            # importtime); only cloned voices have a tone filter (test_import_cost.py).
+            from scipy.signal import firwin2
+
             nyquist = sample_rate / 2.0
             grid = GRID_HZ
             inside = grid < nyquist * 0.999
@@ -132,6 +135,8 @@ class ToneFilter:
         x = np.asarray(audio, dtype=np.float32)
         if x.size == 0:
             return x
+        from scipy.signal import fftconvolve  # on use: see taps()
+
         y = fftconvolve(x.astype(np.float64), self.taps(sample_rate), mode="same")
         rms_in = float(np.sqrt(np.mean(np.square(x, dtype=np.float64))))
         rms_out = float(np.sqrt(np.mean(np.square(y))))

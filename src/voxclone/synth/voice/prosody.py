@@ -14,7 +14,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.signal import butter, sosfiltfilt
 
 F0_FLOOR_HZ = 60.0
 F0_CEIL_HZ = 500.0
@@ -51,6 +50,10 @@ def pitch_stats(audio: np.ndarray, sample_rate: int) -> PitchStats:
     removes the hum; when DIO still finds almost nothing voiced in what is
     trimmed speech, a bounded Harvest pass decides instead.
     """
+    # Imported on use: scipy.signal cost ~0.8-2.4 s of every start (python -X importtime),
+    # and only cloning measures pitch (tests/unit/test_import_cost.py).
+    from scipy.signal import sosfiltfilt
+
     x = np.asarray(audio, dtype=np.float64).ravel()
     if x.size < sample_rate // 10:
         return PitchStats(0.0, 0.0, 0.0, 0.0)
@@ -71,6 +74,8 @@ def pitch_stats(audio: np.ndarray, sample_rate: int) -> PitchStats:
 
 @lru_cache(maxsize=8)
 def _highpass(sample_rate: int) -> np.ndarray:
+    from scipy.signal import butter  # on use: see pitch_stats
+
     return np.asarray(butter(4, HIGHPASS_HZ, "highpass", fs=sample_rate, output="sos"))
 
 
@@ -155,7 +160,7 @@ RATE_ACTIVE_RANGE_DB = 30.0  # frames this far below the loudest count as pauses
 
 def speaking_rate(audio: np.ndarray, sample_rate: int) -> float:
     """Energy peaks per second of active speech (about syllables per second); 0.0 if silent."""
-    from scipy.signal import find_peaks
+    from scipy.signal import butter, find_peaks, sosfiltfilt  # on use: see pitch_stats
 
     x = np.asarray(audio, dtype=np.float64).ravel()
     frame = max(1, round(RATE_FRAME_S * sample_rate))
