@@ -660,6 +660,7 @@ CLONE_SUBSECTIONS = {
     "pick_fit": "Pick objective fitted by leave-one-speaker-out cross-validation",
     "rate_follow": "Speaking rate: a clone's pace follows its reference",
     "clone_latency": "Enrollment latency through a warm server",
+    "report_calibration": "Quality-report warnings calibrated on real references",
 }
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 

@@ -532,22 +532,15 @@ def test_too_little_speech_is_refused(speech: np.ndarray, detector: SpeechDetect
     assert 0.0 < err.value.value < MIN_SPEECH_S
 
 
-def test_two_seconds_of_speech_are_accepted_with_a_warning(
+def test_two_seconds_of_speech_are_accepted_without_a_length_warning(
     speech: np.ndarray, detector: SpeechDetector
 ) -> None:
-    # A 2-second clip was refused by the old 3-second minimum.
+    # A 2-second clip was refused by the old 3-second minimum, then warned
+    # about; the warning never predicted a worse clone (bench/report_calibration.py).
     first_words = speech[: int(2.2 * 16_000)]
     ref = prepare_reference(wav_bytes(first_words, 16_000), detector=detector, **LIMITS)
     assert MIN_SPEECH_S <= ref.speech_seconds < 3.0
-    assert any(w.startswith("very short reference") for w in ref.warnings)
-
-
-def test_short_speech_gets_a_warning(male_speech: np.ndarray, detector: SpeechDetector) -> None:
-    # The first phrase of the clip: about 4.3 s of speech.
-    first_phrase = male_speech[:80_000]
-    ref = prepare_reference(wav_bytes(first_phrase, 16_000), detector=detector, **LIMITS)
-    assert 3.0 <= ref.speech_seconds < 5.0
-    assert any(w.startswith("short reference") for w in ref.warnings)
+    assert not any("short reference" in w for w in ref.warnings), ref.warnings
 
 
 @pytest.mark.parametrize("spoiled_end", ["start", "end"])

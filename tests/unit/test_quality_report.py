@@ -79,7 +79,9 @@ def _reporter(transcripts: dict[int, str]) -> Any:
     )
 
 
-def _report(transcripts: dict[int, str]) -> Any:
+def _report(
+    transcripts: dict[int, str], stock: tuple[str, float] | None = ("clear_female", 0.55)
+) -> Any:
     reporter = _reporter(transcripts)
     x = tone(200, 9.0)
     probe = reporter.probe(np.zeros(4, np.float32))
@@ -88,7 +90,7 @@ def _report(transcripts: dict[int, str]) -> Any:
         np.array([1.0, 0.0], np.float32),
         probe,
         style=np.zeros(4, np.float32),
-        stock=("clear_female", 0.55),
+        stock=stock,
     )
 
 
@@ -116,6 +118,26 @@ def test_report_shows_the_gain_over_the_closest_stock_voice() -> None:
     out = report.to_dict()
     assert out["stock_voice"] == "clear_female"
     assert out["gain_over_stock"] == round(report.similarity - 0.55, 4)
+
+
+def test_a_clone_barely_closer_than_the_stock_voice_warns_and_names_it() -> None:
+    from voxclone.synth.voice.quality_report import (
+        CONFIRM_SENTENCE,
+        STOCK_MARGIN_WARN,
+        TEST_SENTENCE,
+    )
+
+    clear = {1: TEST_SENTENCE, 2: CONFIRM_SENTENCE}
+    # The fake encoder makes the clone's similarity 1.0.
+    close = _report(clear, stock=("kenji", 1.0 - STOCK_MARGIN_WARN / 2))
+    warning = next(w for w in close.warnings if "barely closer" in w)
+    assert "'kenji'" in warning and "--refine" in warning and "another recording" in warning
+    assert "+0.04" in warning
+    # A clear margin (0.45 here) warns about nothing, however low the old
+    # absolute rule (similarity < 0.65) would have put it.
+    assert _report(clear).warnings == []
+    # No stock voice to compare with: the absolute rule still applies (not here: 1.0).
+    assert _report(clear, stock=None).warnings == []
 
 
 def test_reference_warnings_say_what_to_do() -> None:

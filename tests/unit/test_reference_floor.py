@@ -94,4 +94,4 @@ def test_short_noisy_clip_at_the_floor_is_accepted(
     ref = prepare_reference(_wav(noisy), detector=detector, **LIMITS)  # must not raise
 
     assert ref.speech_seconds >= FLOOR_SPEECH_S
-    assert any(w.startswith("very short reference") for w in ref.warnings)
+    assert not any("short reference" in w for w in ref.warnings)  # accepted, not warned
