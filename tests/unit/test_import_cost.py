@@ -15,10 +15,14 @@ _HEAVY = ("redis", "scipy.signal", "scipy.ndimage", "pyworld")
 
 
 def _imported_heavy(code: str) -> list[str]:
+    return _imported(code, _HEAVY)
+
+
+def _imported(code: str, heavy: tuple[str, ...]) -> list[str]:
     probe = (
         "import json, sys\n"
         + code
-        + f"\nheavy = {_HEAVY!r}\n"
+        + f"\nheavy = {heavy!r}\n"
         + "print(json.dumps(sorted(m for m in sys.modules "
         "if any(m == h or m.startswith(h + '.') for h in heavy))))\n"
     )
@@ -46,3 +50,12 @@ def test_post_processing_of_plain_speech_imports_no_scipy() -> None:
         "assert np.allclose(out, piece, atol=1e-7)\n"
     )
     assert _imported_heavy(code) == []
+
+
+def test_the_cli_parser_imports_no_database_layer() -> None:
+    # Every command builds the whole parser; `say` and `clone` through a running
+    # server never open a database, and SQLAlchemy + Alembic cost ~0.4 s
+    # (python -X importtime) of each such call.
+    code = "from voxclone.api.cli import _parser\n_parser()"
+    modules = _imported(code, ("sqlalchemy", "alembic"))
+    assert modules == []

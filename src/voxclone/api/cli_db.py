@@ -18,8 +18,6 @@ from typing import Any
 
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
-from voxclone.runtime.db import current_revision, head_revision, open_database, upgrade
-from voxclone.runtime.db.copy import copy_rows
 
 
 def add_db_parser(sub: Any) -> None:
@@ -45,6 +43,9 @@ def _copy(settings: Settings, target_url: str) -> int:
             "voxclone db copy: VOXCLONE_DATABASE_URL is set; copy reads the embedded SQLite files"
         )
         return 2
+    from voxclone.runtime.db import open_database
+    from voxclone.runtime.db.copy import copy_rows
+
     sources = [settings.db_path, settings.key_database_target]
     missing = [str(p) for p in sources if not Path(p).exists()]
     if missing:
@@ -67,6 +68,10 @@ def _copy(settings: Settings, target_url: str) -> int:
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: SQLAlchemy and Alembic cost ~0.4 s (python -X importtime), and
+    # every CLI command builds this parser, `voxclone say` included.
+    from voxclone.runtime.db import current_revision, head_revision, open_database, upgrade
+
     if args.db_command == "copy":
         return _copy(settings, args.to)
     for target in _targets(settings):

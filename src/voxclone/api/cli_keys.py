@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from voxclone.config import Settings
-from voxclone.runtime.keys import SCOPES, KeyStore
+from voxclone.runtime.key_scopes import SCOPES
 
 
 def add_keys_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,6 +36,8 @@ def _when(ts: float | None) -> str:
 
 def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
     settings.home.mkdir(parents=True, exist_ok=True)
+    from voxclone.runtime.keys import KeyStore
+
     store = KeyStore(settings.key_database_target)
     try:
         if args.keys_command == "create":

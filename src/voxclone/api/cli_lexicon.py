@@ -13,7 +13,6 @@ from typing import Any
 
 from voxclone.config import Settings
 from voxclone.errors import NotFound
-from voxclone.runtime.lexicon_store import SqlLexiconStore
 from voxclone.synth.text.lexicon import Pronunciation, entry_language
 
 DEFAULT_LANGUAGE = "en"  # covers en-us and en-gb
@@ -64,6 +63,9 @@ def cmd_lexicon(args: argparse.Namespace, settings: Settings) -> int:
         if args.language is not None
         else None
     )
+    # Imported here: the store's SQLAlchemy costs every CLI command ~0.3 s.
+    from voxclone.runtime.lexicon_store import SqlLexiconStore
+
     store = SqlLexiconStore(settings.database_target)
     try:
         if args.lexicon_command == "list":

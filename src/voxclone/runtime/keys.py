@@ -25,12 +25,11 @@ from sqlalchemy import func, insert, select, update
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.db import Database, open_database
 from voxclone.runtime.db import schema as t
-
-SCOPE_TTS = "tts"
-SCOPE_VOICES_READ = "voices:read"
-SCOPE_VOICES_WRITE = "voices:write"
-SCOPE_ADMIN = "admin"
-SCOPES: frozenset[str] = frozenset({SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE, SCOPE_ADMIN})
+from voxclone.runtime.key_scopes import SCOPE_ADMIN as SCOPE_ADMIN  # re-exported
+from voxclone.runtime.key_scopes import SCOPE_TTS as SCOPE_TTS
+from voxclone.runtime.key_scopes import SCOPE_VOICES_READ as SCOPE_VOICES_READ
+from voxclone.runtime.key_scopes import SCOPE_VOICES_WRITE as SCOPE_VOICES_WRITE
+from voxclone.runtime.key_scopes import SCOPES
 
 KEY_PREFIX = "vox_"
 DISPLAY_PREFIX_CHARS = 8
