@@ -317,6 +317,27 @@ def test_no_clause_boundary_splits_after_max_words() -> None:
     ]
 
 
+def test_a_cut_that_would_leave_a_lone_word_is_not_made() -> None:
+    # A one-word chunk of its own is the least intelligible piece Kokoro speaks.
+    five = "The old bridge was busier."
+    assert first_chunk_for_streaming([five], max_words=3, min_tail_words=3) == [five]
+    six = "The old bridge was busier today."
+    assert first_chunk_for_streaming([six], max_words=3, min_tail_words=3) == [
+        "The old bridge",
+        "was busier today.",
+    ]
+    clause = "Hi there, all of you."
+    assert first_chunk_for_streaming([clause], max_words=3, min_tail_words=3) == [clause]
+    # The default keeps the old behaviour for other callers.
+    assert first_chunk_for_streaming([five], max_words=4) == ["The old bridge was", "busier."]
+
+
+def test_the_streamed_first_chunk_is_three_words_with_three_left_behind() -> None:
+    from voxclone.synth.text import frontend
+
+    assert (frontend.STREAM_FIRST_CHUNK_WORDS, frontend.STREAM_MIN_TAIL_WORDS) == (3, 3)
+
+
 def test_input_list_is_not_modified() -> None:
     sentences = ["a b c d e, f g h i j k l m n o p q.", "x"]
     copy = list(sentences)

@@ -42,11 +42,15 @@ Normalizer = Callable[[str], str]
 RunSplitter = Callable[[str, str], list[tuple[str, str]]]
 
 AUTO = "auto"
-# Time to first audio is one engine call on the first chunk (0.73 s for 5 words
-# on the scheduler's 2-thread fast lane; the built-in voices speak ~2.3 words/s
-# with edge silence), so a streamed first chunk is cut at a clause or after this
-# many words. bench/ttfa.py: p50 0.74 s at 4 words vs 0.97 s at 5 in one run.
-STREAM_FIRST_CHUNK_WORDS = 4
+# Time to first audio is one engine call on the first chunk, about 0.19 s plus
+# 12.5 ms per token on the 2-thread fast lane (measured 2026-12-02: 6 tokens
+# 0.26 s, 19 tokens 0.39 s, 27 tokens 0.51 s), so a streamed first chunk is cut
+# at a clause or after this many words; bench/first_chunk.py measures TTFA and
+# the streamed WER of 3 against 4 words.
+STREAM_FIRST_CHUNK_WORDS = 3
+# ... but never so that the rest of the first sentence is shorter than this: a
+# one-word chunk ("expected.") is the least intelligible piece Kokoro speaks.
+STREAM_MIN_TAIL_WORDS = 3
 
 
 # [word](/IPA/): the word may be empty, the IPA may not; neither crosses a line.
@@ -164,7 +168,9 @@ class TextFrontend:
                 "the text contains nothing that can be spoken", field="text", value=len(text)
             )
         if fast_start:
-            sentences = first_chunk_for_streaming(sentences, max_words=STREAM_FIRST_CHUNK_WORDS)
+            sentences = first_chunk_for_streaming(
+                sentences, max_words=STREAM_FIRST_CHUNK_WORDS, min_tail_words=STREAM_MIN_TAIL_WORDS
+            )
         return self._chunks(sentences, language, marks)
 
     def _chunks(self, sentences: list[str], language: str, marks: _Marks) -> Iterator[Chunk]:

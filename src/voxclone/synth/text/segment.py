@@ -461,13 +461,17 @@ _MIN_FIRST_CHUNK_WORDS = 3
 _CLAUSE_END = re.compile(r"[,;:，、；：—](?=\s)|—")
 
 
-def first_chunk_for_streaming(sentences: list[str], max_words: int = 12) -> list[str]:
+def first_chunk_for_streaming(
+    sentences: list[str], max_words: int = 12, *, min_tail_words: int = 1
+) -> list[str]:
     """Shorten the first sentence so the first audio can be produced quickly.
 
     If the first sentence has more than ``max_words`` words, it is cut at its first
     clause boundary (``, ; : —``) that leaves at least three and at most
-    ``max_words`` words in front, else right after ``max_words`` words. Returns a
-    new list; the input is not modified.
+    ``max_words`` words in front, else right after ``max_words`` words; a cut that
+    would leave fewer than ``min_tail_words`` words behind is not made (a lone
+    last word, spoken as a chunk of its own, is the least intelligible piece).
+    Returns a new list; the input is not modified.
     """
     if max_words < 1:
         raise InvalidInput(
@@ -488,8 +492,10 @@ def first_chunk_for_streaming(sentences: list[str], max_words: int = 12) -> list
             break
         if head_words >= _MIN_FIRST_CHUNK_WORDS:
             head, tail = first[: match.end()].strip(), first[match.end() :].strip()
-            if tail:
+            if tail and len(tail.split()) >= min_tail_words:
                 return [head, tail, *rest]
+    if len(words) - max_words < min_tail_words:
+        return [first, *rest]
     return [" ".join(words[:max_words]), " ".join(words[max_words:]), *rest]
 
 

@@ -1,0 +1,146 @@
+"""How long should a stream's first chunk be? Time to first audio and WER, 3 vs 4 words.
+
+For each text (the three-sentence paragraphs of ``bench/ttfa.py`` and a few
+whose first sentence is short), streams it through the public speech service
+(``SpeechService.stream``: the fast lane on an idle server) with the shipped
+first-chunk rule and with the previous one (4 words, any tail), interleaved,
+and records the time to the first audio and Whisper tiny.en's WER on the
+whole stream.
+
+    python bench/first_chunk.py [--texts 12]
+
+Writes bench/results/first_chunk.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import bench_home  # noqa: E402
+from ttfa import paragraphs  # noqa: E402
+from voxclone.bootstrap import build_runtime  # noqa: E402
+from voxclone.config import Settings  # noqa: E402
+from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.synth.text import frontend  # noqa: E402
+from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "first_chunk.json"
+# (first-chunk words, least words left behind): the rule before and the shipped one.
+RULES = {
+    "4 words (before)": (4, 1),
+    "shipped": (frontend.STREAM_FIRST_CHUNK_WORDS, frontend.STREAM_MIN_TAIL_WORDS),
+}
+SHORT_FIRST = (
+    "Turn left here, please. The station is two blocks away.",
+    "It was raining again today. We stayed inside and read.",
+    "Call me back tomorrow morning. I will be at home.",
+    "The meeting has been moved to Friday. Please tell the others.",
+)
+
+
+def run(count: int) -> dict[str, Any]:
+    texts = paragraphs(count) + list(SHORT_FIRST)
+    runtime = build_runtime(
+        Settings(home=bench_home("voxclone-first-chunk-"), memory_cache_mb=0, disk_cache_mb=0),
+        warmup=True,
+        with_voices=False,
+    )
+    transcriber = Transcriber()
+    rate = runtime.speech.sample_rate
+    rows: list[dict[str, Any]] = []
+    try:
+        for text in texts:
+            for label, (words, tail) in RULES.items():
+                frontend.STREAM_FIRST_CHUNK_WORDS, frontend.STREAM_MIN_TAIL_WORDS = words, tail
+                request = SpeechRequest(text=text, format="pcm")
+                _, chunks = runtime.speech.plan(request, fast_start=True)
+                first_text = next(iter(chunks)).text
+                started = time.perf_counter()
+                _, parts = runtime.speech.stream(request)
+                pieces: list[np.ndarray] = []
+                ttfa = None
+                for part in parts:
+                    samples = np.frombuffer(part, dtype="<i2").astype(np.float32) / 32768.0
+                    if ttfa is None and samples.size:
+                        ttfa = time.perf_counter() - started
+                    pieces.append(samples)
+                audio = np.concatenate(pieces)
+                row = {
+                    "rule": label,
+                    "text": text,
+                    "first_chunk": first_text,
+                    "ttfa_s": ttfa,
+                    "wer": word_error_rate(text, transcriber.transcribe(audio, rate)),
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        runtime.close()
+    return {"rows": rows, "summary": summarize(rows)}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for label in RULES:
+        mine = [r for r in rows if r["rule"] == label]
+        ttfa = sorted(r["ttfa_s"] for r in mine)
+        out[label] = {
+            "texts": len(mine),
+            "ttfa_p50": statistics.median(ttfa),
+            "ttfa_p90": ttfa[min(len(ttfa) - 1, int(0.9 * len(ttfa)))],
+            "mean_wer": float(np.mean([r["wer"] for r in mine])),
+            "first_chunk_words": statistics.median(len(r["first_chunk"].split()) for r in mine),
+        }
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "Each text streamed with both rules, interleaved, idle server (fast lane), "
+        "default voice; WER of the whole stream by Whisper tiny.en.",
+        "",
+        "| first-chunk rule | texts | median first-chunk words | TTFA p50 s | TTFA p90 s | WER |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, s in result["summary"].items():
+        name = label
+        if label == "shipped":
+            words, tail = RULES[label]
+            name = f"{words} words, ≥ {tail} left behind (shipped)"
+        lines.append(
+            f"| {name} | {s['texts']} | {s['first_chunk_words']:g} | {s['ttfa_p50']:.3f} | "
+            f"{s['ttfa_p90']:.3f} | {s['mean_wer']:.1%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=12)
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    result = run(args.texts)
+    result["command"] = "python bench/first_chunk.py" + (
+        f" --texts {args.texts}" if args.texts != 12 else ""
+    )
+    RESULTS.write_text(json.dumps(result, indent=1))
+    RESULTS.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
