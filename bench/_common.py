@@ -83,3 +83,13 @@ def bench_home(prefix: str) -> Path:
     if shared_models.is_dir():
         (home / "models").symlink_to(shared_models, target_is_directory=True)
     return home
+
+
+def write_result(out: Path, result: dict[str, object], markdown: str) -> None:
+    """``out`` (JSON) and its ``.md`` sibling, and the Markdown on stdout."""
+    import json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=float))
+    out.with_suffix(".md").write_text(markdown)
+    print(markdown)

@@ -37,13 +37,13 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import RATE_LIMIT_OFF, throwaway_server  # noqa: E402
+from startup import SERVE  # noqa: E402
 from voxclone.api.cli_remote import call_json  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "clone_latency.json"
 MARKDOWN = RESULTS.with_suffix(".md")
 PLOT = ROOT / "docs" / "img" / "clone_latency.png"
 DEFAULT_EVALDATA = ROOT.parent / "shared" / "evaldata"
-SERVE = "import sys; from voxclone.api.cli import main; sys.exit(main(['serve']))"
 TARGET_S = 1.5  # issue #17: instant clone end to end on a warm server
 FORM = [("consent", "true"), ("consent_statement", "benchmark speaker, public dataset")]
 

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import bench_home  # noqa: E402
+from _common import bench_home, write_result  # noqa: E402
 from clone_eval import DEFAULT_EVALDATA, Judge  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
@@ -259,10 +259,7 @@ def main() -> int:
     if not args.no_render:
         result["render"] = render_study(paths, rates)
         result["render_summary"] = summary(result["render"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=float))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_result(args.out, result, markdown(result))
     return 0
 
 

@@ -40,19 +40,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import bench_home  # noqa: E402
+from _common import bench_home, write_result  # noqa: E402
 from clone_eval import DEFAULT_EVALDATA, Judge  # noqa: E402
+from rate_follow import CONSENT, TEXT  # noqa: E402  (the same held-out text)
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import VoxcloneError  # noqa: E402
 from voxclone.service.speech import SpeechRequest  # noqa: E402
-from voxclone.service.voices import ConsentInput, EnrollRequest  # noqa: E402
+from voxclone.service.voices import EnrollRequest  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "report_calibration.json"
-TEXT = "The museum opens at nine in the morning. Turn left at the next corner and walk two blocks."
 HARD_WER = 0.10
-CONSENT = ConsentInput(True, "benchmark speaker, public dataset", "bench")
 # Warning kinds by the words they start with (the report's own sentences).
 KINDS = {
     "noisy reference": "noisy",
@@ -370,10 +369,7 @@ def main() -> int:
         "evaluation": evaluate(rows),
         "thresholds": threshold_study(rows),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=float))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_result(args.out, result, markdown(result))
     return 0
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
 from voxclone.runtime.private_home import secure_home
@@ -56,16 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write word-timed subtitles (.srt, or WebVTT for .vtt)",
     )
-    where = say.add_mutually_exclusive_group()
-    where.add_argument(
-        "--server",
-        metavar="URL",
-        help="speak through this voxclone server (default: the configured local one, "
-        "http://127.0.0.1:8000, if it is running; API key from VOXCLONE_API_KEY)",
-    )
-    where.add_argument(
-        "--local", action="store_true", help="load the models in this process, never a server"
-    )
+    add_server_options(say, "speak")
     markup = say.add_mutually_exclusive_group()
     markup.add_argument(
         "--ssml",

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
 
@@ -71,16 +72,7 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--consent-statement", default=DEFAULT_STATEMENT, help="consent text to record")
     p.add_argument("--given-by", default=None, help="who gave consent (default: current user)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "--server",
-        metavar="URL",
-        help="clone through this voxclone server (default: the configured local one if it "
-        "is running; API key from VOXCLONE_API_KEY)",
-    )
-    where.add_argument(
-        "--local", action="store_true", help="load the models in this process, never a server"
-    )
+    add_server_options(p, "clone")
     p.add_argument(
         "--no-wait",
         dest="wait",

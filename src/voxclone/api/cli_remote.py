@@ -42,6 +42,20 @@ class RemoteAudio:
     content_type: str
 
 
+def add_server_options(parser: Any, verb: str) -> None:
+    """``--server URL`` / ``--local`` for a command that can use a running server."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--server",
+        metavar="URL",
+        help=f"{verb} through this voxclone server (default: the configured local one, "
+        "http://127.0.0.1:8000, if it is running; API key from VOXCLONE_API_KEY)",
+    )
+    where.add_argument(
+        "--local", action="store_true", help="load the models in this process, never a server"
+    )
+
+
 def default_server_url(settings: Settings) -> str:
     """The configured local server (a wildcard bind is reached through loopback)."""
     host = settings.host
