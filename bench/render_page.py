@@ -661,6 +661,7 @@ CLONE_SUBSECTIONS = {
     "rate_follow": "Speaking rate: a clone's pace follows its reference",
     "clone_latency": "Enrollment latency through a warm server",
     "report_calibration": "Quality-report warnings calibrated on real references",
+    "atlas_size": "Atlas size: 250, 500 and 1,000 voices",
 }
 KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
 
