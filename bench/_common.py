@@ -93,3 +93,13 @@ def write_result(out: Path, result: dict[str, object], markdown: str) -> None:
     out.write_text(json.dumps(result, indent=1, default=float))
     out.with_suffix(".md").write_text(markdown)
     print(markdown)
+
+
+def save_figure(fig: object, path: Path) -> None:
+    """Lay out, write (110 dpi) and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()  # type: ignore[attr-defined]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import write_result  # noqa: E402
+from _common import save_figure, write_result  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "atlas_size.json"
 PLOT = ROOT / "docs" / "img" / "atlas_size.png"
@@ -135,10 +135,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("normalized judge similarity")
     ax.set_title("Instant clone vs atlas size (grey: each speaker)")
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> int:

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import RATE_LIMIT_OFF, throwaway_server  # noqa: E402
+from _common import RATE_LIMIT_OFF, save_figure, throwaway_server  # noqa: E402
 from startup import SERVE  # noqa: E402
 from voxclone.api.cli_remote import call_json  # noqa: E402
 
@@ -144,10 +144,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("seconds from upload")
     ax.set_title("Enrollment through a warm server (2 cores)")
     ax.legend(loc="upper left")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> int:
