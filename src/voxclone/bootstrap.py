@@ -41,6 +41,7 @@ from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks, SpeechService
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import PromptCloning, VoiceService
+from voxclone.synth.audio.encode import load_codecs
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.text.frontend import TextFrontend
@@ -102,6 +103,14 @@ class Runtime:
         with self.stages.stage("cloning_warmup"):
             self.voices.warmup()
         self.cloning_warm.set()
+
+    def speech_idle(self) -> bool:
+        """No speech queued, rendering or admitted-but-unrendered on any engine."""
+        for stack in self.engines.values():
+            stats = stack.scheduler.stats()
+            if stats.queued or stats.in_flight or stats.reserved_chars > 0:
+                return False
+        return True
 
     @property
     def cloning_state(self) -> str:
@@ -392,6 +401,10 @@ def build_runtime(
     with stages.stage("blob_store_check"):
         blobs.check()
     engines = build_engines(settings, warmup=warmup, stages=stages)
+    if warmup:
+        # A serving process: its first Opus/AAC stream must not import FFmpeg.
+        with stages.stage("codec_import"):
+            load_codecs()
     store = build_voice_store(settings, engines, blobs)
     # Pronunciations live next to the voice library (same database, same pool).
     lexicon = SqlLexiconStore(store.database)

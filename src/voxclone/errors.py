@@ -120,6 +120,12 @@ class Conflict(VoxcloneError):
     code = "conflict"
 
 
+class VoiceChanged(Conflict):
+    """A write conditioned on a voice's version found a newer version."""
+
+    code = "voice_changed"
+
+
 class Unauthorized(VoxcloneError):
     status = 401
     code = "unauthorized"

@@ -344,6 +344,30 @@ def test_several_recordings_pool_into_one_voice_and_can_be_added_later(
         svc.add_recordings("v_missing", "owner-m", [second])
 
 
+def test_a_recording_added_while_another_is_cloned_is_not_lost(
+    service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc, _, (_, _, _, store) = service
+    first, second = _halves(REFERENCE)
+    one, _ = svc.enroll(EnrollRequest(first, "racing", "owner-m", CONSENT))
+    pipeline = svc._pipeline_or_fail()
+    clone_print = pipeline.clone_print
+    raced: list[int] = []
+
+    def clone_while_another_lands(*args: Any, **kwargs: Any) -> Any:
+        if not raced:  # another request adds its recording meanwhile
+            raced.append(1)
+            svc.add_recordings(one.id, "owner-m", [second])
+        return clone_print(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "clone_print", clone_while_another_lands)
+    added = svc.add_recordings(one.id, "owner-m", [first])
+    # Pooled into the other request's version, not written over it.
+    assert added.version == one.version + 2
+    assert added.quality["clips"] == 3 and added.quality["recordings_added"] == 2
+    assert store.get(one.id, "owner-m").version == added.version
+
+
 def _load_script() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "build_atlas", ROOT / "scripts" / "build_atlas.py"

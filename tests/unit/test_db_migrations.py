@@ -344,3 +344,28 @@ def test_db_cli_migrates_the_configured_databases(
     assert len(lines) == (2 if not shared else 1) * 2
     assert all(f": {head_revision()} (this version: {head_revision()})" in line for line in lines)
     assert all("SECRET" not in line for line in lines)
+
+
+def test_the_head_known_without_alembic_is_alembics_head() -> None:
+    # db/revision.py lets a current database open without importing Alembic;
+    # a new migration must move HEAD_REVISION too, or this fails.
+    from voxclone.runtime.db.revision import HEAD_REVISION
+
+    assert head_revision() == HEAD_REVISION
+
+
+def test_a_database_at_an_older_revision_is_migrated_when_a_store_opens_it(
+    tmp_path: Path,
+) -> None:
+    from voxclone.runtime.db.revision import stored_revision
+
+    path = tmp_path / "old.sqlite3"
+    db = Database(sqlite_url(path))
+    upgrade(db, "0002_job_queue")
+    assert stored_revision(db) == "0002_job_queue"
+    db.close()
+    store = SqlVoiceStore(path, style_shapes=SHAPES)
+    try:
+        assert stored_revision(store.database) == head_revision()
+    finally:
+        store.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 # Top-level packages, or dotted prefixes, that must stay out of sys.modules.
 _HEAVY = ("redis", "scipy.signal", "scipy.ndimage", "pyworld")
@@ -59,3 +60,26 @@ def test_the_cli_parser_imports_no_database_layer() -> None:
     code = "from voxclone.api.cli import _parser\n_parser()"
     modules = _imported(code, ("sqlalchemy", "alembic"))
     assert modules == []
+
+
+def test_speech_path_imports_neither_ffmpeg_nor_alembic() -> None:
+    # PyAV (~75 ms) only for Opus/AAC/MP4 output; Alembic (~0.13 s) only where a
+    # migration runs: a one-shot `voxclone say` to WAV needs neither (issue #20).
+    code = "import voxclone.api.cli, voxclone.bootstrap, voxclone.service.speech"
+    assert _imported(code, ("av", "alembic")) == []
+
+
+def test_opening_a_current_database_does_not_import_alembic(tmp_path: Path) -> None:
+    from voxclone.runtime.db import open_database, sqlite_url, upgrade
+
+    path = tmp_path / "current.sqlite3"
+    db = open_database(sqlite_url(path))
+    upgrade(db)
+    db.close()
+    code = (
+        "from pathlib import Path\n"
+        "from voxclone.runtime.voice_store import SqlVoiceStore\n"
+        f"store = SqlVoiceStore(Path({str(path)!r}))\n"
+        "store.database.ensure_schema()\n"
+    )
+    assert _imported(code, ("alembic",)) == []

@@ -109,3 +109,27 @@ def test_key_covers_ort_version_cpu_providers_and_model() -> None:
         ort_cache.cache_key("a" * 64, ["CPUExecutionProvider"], cpu="x", ort_version="2"),
     }
     assert base not in variants and len(variants) == 4
+
+
+def test_fast_lane_session_opens_when_getting_ready_to_serve_not_on_load(
+    tmp_path: Path, assets: Path
+) -> None:
+    # A one-shot `say` only loads; the second session cost it ~0.3 s (issue #20).
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / MODEL_FILENAME).symlink_to(assets)
+    marker = assets.with_suffix(".sha256")
+    (home / marker.name).write_text(marker.read_text())
+    engine = registry.create("kokoro", EngineConfig(home, threads=1, fast_lane_threads=2))
+    engine.load()
+    assert engine.capabilities.fast_lane
+    assert engine._fast_session is None
+    tokenizer = engine.tokenizer()
+    tokens = tokenizer.token_ids(tokenizer.phonemize("Hello world.", "en-us"))
+    style = engine.builtin_voices()["clear_female"].style
+    # Without the fast lane an exclusive call still speaks, on the worker session.
+    alone = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
+    engine.warmup()
+    assert engine._fast_session is not None
+    fast = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
+    assert alone.size == fast.size and np.allclose(alone, fast, atol=1e-3)

@@ -16,12 +16,13 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import MetaData, func, select, text
 
-from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
+from voxclone.errors import Conflict, InvalidInput, NotFound, VoiceChanged, VoxcloneError
 from voxclone.runtime.db import Database
 from voxclone.runtime.voice_store import (
     ConsentRecord,
@@ -237,6 +238,32 @@ def test_update_style_bumps_version(store: SqliteVoiceStore) -> None:
     )
     assert again.version == 3
     assert store.get(voice.id, "owner-a").embedding.tobytes() == new_embedding.tobytes()
+
+
+def test_update_style_over_a_stale_version_is_refused_and_changes_nothing(
+    store: SqliteVoiceStore,
+) -> None:
+    # A background job (report, refinement) writes only over the version it
+    # measured; a recording added meanwhile must survive it.
+    voice = store.create(make_record())
+
+    def restyle(value: float, source: str, **kwargs: Any) -> Any:
+        style = np.full((510, 1, 256), value, np.float32)
+        return store.update_style(voice.id, "owner-a", style=style, source=source, **kwargs)
+
+    newer = restyle(0.5, "instant", quality={})
+    with pytest.raises(VoiceChanged) as refused:
+        restyle(0.25, "refined", quality={"similarity": 0.1}, if_version=voice.version)
+    assert refused.value.status == 409 and refused.value.value == newer.version
+    kept = store.get(voice.id, "owner-a")
+    assert kept.version == newer.version and kept.source == "instant"
+    assert kept.style.tobytes() == newer.style.tobytes()
+    landed = restyle(0.25, "refined", quality={}, if_version=newer.version)
+    assert landed.version == newer.version + 1
+    with pytest.raises(NotFound):
+        store.update_style(
+            "v_missing", "owner-a", style=newer.style, quality={}, source="refined", if_version=1
+        )
 
 
 def test_rename(store: SqliteVoiceStore) -> None:

@@ -41,6 +41,7 @@ from voxclone.api.streaming import StreamSlots
 from voxclone.bootstrap import Runtime, build_rate_limiter
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.background import run_at_low_priority, wait_for_quiet
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
@@ -65,6 +66,10 @@ class UIMount(Mount):
 
 # Longest the shutdown waits for a model load still in progress.
 LOADER_JOIN_S = 5.0
+# The cloning models load once speech has been idle this long, or after the
+# delay at the latest (a clone sent before then loads them on use).
+CLONING_LOAD_QUIET_S = 0.5
+CLONING_LOAD_MAX_DELAY_S = 30.0
 
 
 def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
@@ -101,7 +106,12 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
         runtime.start_job_worker()
     if settings.warm_cloning and runtime.voices is not None:
         try:
-            runtime.warm_cloning()
+            # Speech is being served now. Loading the cloning models (mostly
+            # importing torch: Python holding the GIL) during the first streams
+            # made their first audio up to 0.8 s later on 2 cores; it waits for
+            # a quiet moment, then takes only idle CPU.
+            wait_for_quiet(runtime.speech_idle, CLONING_LOAD_QUIET_S, CLONING_LOAD_MAX_DELAY_S)
+            run_at_low_priority(runtime.warm_cloning, name="voxclone-load-cloning")
         except Exception:  # a clone loads them on first use and reports its own error
             log.exception("loading the cloning models failed")
             return

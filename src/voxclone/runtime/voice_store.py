@@ -60,7 +60,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from voxclone.errors import Conflict, InvalidInput, NotFound, VoxcloneError
+from voxclone.errors import Conflict, InvalidInput, NotFound, VoiceChanged, VoxcloneError
 from voxclone.runtime.blobs import BlobNotFound, BlobStore, voice_prefix, voice_reference_key
 from voxclone.runtime.db import Database, open_database, upsert
 from voxclone.runtime.db import schema as t
@@ -201,6 +201,7 @@ class VoiceStore(Protocol):
         embedding: np.ndarray | None = None,
         tone_db: np.ndarray | None = None,
         reference_spectrum: np.ndarray | None = None,
+        if_version: int | None = None,
     ) -> VoiceRecord: ...
 
     def rename(self, voice_id: str, owner: str | None, name: str) -> VoiceRecord: ...
@@ -623,12 +624,16 @@ class SqlVoiceStore:
         embedding: np.ndarray | None = None,
         tone_db: np.ndarray | None = None,
         reference_spectrum: np.ndarray | None = None,
+        if_version: int | None = None,
     ) -> VoiceRecord:
         """Replace the style (and optionally embedding, tone curve and the
         reference's long-term spectrum, e.g. after a recording was added); bump ``version``.
 
         The version is what audio caches key on, so audio made with the old
-        style is never served for the new one.
+        style is never served for the new one. With ``if_version`` the write
+        happens only while the voice is still at that version (else
+        :class:`VoiceChanged`): a background job computed from one version must
+        not overwrite a recording added meanwhile.
         """
         with self._db.read() as conn:
             engine = conn.execute(select(_V.engine).where(_voice_where(voice_id, owner))).scalar()
@@ -644,10 +649,13 @@ class SqlVoiceStore:
         tone_arrays = self._checked_tone(reference_spectrum, tone_db)
         quality_json = _quality_to_json(quality)
         _validate_source(source)
+        where = _voice_where(voice_id, owner)
+        if if_version is not None:
+            where = and_(where, _V.version == if_version)
         with self._db.write() as conn:
             result = conn.execute(
                 update(t.voices)
-                .where(_voice_where(voice_id, owner))
+                .where(where)
                 .values(
                     version=_V.version + 1,
                     updated_at=utc_now_iso(),
@@ -656,7 +664,14 @@ class SqlVoiceStore:
                 )
             )
             if result.rowcount == 0:
-                raise _not_found(voice_id)
+                now = conn.execute(select(_V.version).where(_voice_where(voice_id, owner))).scalar()
+                if now is None:
+                    raise _not_found(voice_id)
+                raise VoiceChanged(
+                    f"voice {voice_id} is at version {now} now, not {if_version}",
+                    field="voice",
+                    value=int(now),
+                )
             self._step("voice")
             self._write_array(conn, voice_id, "style", checked_style, replace=True)
             self._step("style")

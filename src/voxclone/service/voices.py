@@ -28,7 +28,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from voxclone.errors import Cancelled, InvalidInput, NotFound, UnknownModel, VoxcloneError
+from voxclone.errors import (
+    Cancelled,
+    InvalidInput,
+    NotFound,
+    UnknownModel,
+    VoiceChanged,
+    VoxcloneError,
+)
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
 from voxclone.runtime.voice_store import (
@@ -75,6 +82,8 @@ INLINE_SWEEP_MAX_S = 60.0
 PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
 # Recordings pooled into one voice per request (each is checked on its own limits).
 MAX_CLIPS = 8
+# Recording additions racing each other: each retry pools into the newer version.
+ADD_RECORDING_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -416,14 +425,38 @@ class VoiceService:
                 field="audio",
             )
         references = self._references(tuple(audio))
+        new_print = self._pipeline_or_fail().voice_print(references)
+        for attempt in range(ADD_RECORDING_ATTEMPTS):
+            try:
+                updated = self._pool_into(record, owner, references, new_print)
+                break
+            except VoiceChanged:
+                # Another recording (or a measurement or refinement) landed
+                # while this one was cloned: pool into that version instead of
+                # overwriting it, so no added recording is lost.
+                if attempt + 1 == ADD_RECORDING_ATTEMPTS:
+                    raise
+                record = self._store.get(voice_id, owner, include_reference_audio=False)
+        self._on_voice_changed(record.id)
+        return updated
+
+    def _pool_into(
+        self,
+        record: VoiceRecord,
+        owner: str,
+        references: Sequence[ReferenceAudio],
+        new_print: VoicePrint,
+    ) -> VoiceRecord:
+        """Clone ``record``'s stored print pooled with ``new_print``; stored only
+        over ``record``'s version."""
         stored = _stored_print(record)
-        pooled = self._pipeline_or_fail().voice_print(references)
-        if stored is not None:
-            pooled = pool_prints([stored, pooled])
+        pooled = new_print if stored is None else pool_prints([stored, new_print])
         cloned = self._pipeline_or_fail().clone_print(pooled, match_tone=record.tone_db is not None)
         quality = self._quality(references, cloned)
-        quality["recordings_added"] = int(record.quality.get("recordings_added", 0)) + len(audio)
-        updated = self._store.update_style(
+        quality["recordings_added"] = int(record.quality.get("recordings_added", 0)) + len(
+            references
+        )
+        return self._store.update_style(
             record.id,
             owner,
             style=cloned.voice.style.astype(np.float32),
@@ -432,9 +465,8 @@ class VoiceService:
             embedding=cloned.print.embedding.astype(np.float32),
             tone_db=None if cloned.tone is None else cloned.tone.gain_db,
             reference_spectrum=cloned.print.spectrum,
+            if_version=record.version,
         )
-        self._on_voice_changed(record.id)
-        return updated
 
     def _references(self, clips: tuple[bytes, ...]) -> list[ReferenceAudio]:
         if not 1 <= len(clips) <= MAX_CLIPS:
@@ -702,10 +734,22 @@ class VoiceService:
             quality = self._quality(references, cloned)
             if self._should_stop(job_id, record.id):
                 raise Cancelled("cancelled")
-            current = self._store.get(record.id, record.owner, include_reference_audio=False)
-            if current.version != record.version:
+            try:
+                # Written only over the version it measured: checking first and
+                # writing after let a recording added in between be overwritten.
+                stored = self._store.update_style(
+                    record.id,
+                    record.owner,
+                    style=cloned.voice.style.astype(np.float32),
+                    quality=quality,
+                    source="instant",
+                    tone_db=None if cloned.tone is None else cloned.tone.gain_db,
+                    if_version=record.version,
+                )
+            except VoiceChanged:
                 # A recording was added (a full clone of its own) or a refinement
                 # landed meanwhile: this measurement is of a voice that is gone.
+                current = self._store.get(record.id, record.owner, include_reference_audio=False)
                 self._finish(
                     job_id,
                     state="succeeded",
@@ -713,14 +757,6 @@ class VoiceService:
                     result={"voice_id": record.id, "version": current.version},
                 )
                 return current
-            stored = self._store.update_style(
-                record.id,
-                record.owner,
-                style=cloned.voice.style.astype(np.float32),
-                quality=quality,
-                source="instant",
-                tone_db=None if cloned.tone is None else cloned.tone.gain_db,
-            )
             self._on_voice_changed(record.id)
             self._finish(
                 job_id,
@@ -823,14 +859,27 @@ class VoiceService:
                 "notes": result.notes,
             },
         )
-        updated = self._store.update_style(
-            record.id,
-            record.owner,
-            style=result.style,
-            quality=quality,
-            source="refined",
-            tone_db=tone_db,
-        )
+        try:
+            updated = self._store.update_style(
+                record.id,
+                record.owner,
+                style=result.style,
+                quality=quality,
+                source="refined",
+                tone_db=tone_db,
+                if_version=record.version,
+            )
+        except VoiceChanged as exc:
+            # A recording was added while this ran: the refinement searched
+            # for the old print and must not replace the newer voice.
+            self._finish(
+                job_id,
+                state="cancelled",
+                message="the voice changed while it was being refined (a recording was "
+                "added); its newer version stands: refine again to refine that one",
+                result={"voice_id": record.id, "version": exc.value},
+            )
+            return
         self._on_voice_changed(record.id)
         self._finish(
             job_id,

@@ -10,8 +10,25 @@
   dialects.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from voxclone.runtime.db.engine import Database, open_database, sqlite_url, upsert
-from voxclone.runtime.db.migrate import current_revision, head_revision, upgrade
+
+if TYPE_CHECKING:
+    from voxclone.runtime.db.migrate import current_revision, head_revision, upgrade
+
+_MIGRATE = ("current_revision", "head_revision", "upgrade")
+
+
+def __getattr__(name: str) -> Any:
+    # Alembic is imported only where a migration runs or is asked about
+    # (db/revision.py: a current database never needs it).
+    if name in _MIGRATE:
+        from voxclone.runtime.db import migrate
+
+        return getattr(migrate, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "Database",

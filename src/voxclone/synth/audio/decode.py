@@ -25,11 +25,11 @@ import math
 import struct
 from dataclasses import dataclass
 
-import av
 import numpy as np
 import soundfile as sf
 
 from voxclone.errors import AudioQualityError, PayloadTooLarge, UnsupportedMedia
+from voxclone.synth.audio.encode import load_codecs
 
 ACCEPTED_FORMATS = "WAV, FLAC, MP3, Ogg (Vorbis or Opus), M4A/AAC, WebM/Opus"
 
@@ -242,7 +242,7 @@ def _decode_container(
     assert container.av_format is not None
     try:
         return _decode_pyav(data, container.av_format, max_seconds)
-    except _AV_ERRORS as exc:
+    except (load_codecs().FFmpegError, OSError, ValueError, EOFError) as exc:
         raise _undecodable(container) from exc
 
 
@@ -278,6 +278,7 @@ def _decode_soundfile(f: sf.SoundFile, max_seconds: float) -> tuple[np.ndarray, 
 
 
 def _decode_pyav(data: bytes, av_format: str, max_seconds: float) -> tuple[np.ndarray, int]:
+    av = load_codecs()
     with av.open(io.BytesIO(data), mode="r", format=av_format) as container:
         if not container.streams.audio:
             raise UnsupportedMedia("the file contains no audio stream", field="audio")
@@ -362,6 +363,3 @@ def _finish(samples: np.ndarray) -> np.ndarray:
         # waveform intact; hard-limiting would fake clipping.
         samples = samples / peak
     return samples.astype(np.float32, copy=False)
-
-
-_AV_ERRORS: tuple[type[BaseException], ...] = (av.FFmpegError, OSError, ValueError, EOFError)

@@ -18,15 +18,28 @@ from __future__ import annotations
 
 import io
 from enum import StrEnum
-from typing import cast
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
-import av
 import numpy as np
 import soundfile as sf
 import soxr
-from av.audio.stream import AudioStream
 
 from voxclone.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from av.audio.stream import AudioStream
+
+
+def load_codecs() -> ModuleType:
+    """PyAV (FFmpeg), imported where Opus, AAC, MP4 or an odd input container
+    is first met: ~75 ms of import that a one-shot WAV ``say`` never needs
+    (issue #20). A serving process calls this at start instead, so its first
+    such request does not pay it (bootstrap.build_runtime)."""
+    import av
+
+    return av
+
 
 SUPPORTED_RATES: tuple[int, ...] = (16000, 22050, 24000, 44100, 48000)
 
@@ -188,9 +201,10 @@ _PYAV_FRAME_SAMPLES = 8192
 def _pyav_bytes(
     samples: np.ndarray, rate: int, *, codec: str, container: str, bit_rate: int
 ) -> bytes:
+    av = load_codecs()
     buf = io.BytesIO()
     with av.open(buf, "w", format=container) as out:
-        stream = cast(AudioStream, out.add_stream(codec, rate=rate))
+        stream = cast("AudioStream", out.add_stream(codec, rate=rate))
         stream.layout = "mono"
         stream.bit_rate = bit_rate
         for start in range(0, len(samples), _PYAV_FRAME_SAMPLES):

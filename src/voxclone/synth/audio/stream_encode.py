@@ -24,13 +24,11 @@ keeps filter state across chunks so there is no click at chunk boundaries.
 from __future__ import annotations
 
 import struct
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
-import av
 import lameenc
 import numpy as np
 import soxr
-from av.audio.stream import AudioStream
 
 from voxclone.errors import InvalidInput
 from voxclone.synth.audio.encode import (
@@ -41,10 +39,15 @@ from voxclone.synth.audio.encode import (
     as_mono_float32,
     check_rate,
     content_type,
+    load_codecs,
     opus_encoding_rate,
     parse_format,
     to_pcm16,
 )
+
+if TYPE_CHECKING:
+    from av.audio.stream import AudioStream
+
 
 MP3_BITRATE_KBPS = MP3_BITRATE_BPS // 1000
 # LAME quality 2 = near-best psychoacoustics; speech is cheap enough to afford it.
@@ -229,8 +232,9 @@ class PyAVStreamEncoder(_BaseStreamEncoder):
         self._sink = _ByteSink()
         # flush_packets: push every muxed packet to the sink instead of buffering 32 KiB.
         options = {"flush_packets": "1", **(container_options or {})}
-        self._container = av.open(self._sink, "w", format=container, options=options)
-        self._stream = cast(AudioStream, self._container.add_stream(codec, rate=encoded_rate))
+        self._av = load_codecs()
+        self._container = self._av.open(self._sink, "w", format=container, options=options)
+        self._stream = cast("AudioStream", self._container.add_stream(codec, rate=encoded_rate))
         self._stream.layout = "mono"
         if bit_rate is not None:
             self._stream.bit_rate = bit_rate
@@ -243,7 +247,9 @@ class PyAVStreamEncoder(_BaseStreamEncoder):
 
     def _encode(self, samples: np.ndarray) -> bytes:
         data = to_pcm16(samples) if self._sample_format == "s16" else samples
-        frame = av.AudioFrame.from_ndarray(data[None, :], format=self._sample_format, layout="mono")
+        frame = self._av.AudioFrame.from_ndarray(
+            data[None, :], format=self._sample_format, layout="mono"
+        )
         frame.sample_rate = self.sample_rate
         for packet in self._stream.encode(frame):
             self._container.mux(packet)
