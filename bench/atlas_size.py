@@ -8,7 +8,15 @@ is cut to each size, and ``bench/clone_eval.py`` runs the instant clone on the
 same dev speakers with each (``--no-refine --variants instant``). A size
 whose ``clone_eval`` output already exists in ``--work`` is reused.
 
+``--carry`` an earlier result keeps its sizes that this run does not measure
+(marked as carried in the table), so a new size can be added without
+re-running the old ones; a size measured in both is compared (``reproduced``):
+the pipeline and the judge are deterministic, so the same figure says the two
+runs can share one curve.
+
     python bench/atlas_size.py --atlas grown.npz --sizes 250,500,1000 --speakers-list A,B,...
+    python bench/atlas_size.py --atlas grown2000.npz --sizes 1000,2000 --speakers-list A,B,... \
+        --carry bench/results/atlas_size.json
 
 Writes bench/results/atlas_size.json, .md and docs/img/atlas_size.png.
 """
@@ -101,13 +109,45 @@ def markdown(result: dict[str, Any]) -> str:
         better = sum(r["per_speaker"][s] > base[s] + 1e-9 for s in base)
         toned = r["toned_best_per_sex_norm"]
         toned_gap = "—" if toned is None else f"{r['instant_norm'] - toned:+.3f}"
+        carried = " (earlier run)" if r.get("carried") else ""
         lines.append(
-            f"| {r['size']} | {r['instant_norm']:.3f} | "
+            f"| {r['size']}{carried} | {r['instant_norm']:.3f} | "
             f"{r['instant_norm'] - r['best_per_sex_norm']:+.3f} | "
             f"{toned_gap} | "
             f"{better} of {len(base)} | {r['wer']:.1%} |"
         )
+    for check in result.get("reproduced", []):
+        lines.append(
+            f"\nMeasured again at {check['size']} voices: {check['now']:.4f} normalized "
+            f"(earlier run {check['before']:.4f}; largest per-speaker difference "
+            f"{check['max_speaker_diff']:.4f})."
+        )
     return "\n".join(lines) + "\n"
+
+
+def carry(
+    earlier: dict[str, Any], rows: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """``rows`` plus the earlier result's sizes not among them (marked carried),
+    and a comparison for each size measured in both."""
+    previous = {r["size"]: r for r in earlier["sizes"]}
+    measured = {r["size"]: r for r in rows}
+    checks = []
+    for size in sorted(measured.keys() & previous.keys()):
+        now, before = measured[size], previous[size]
+        checks.append(
+            {
+                "size": size,
+                "now": now["instant_norm"],
+                "before": before["instant_norm"],
+                "max_speaker_diff": max(
+                    abs(now["per_speaker"][s] - before["per_speaker"][s])
+                    for s in now["per_speaker"]
+                ),
+            }
+        )
+    kept = [{**r, "carried": True} for size, r in previous.items() if size not in measured]
+    return sorted(kept + rows, key=lambda r: r["size"]), checks
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -130,6 +170,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         label="best built-in per sex",
     )
     ax.set_xscale("log")
+    ax.minorticks_off()  # only the measured sizes are labelled
     ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("atlas voices")
     ax.set_ylabel("normalized judge similarity")
@@ -145,16 +186,26 @@ def main() -> int:
     parser.add_argument("--speakers-list", required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/voxclone-atlas-size"))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--carry", type=Path, help="an earlier atlas_size.json to extend")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     sizes = sorted(int(s) for s in args.sizes.split(","))
     cache = args.work / "builtin_cache.npz"
     rows = [evaluate(args.atlas, n, args.work, args.speakers_list, cache) for n in sizes]
-    result = {
-        "command": f"python bench/atlas_size.py --atlas ATLAS --sizes {args.sizes} "
-        f"--speakers-list {args.speakers_list}",
-        "sizes": rows,
-    }
+    command = (
+        f"python bench/atlas_size.py --atlas ATLAS --sizes {args.sizes} "
+        f"--speakers-list {args.speakers_list}"
+    )
+    result: dict[str, Any] = {"command": command, "sizes": rows}
+    if args.carry is not None:
+        earlier = json.loads(args.carry.read_text())
+        rows, checks = carry(earlier, rows)
+        result.update(
+            command=f"{command} --carry {args.carry.name}",
+            sizes=rows,
+            reproduced=checks,
+            carried_from=earlier.get("command"),
+        )
     write_result(args.out, result, markdown(result))
     plot(result, PLOT)
     return 0
