@@ -110,12 +110,16 @@ SPLIT_MIN_S = 9.0
 
 
 # Instant-clone variants the benchmark can compare (InstantCloner keyword arguments).
-# "instant" is the product default.
+# "instant" is the product default: the 3 nearest eligible atlas voices blended
+# by similarity (synth/voice/clone.py BLEND_VOICES); "instant_nearest" is the
+# single nearest voice (the product before 2026-12-02); "instant_topK_even"
+# blends K voices near-evenly (bench/variant_cv.py chooses among them).
 # "tone": False turns the recording-tone match off (synth/audio/tone.py).
 INSTANT_VARIANTS: dict[str, dict[str, Any]] = {
     "instant": {},
+    "instant_nearest": {"top_k": 1},
     "instant_no_tone": {"tone": False},
-    "instant_top3": {"top_k": 3},
+    **{f"instant_top{k}_even": {"top_k": k, "temperature": 1.0} for k in (5, 10, 20, 40)},
     "instant_own_prosody": {"prosody": "neighbour"},
     "instant_no_pitch_gate": {"pitch_tolerance": None},
     "instant_no_gates": {"pitch_tolerance": None, "max_wer": None},
@@ -405,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--builtin-cache", type=Path, help="npz to reuse built-in voice scores")
     parser.add_argument(
         "--variants",
-        default="instant,instant_top3",
+        default="instant,instant_nearest",
         help="comma-separated instant-clone variants: " + ", ".join(INSTANT_VARIANTS),
     )
     parser.add_argument(
@@ -704,6 +708,18 @@ def main(argv: list[str] | None = None) -> int:
                 "clone_f0": cloned.voice.measured_hz,
                 "calibration_s": cloned.voice.seconds,
             }
+            if cloned.voice.probe is not None:
+                # What the quality report calls the clone's similarity: the product
+                # encoder on the probe sentence against the reference's print.
+                heard = cloned.voice.probe
+                if cloned.tone is not None:
+                    heard = cloned.tone.apply(heard, 24_000)
+                probe16 = soxr.resample(heard, 24_000, 16_000).astype(np.float32)
+                row[label]["probe_similarity"] = float(
+                    encoder.embed(probe16) @ cloned.print.embedding
+                )
+                stock = atlas.closest_builtin(cloned.print.embedding)
+                row[label]["stock_similarity"] = None if stock is None else stock[1]
             if label == "instant":
                 instant = cloned
         assert instant is not None

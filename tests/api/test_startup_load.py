@@ -46,3 +46,49 @@ def test_default_start_returns_at_once_and_reports_on_readyz(tmp_path: Path) -> 
             time.sleep(0.2)
         assert resp.status_code == 503
         assert "model loading failed" in resp.json()["error"]["message"]
+
+
+class _RecordingRuntime:
+    """Just what the start-up path touches of a Runtime."""
+
+    def __init__(self, events: list[str]) -> None:
+        self._events = events
+        self.voices = object()
+        self.job_worker = None
+        self.stages = type("Stages", (), {"as_dict": staticmethod(lambda: {})})()
+
+    def speech_idle(self) -> bool:
+        return True
+
+    def warm_cloning(self) -> None:
+        self._events.append("warm_cloning")
+
+    def start_job_worker(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self._events.append("close")
+
+
+@pytest.mark.parametrize("in_background", [False, True])
+def test_only_a_background_start_waits_for_quiet_speech_before_loading_cloning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_background: bool
+) -> None:
+    # A blocking start (Ray) serves nothing until it returns, so the quiet wait
+    # before the cloning load would only delay its readiness.
+    events: list[str] = []
+    monkeypatch.setattr(
+        "voxclone.bootstrap.build_runtime", lambda *a, **k: _RecordingRuntime(events)
+    )
+    monkeypatch.setattr(
+        "voxclone.api.app.wait_for_quiet", lambda *a, **k: events.append("quiet_wait") or True
+    )
+    settings = Settings(home=tmp_path / "home", warm_cloning=True, job_worker=False)
+    app = create_app(settings, load_in_background=in_background)
+    with TestClient(app, base_url="http://127.0.0.1"):
+        deadline = time.monotonic() + 10
+        while "warm_cloning" not in events and time.monotonic() < deadline:
+            time.sleep(0.02)
+    expected = ["quiet_wait", "warm_cloning"] if in_background else ["warm_cloning"]
+    assert events[:-1] == expected
+    assert events[-1] == "close"

@@ -321,3 +321,51 @@ def test_engines_speed_page_says_pocket_quality_is_not_measured(tmp_path: Path) 
     assert "| 0.500 | — |" in page  # Kokoro rows (and results from older runs) have no column
     engines_speed._plot(summaries, tmp_path / "engines.png")
     assert (tmp_path / "engines.png").stat().st_size > 0
+
+
+def _clone_run(rows: dict[str, dict[str, float]]) -> dict[str, object]:
+    """A clone_eval result with only what variant_cv reads."""
+    variants = sorted({v for scores in rows.values() for v in scores})
+    return {
+        "instant_variants": {v: {} for v in variants},
+        "speakers": [
+            {
+                "speaker": speaker,
+                **{v: {"judge_norm": s, "wer": 0.0} for v, s in scores.items()},
+                "builtin_best_per_sex_toned": {"judge_norm": 0.3},
+            }
+            for speaker, scores in rows.items()
+        ],
+    }
+
+
+def test_variant_cv_scores_each_speaker_with_the_choice_made_on_the_others(
+    tmp_path: Path,
+) -> None:
+    import variant_cv
+
+    # "lucky" wins in-sample only through speaker c.
+    rows = {
+        "a": {"instant": 0.5, "steady": 0.6, "lucky": 0.5},
+        "b": {"instant": 0.5, "steady": 0.6, "lucky": 0.5},
+        "c": {"instant": 0.5, "steady": 0.2, "lucky": 0.9},
+    }
+    # A second run over the same speakers adds a variant (merged, not a new set).
+    extra = {s: {"instant": 0.5, "other": 0.0} for s in rows}
+    paths = []
+    for name, run in (("dev", _clone_run(rows)), ("dev_more", _clone_run(extra))):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(run))
+    out = tmp_path / "cv.json"
+    assert variant_cv.main([*map(str, paths), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert list(result["runs"]) == ["dev"]
+    dev = result["runs"]["dev"]
+    assert dev["in_sample"]["lucky"] == pytest.approx(0.6333, abs=1e-3)
+    # Without a (or b) "lucky" leads on c's 0.9 and scores 0.5 on the held-out
+    # speaker; without c "steady" leads and scores 0.2 on c: 0.4 in all, not 0.633.
+    picks = {c["speaker"]: c["chosen"] for c in result["loso"]["speakers"]}
+    assert picks == {"a": "lucky", "b": "lucky", "c": "steady"}
+    assert dev["loso_judge_norm"] == pytest.approx((0.5 + 0.5 + 0.2) / 3)
+    assert dev["loso_margin_over_toned"] == pytest.approx(0.4 - 0.3)
+    assert "other" in dev["in_sample"]

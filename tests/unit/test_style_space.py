@@ -272,3 +272,32 @@ def test_alternatives_speak_with_a_given_prosody_half() -> None:
     assert all(np.array_equal(r.prosody_weights, calibrated) for r in given)
     # By default the prosody is the atlas voice's closest to the pitch (voice 2, 180 Hz).
     assert all(np.array_equal(r.prosody_weights, atlas.prosody_of(2)) for r in default)
+
+
+def test_instant_clone_blends_the_nearest_voices_inside_the_pitch_gate() -> None:
+    from voxclone.synth.voice.clone import BLEND_TEMPERATURE, BLEND_VOICES, InstantCloner
+    from voxclone.synth.voice.prosody import PitchStats
+
+    assert BLEND_VOICES > 1
+    atlas = _atlas(fake_packs())
+    # A reference between voices 3 and 5, a little closer to 3.
+    query = atlas.embeddings[3] + 0.99 * atlas.embeddings[5]
+    encoder: Any = _FixedEncoder(query)
+    pitch = PitchStats(130.0, 110.0, 150.0, 0.5)
+    # 130 Hz: the ±25 % window holds voices 3 (140 Hz), 4 (100 Hz, but WER 0.5)
+    # and 5 (120 Hz); the blend must not widen it to the 180-250 Hz voices.
+    clone = InstantCloner(atlas, encoder).clone_from(query, pitch)
+    assert sorted(m.index for m in clone.neighbours) == [3, 5]
+    # Weighted by a softmax over the cosines at BLEND_TEMPERATURE.
+    sims = np.array([m.similarity for m in clone.neighbours])
+    expected = np.exp(sims / BLEND_TEMPERATURE) / np.exp(sims / BLEND_TEMPERATURE).sum()
+    weights = clone.recipe.timbre_weights
+    by_voice = {m.index: w for m, w in zip(clone.neighbours, expected, strict=True)}
+    assert weights[3] == pytest.approx(by_voice[3], abs=1e-5)
+    assert weights[0] == pytest.approx(by_voice[5], abs=1e-5)  # voice 5 has pack 0's timbre
+    assert 0.2 < weights[0] < weights[3] < 0.8
+    assert weights[1] == weights[2] == weights[4] == 0.0
+    # The single nearest voice, as the clone was before the blend.
+    nearest = InstantCloner(atlas, encoder, top_k=1).clone_from(query, pitch)
+    assert [m.index for m in nearest.neighbours] == [3]
+    np.testing.assert_array_equal(nearest.recipe.timbre_weights, np.eye(5, dtype=np.float32)[3])

@@ -8,6 +8,7 @@ by the lifespan, so ``/healthz`` answers immediately and ``/readyz`` turns
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -72,7 +73,11 @@ CLONING_LOAD_QUIET_S = 0.5
 CLONING_LOAD_MAX_DELAY_S = 30.0
 
 
-def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+def _load_runtime(
+    app: FastAPI, settings: Settings, metrics: Metrics, *, wait_for_quiet_speech: bool = True
+) -> None:
+    """``wait_for_quiet_speech`` False: load the cloning models at once (start-up
+    that blocks, as under Ray, serves no speech meanwhile to keep clear of)."""
     import time
 
     from voxclone.bootstrap import build_runtime
@@ -110,7 +115,8 @@ def _load_runtime(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
             # importing torch: Python holding the GIL) during the first streams
             # made their first audio up to 0.8 s later on 2 cores; it waits for
             # a quiet moment, then takes only idle CPU.
-            wait_for_quiet(runtime.speech_idle, CLONING_LOAD_QUIET_S, CLONING_LOAD_MAX_DELAY_S)
+            if wait_for_quiet_speech:
+                wait_for_quiet(runtime.speech_idle, CLONING_LOAD_QUIET_S, CLONING_LOAD_MAX_DELAY_S)
             run_at_low_priority(runtime.warm_cloning, name="voxclone-load-cloning")
         except Exception:  # a clone loads them on first use and reports its own error
             log.exception("loading the cloning models failed")
@@ -142,7 +148,12 @@ def create_app(
         worker_started = given is not None and settings.job_worker and given.start_job_worker()
         if app.state.runtime is None and not load_in_background:
             # In a worker thread: the event loop stays free (Ray health checks).
-            await anyio.to_thread.run_sync(_load_runtime, app, settings, metrics)
+            await anyio.to_thread.run_sync(
+                functools.partial(_load_runtime, wait_for_quiet_speech=False),
+                app,
+                settings,
+                metrics,
+            )
             if app.state.runtime is None:
                 app.state.keys.close()
                 raise RuntimeError(f"model loading failed: {app.state.startup_error}")

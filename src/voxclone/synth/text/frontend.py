@@ -51,6 +51,13 @@ STREAM_FIRST_CHUNK_WORDS = 3
 # ... but never so that the rest of the first sentence is shorter than this: a
 # one-word chunk ("expected.") is the least intelligible piece Kokoro speaks.
 STREAM_MIN_TAIL_WORDS = 3
+# ... and fewer words (down to STREAM_FIRST_CHUNK_MIN_WORDS) when those three
+# hold more phoneme tokens than this: the engine's time follows tokens, not
+# words. Three ordinary words are 13-18 tokens (the bench paragraphs' first
+# chunks); three long ones ("Internationally recognized researchers") ~40,
+# which is 0.3 s more before the first audio at 12.5 ms a token.
+STREAM_FIRST_CHUNK_TOKENS = 20
+STREAM_FIRST_CHUNK_MIN_WORDS = 2
 
 
 # [word](/IPA/): the word may be empty, the IPA may not; neither crosses a line.
@@ -169,9 +176,29 @@ class TextFrontend:
             )
         if fast_start:
             sentences = first_chunk_for_streaming(
-                sentences, max_words=STREAM_FIRST_CHUNK_WORDS, min_tail_words=STREAM_MIN_TAIL_WORDS
+                sentences,
+                max_words=self._first_chunk_words(sentences[0], language, marks),
+                min_tail_words=STREAM_MIN_TAIL_WORDS,
             )
         return self._chunks(sentences, language, marks)
+
+    def _first_chunk_words(self, sentence: str, language: str, marks: _Marks) -> int:
+        """Words in a stream's first chunk: STREAM_FIRST_CHUNK_WORDS, fewer while
+        they exceed STREAM_FIRST_CHUNK_TOKENS (never below the minimum)."""
+        words = sentence.split()
+        count = STREAM_FIRST_CHUNK_WORDS
+        if len(words) <= count:
+            return count  # no cut is made anyway: skip the G2P
+        while count > STREAM_FIRST_CHUNK_MIN_WORDS and (
+            self._token_count(" ".join(words[:count]), language, marks) > STREAM_FIRST_CHUNK_TOKENS
+        ):
+            count -= 1
+        return count
+
+    def _token_count(self, text: str, language: str, marks: _Marks) -> int:
+        """Engine tokens of ``text`` (the head of a normalized sentence)."""
+        pieces = self._phonemized_pieces(text, language, marks)
+        return sum(len(self._g2p.token_ids(phonemes)) for _, phonemes in pieces)
 
     def _chunks(self, sentences: list[str], language: str, marks: _Marks) -> Iterator[Chunk]:
         index = 0

@@ -138,13 +138,15 @@ class VoiceAtlas:
         pitch_hz: float | None = None,
         pitch_tolerance: float = PITCH_TOLERANCE,
         builtin_margin: float = 0.0,
+        widen_for: int | None = None,
     ) -> list[AtlasMatch]:
         """The ``k`` most similar atlas voices among the eligible ones.
 
         Eligible: intelligible (WER at most ``max_wer``; built-in voices always
         pass) and, when ``pitch_hz`` is known, with a median F0 within
         ``pitch_tolerance`` of it. The pitch window widens until at least
-        ``k`` voices pass, so a lookup always returns something.
+        ``widen_for`` voices (default ``k``) pass, so a lookup always returns
+        something; with ``widen_for`` < ``k`` it may return fewer than ``k``.
 
         ``builtin_margin`` favours the built-in voices in the ranking: a random
         voice must beat them by that much cosine. The best of hundreds of
@@ -158,7 +160,9 @@ class VoiceAtlas:
         eligible = np.ones(len(self), bool)
         if max_wer is not None:
             eligible = (self.wer <= max_wer) | self.is_builtin
-        eligible &= self._pitch_window(pitch_hz, pitch_tolerance, eligible, k)
+        eligible &= self._pitch_window(
+            pitch_hz, pitch_tolerance, eligible, k if widen_for is None else widen_for
+        )
         sims = np.where(eligible, sims, -np.inf)
         ranking = sims + builtin_margin * self.is_builtin
         order = np.argsort(-ranking, kind="stable")[:k]
