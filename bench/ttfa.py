@@ -151,6 +151,20 @@ def service_ttfa(texts: list[str]) -> dict[str, Any]:
     return {**summarize(samples), "stages": summarize_stages(stages)}
 
 
+def http_first_audio(client: Any, text: str) -> float | None:
+    """Seconds until the first body bytes of a streamed PCM speech request
+    (``client``: an httpx.Client on the server); the stream is read to its end."""
+    body = {"model": "tts-1", "input": text, "voice": "clear_female", "response_format": "pcm"}
+    started = time.perf_counter()
+    first: float | None = None
+    with client.stream("POST", "/v1/audio/speech", json=body) as response:
+        response.raise_for_status()
+        for piece in response.iter_raw():
+            if piece and first is None:
+                first = time.perf_counter() - started
+    return first
+
+
 def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any]:
     import httpx
     from prometheus_client.parser import text_string_to_metric_families
@@ -174,19 +188,7 @@ def http_ttfa(texts: list[str], ready_timeout_s: float = 180.0) -> dict[str, Any
         samples, stages = [], []
         for text in texts:
             before = sums()
-            body = {
-                "model": "tts-1",
-                "input": text,
-                "voice": "clear_female",
-                "response_format": "pcm",
-            }
-            started = time.perf_counter()
-            first: float | None = None
-            with client.stream("POST", "/v1/audio/speech", json=body) as response:
-                response.raise_for_status()
-                for piece in response.iter_raw():
-                    if piece and first is None:
-                        first = time.perf_counter() - started
+            first = http_first_audio(client, text)
             if first is not None:
                 samples.append(first)
                 request = stage_deltas(before, sums())

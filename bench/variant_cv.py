@@ -28,6 +28,11 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import write_result  # noqa: E402
+
 BASELINE = "builtin_best_per_sex_toned"
 
 
@@ -153,10 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not in every run: {missing}")
     summary = summarize(runs, variants)
     summary["command"] = " ".join(["python bench/variant_cv.py", *(argv or sys.argv[1:])])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=1))
-    args.out.with_suffix(".md").write_text(markdown(summary))
-    print(markdown(summary))
+    write_result(args.out, summary, markdown(summary))
     return 0
 
 

@@ -25,6 +25,8 @@ OWN_MODULES = (
     "ttfa",
     "engines_speed",
     "ray_overhead",
+    "second_request",
+    "variant_cv",
 )
 
 
