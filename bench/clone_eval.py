@@ -718,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
                 row[label]["probe_similarity"] = float(
                     encoder.embed(probe16) @ cloned.print.embedding
                 )
-                stock = atlas.closest_builtin(cloned.print.embedding)
+                stock = pipelines[label].closest_stock(cloned.print)
                 row[label]["stock_similarity"] = None if stock is None else stock[1]
             if label == "instant":
                 instant = cloned

@@ -42,6 +42,7 @@ MARKDOWN = RESULTS.with_suffix(".md")
 PLOT = ROOT / "docs" / "img" / "startup.png"
 SERVE = "import sys; from voxclone.api.cli import main; sys.exit(main(['serve']))"
 TEXT = "Hi."
+NOT_STAGES = ("speech_ready_s", "cloning_ready_s", "server_peak_rss_mib")
 
 
 def _status(url: str) -> tuple[int, dict[str, Any]]:
@@ -78,7 +79,24 @@ def serve_once(timeout_s: float = 300.0) -> dict[str, Any]:
             time.sleep(0.05)
         if cloning_s is None:
             raise RuntimeError(f"not ready in {timeout_s} s; log:\n{server.log_tail()}")
-    return {"speech_ready_s": speech_s, "cloning_ready_s": cloning_s, **detail["startup_s"]}
+        rss = _peak_rss_mib(server.process.pid)
+    return {
+        "speech_ready_s": speech_s,
+        "cloning_ready_s": cloning_s,
+        **detail["startup_s"],
+        "server_peak_rss_mib": rss,
+    }
+
+
+def _peak_rss_mib(pid: int) -> float | None:
+    """The serving process's peak RSS so far (Linux /proc; None elsewhere)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
 
 def say_once(home: Path, out: Path) -> dict[str, float]:
@@ -120,7 +138,7 @@ def _median(rows: list[dict[str, Any]], key: str) -> float:
 
 def _markdown(result: dict[str, Any]) -> str:
     serve, say, peer = result["serve"], result["say"], result["kokoro_onnx"]
-    stages = [k for k in serve[0] if k not in ("speech_ready_s", "cloning_ready_s")]
+    stages = [k for k in serve[0] if k not in NOT_STAGES]
     lines = [
         f"`{result['meta']['command']}` — {len(serve)} runs, medians; load average "
         f"{result['meta']['loadavg_before']:.1f} before, {result['meta']['loadavg_after']:.1f} "
@@ -145,6 +163,11 @@ def _markdown(result: dict[str, Any]) -> str:
         f"Peak RSS: `say` {say_rss:.0f} MiB, kokoro-onnx {peer_rss:.0f} MiB "
         f"(ratio {say_rss / peer_rss:.2f}).",
     ]
+    if all(r.get("server_peak_rss_mib") for r in serve):
+        lines.append(
+            f"Peak RSS of `voxclone serve` once cloning is ready: "
+            f"{_median(serve, 'server_peak_rss_mib'):.0f} MiB."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -154,7 +177,7 @@ def _plot(serve: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    stages = [k for k in serve[0] if k not in ("speech_ready_s", "cloning_ready_s")]
+    stages = [k for k in serve[0] if k not in NOT_STAGES]
     other = max(
         0.0,
         _median(serve, "speech_ready_s")

@@ -96,8 +96,8 @@ class Runtime:
     cloning_warm: threading.Event = field(default_factory=threading.Event)
 
     def warm_cloning(self) -> None:
-        """Load the cloning models (speaker encoder, VAD, ASR) so the first clone
-        meets the instant-clone target (~27 s otherwise, on first use)."""
+        """Load the speaker encoder before the first clone (the VAD and Whisper
+        load when a clone first needs them)."""
         if self.voices is None:
             return
         with self.stages.stage("cloning_warmup"):
@@ -513,7 +513,7 @@ def build_voice_service(
         QualityReporter,
     )
 
-    encoder = SpeakerEncoder(cache=EmbeddingCache())
+    encoder = SpeakerEncoder(cache=EmbeddingCache(), models_dir=settings.models_dir)
     transcriber = Transcriber()
 
     def reporter_for(stack: EngineStack) -> QualityReporter:

@@ -97,6 +97,24 @@ def parts(engine: Engine) -> CloningParts:
     return CloningParts(encoder, atlas, refiner, reporter, loader, tokens)
 
 
+def _voice_service(
+    parts: CloningParts,
+    store: SqliteVoiceStore,
+    jobs: SqliteJobStore,
+    loader: Callable[[bytes], Any],
+    **extra: Any,
+) -> VoiceService:
+    return VoiceService(
+        store=store,
+        jobs=jobs,
+        job_events=JobEvents(),
+        cloner=InstantCloner(parts.atlas, parts.encoder),
+        refiner_factory_or_refiner=parts.refiner,
+        reference_loader=loader,
+        **{"on_voice_changed": lambda _voice: None, **extra},
+    )
+
+
 @pytest.fixture()
 def service(
     engine: Engine, parts: CloningParts, tmp_path: Path
@@ -105,13 +123,11 @@ def service(
     shapes = {engine.capabilities.engine: engine.capabilities.style_shape}
     store, jobs = SqliteVoiceStore(db, style_shapes=shapes), SqliteJobStore(db)
     changed: list[str] = []
-    svc = VoiceService(
-        store=store,
-        jobs=jobs,
-        job_events=JobEvents(),
-        cloner=InstantCloner(parts.atlas, parts.encoder),
-        refiner_factory_or_refiner=parts.refiner,
-        reference_loader=parts.loader,
+    svc = _voice_service(
+        parts,
+        store,
+        jobs,
+        parts.loader,
         on_voice_changed=changed.append,
         quality_reporter=parts.reporter,
         pitch_calibrator=PitchCalibrator(parts.atlas, parts.reporter.probe, KOKORO_RATE),
@@ -422,3 +438,29 @@ def test_atlas_build_is_reproducible_with_a_fixed_seed(engine: Engine, tmp_path:
         r.timbre_weights[male] >= 0.4 and r.prosody_weights[male] >= 0.5 for r in randoms
     ]
     assert np.mean(male_leaning) >= 0.4
+
+
+def test_warmup_puts_a_clip_through_the_upload_checks(parts: CloningParts, tmp_path: Path) -> None:
+    """The first clone paid ~2 s for the speech detector and the libraries an
+    upload's checks import on first use; the warm-up runs them on a synthetic
+    clip, which must pass those checks or the warm-up is silently lost."""
+    detector = SpeechDetector()
+    seen: list[Any] = []
+
+    def loader(data: bytes) -> Any:
+        reference = prepare_reference(data, detector=detector, max_bytes=10 << 20, max_seconds=60.0)
+        seen.append(reference)
+        return reference
+
+    db = tmp_path / "voices.sqlite3"
+    store, jobs = SqliteVoiceStore(db), SqliteJobStore(db)
+    svc = _voice_service(parts, store, jobs, loader)
+    try:
+        assert detector._model is None
+        svc.warmup()
+        assert detector._model is not None
+        assert len(seen) == 1 and seen[0].speech_seconds >= 2.5 and not seen[0].warnings
+    finally:
+        svc.close()
+        jobs.close()
+        store.close()

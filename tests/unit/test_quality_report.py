@@ -120,23 +120,20 @@ def test_report_shows_the_gain_over_the_closest_stock_voice() -> None:
     assert out["gain_over_stock"] == round(report.similarity - 0.55, 4)
 
 
-def test_a_clone_barely_closer_than_the_stock_voice_warns_and_names_it() -> None:
-    from voxclone.synth.voice.quality_report import (
-        CONFIRM_SENTENCE,
-        STOCK_MARGIN_WARN,
-        TEST_SENTENCE,
-    )
+def test_a_clone_close_to_its_stock_voice_is_reported_without_a_warning() -> None:
+    """The margin warning stopped predicting what a listener hears once clones
+    became blends (bench/report_calibration.py: right 1 time in 13); the
+    report still names the stock voice and the margin."""
+    from voxclone.synth.voice.quality_report import CONFIRM_SENTENCE, TEST_SENTENCE
 
     clear = {1: TEST_SENTENCE, 2: CONFIRM_SENTENCE}
     # The fake encoder makes the clone's similarity 1.0.
-    close = _report(clear, stock=("kenji", 1.0 - STOCK_MARGIN_WARN / 2))
-    warning = next(w for w in close.warnings if "barely closer" in w)
-    assert "'kenji'" in warning and "--refine" in warning and "another recording" in warning
-    assert "+0.04" in warning
-    # A clear margin (0.45 here) warns about nothing, however low the old
-    # absolute rule (similarity < 0.65) would have put it.
-    assert _report(clear).warnings == []
-    # No stock voice to compare with: the absolute rule still applies (not here: 1.0).
+    close = _report(clear, stock=("kenji", 0.97))
+    assert close.warnings == []
+    assert close.to_dict()["stock_voice"] == "kenji"
+    assert close.to_dict()["gain_over_stock"] == 0.03
+    # No stock voice to compare with (a prompt engine): the absolute rule
+    # (similarity < 0.65) still applies; not here, at 1.0.
     assert _report(clear, stock=None).warnings == []
 
 

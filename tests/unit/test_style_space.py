@@ -213,10 +213,11 @@ def test_instant_clone_prosody_modes() -> None:
         InstantCloner(atlas, encoder, prosody="loud")
 
 
-def test_builtin_margin_prefers_a_builtin_unless_a_random_voice_is_clearly_closer() -> None:
+def _labelled_atlas(labels: list[str]) -> VoiceAtlas:
+    """``_atlas``'s voices (F0 250/220/180/140/100/120 Hz), labelled: a
+    non-empty label makes a voice built-in; every voice intelligible."""
     plain = _atlas(fake_packs())
-    labels = np.array(["builtin_a", "", "", "", "", ""])
-    atlas = VoiceAtlas(
+    return VoiceAtlas(
         plain.basis,
         timbre_weights=np.concatenate([np.eye(5, dtype=np.float32)] * 2)[:6],
         timbre_coeffs=np.zeros((6, plain.basis.n_directions), np.float32),
@@ -224,8 +225,12 @@ def test_builtin_margin_prefers_a_builtin_unless_a_random_voice_is_clearly_close
         embeddings=plain.embeddings,
         f0_median=plain.f0_median,
         wer=np.zeros(6, np.float32),
-        labels=labels,
+        labels=np.array(labels),
     )
+
+
+def test_builtin_margin_prefers_a_builtin_unless_a_random_voice_is_clearly_closer() -> None:
+    atlas = _labelled_atlas(["builtin_a", "", "", "", "", ""])
     # A query slightly closer to random voice 1 than to built-in voice 0.
     query = atlas.embeddings[1] + 0.9 * atlas.embeddings[0]
     sims = atlas.embeddings @ (query / np.linalg.norm(query))
@@ -301,3 +306,19 @@ def test_instant_clone_blends_the_nearest_voices_inside_the_pitch_gate() -> None
     nearest = InstantCloner(atlas, encoder, top_k=1).clone_from(query, pitch)
     assert [m.index for m in nearest.neighbours] == [3]
     np.testing.assert_array_equal(nearest.recipe.timbre_weights, np.eye(5, dtype=np.float32)[3])
+
+
+def test_the_stock_voice_a_clone_is_measured_against_is_inside_its_pitch_gate() -> None:
+    """The report named (and suggested) the closest built-in by cosine alone,
+    at times one of the other sex; the stock voice now comes from the clone's
+    own pitch gate."""
+    # stock_high is the 250 Hz voice, stock_low the 100 Hz one.
+    atlas = _labelled_atlas(["stock_high", "", "", "", "stock_low", ""])
+    query = atlas.embeddings[0] + 0.1 * atlas.embeddings[4]
+    assert atlas.closest_builtin(query)[0] == "stock_high"  # type: ignore[index]
+    low = atlas.closest_builtin(query, pitch_hz=105.0)
+    assert low is not None and low[0] == "stock_low"
+    unit = query / np.linalg.norm(query)
+    assert low[1] == pytest.approx(float(atlas.embeddings[4] @ unit), abs=1e-5)
+    # No built-in near the pitch: the gate widens until one passes.
+    assert atlas.closest_builtin(query, pitch_hz=160.0) is not None

@@ -111,10 +111,12 @@ def _load_runtime(
         runtime.start_job_worker()
     if settings.warm_cloning and runtime.voices is not None:
         try:
-            # Speech is being served now. Loading the cloning models (mostly
-            # importing torch: Python holding the GIL) during the first streams
-            # made their first audio up to 0.8 s later on 2 cores; it waits for
-            # a quiet moment, then takes only idle CPU.
+            # Speech is being served now. Loading the cloning models when they
+            # imported torch (Python holding the GIL) made the first streams'
+            # first audio up to 0.8 s later on 2 cores. The encoder needs no
+            # torch since (synth/voice/ge2e.py: ~0.1 s once its graph is saved;
+            # the first start builds it with onnx, ~1 s), and the load still
+            # waits for a quiet moment, then takes only idle CPU.
             if wait_for_quiet_speech:
                 wait_for_quiet(runtime.speech_idle, CLONING_LOAD_QUIET_S, CLONING_LOAD_MAX_DELAY_S)
             run_at_low_priority(runtime.warm_cloning, name="voxclone-load-cloning")

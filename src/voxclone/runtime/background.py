@@ -8,8 +8,11 @@ three sentences; after this change 0.80-0.87 s, same host, interleaved runs).
 At the lowest priority (nice 19) the loading takes only the CPU speech leaves.
 
 Lowering the priority does not stop Python from holding the GIL, and the
-loading is mostly imports; so it also waits for speech to be idle for a moment
-(:func:`wait_for_quiet`) before it starts.
+loading was mostly imports; so it also waits for speech to be idle for a moment
+(:func:`wait_for_quiet`) before it starts. Even so, the second and third
+streams after a start were 0.2-0.3 s slower while torch was imported; the
+speaker encoder has not imported torch since (synth/voice/ge2e.py), and its
+load is ~0.1 s once its ONNX graph is saved.
 
 Linux sets the nice value per thread, and a thread inherits it from the
 thread that creates it; so the work runs in a fresh thread made for it, never

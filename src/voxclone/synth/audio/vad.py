@@ -3,17 +3,28 @@
 The Silero model ships inside the ``silero-vad`` wheel; nothing is downloaded.
 It runs at 16 kHz; other rates are resampled for detection only, and the
 segments are mapped back to the caller's rate.
+
+The model's ONNX file runs here in ONNX Runtime directly, with the package's
+own windowing (512 samples with 64 of context, recurrent state carried) and
+its segment rules (enter at ``threshold``, leave below ``threshold - 0.15``
+after ``min_silence_ms``, drop segments under ``min_speech_ms``, pad 30 ms).
+The package's API takes torch tensors and importing it imports torch: on a
+server that was ~2 s of the first clone (most of it holding the GIL) and
+~370 MiB of memory for a 2 MB model. tests/unit/test_vad_silero.py checks the
+segments against the package's own ``get_speech_timestamps``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import threading
-import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from voxclone.errors import ModelAssetError
 from voxclone.synth.audio.resample import resample
 
 VAD_RATE = 16_000
@@ -45,17 +56,17 @@ class SpeechDetector:
         min_silence_ms: int = 100,
         pad_s: float = 0.1,
         max_pause_s: float = 0.6,
-        onnx: bool = True,
     ) -> None:
         self.threshold = threshold
         self.min_speech_ms = min_speech_ms
         self.min_silence_ms = min_silence_ms
         self.pad_s = pad_s
         self.max_pause_s = max_pause_s
-        self._onnx = onnx
-        self._model: tuple[Any, Any] | None = None
-        # One lock for loading and inference: the model object keeps recurrent
-        # state between chunks, so two threads must never interleave on it.
+        self._model: SileroModel | None = None
+        # Loads the model once. Inference needs no lock: the recurrent state
+        # lives in each call (the package's model object kept it, so every
+        # call had to hold a lock), and an ONNX Runtime session runs calls
+        # from several threads.
         self._lock = threading.Lock()
 
     def speech_segments(self, x16k: np.ndarray) -> list[Segment]:
@@ -63,19 +74,16 @@ class SpeechDetector:
         audio = np.ascontiguousarray(x16k, dtype=np.float32)
         if audio.shape[0] == 0:
             return []
-        import torch  # silero-vad's API takes torch tensors
-
         with self._lock:
-            model, get_speech_timestamps = self._load_locked()
-            stamps = get_speech_timestamps(
-                torch.from_numpy(audio),
-                model,
-                threshold=self.threshold,
-                sampling_rate=VAD_RATE,
-                min_speech_duration_ms=self.min_speech_ms,
-                min_silence_duration_ms=self.min_silence_ms,
-            )
-        return [(int(s["start"]), int(s["end"])) for s in stamps]
+            model = self._load_locked()
+        probabilities = model.probabilities(audio)
+        return speech_timestamps(
+            probabilities,
+            audio.shape[0],
+            threshold=self.threshold,
+            min_speech_ms=self.min_speech_ms,
+            min_silence_ms=self.min_silence_ms,
+        )
 
     def trim(self, x: np.ndarray, sr: int) -> np.ndarray:
         """Keep speech (padded by ``pad_s``) and shorten pauses longer than ``max_pause_s``."""
@@ -99,28 +107,120 @@ class SpeechDetector:
         samples = _join(x, pieces, sr)
         return TrimResult(samples, pieces, _remap(segments, pieces))
 
-    def _load_locked(self) -> tuple[Any, Any]:
+    def _load_locked(self) -> SileroModel:
         if self._model is None:
-            self._model = _load_silero(self._onnx)
+            self._model = SileroModel.load()
         return self._model
 
 
-def _load_silero(onnx: bool) -> tuple[Any, Any]:
-    """Return (model, get_speech_timestamps) from the silero-vad package."""
-    import torch
+SILERO_WINDOW = 512  # samples per probability at 16 kHz
+SILERO_CONTEXT = 64  # samples of the previous window the model sees again
+SILERO_STATE = (2, 1, 128)
+SILERO_PAD_MS = 30  # the package's default padding of each segment
+SILERO_EXIT_GAP = 0.15  # leave speech below threshold - this (the package's rule)
 
-    # Importing silero_vad calls torch.set_num_threads(1) for the whole
-    # process; restore the caller's setting so other torch users keep theirs.
-    threads = torch.get_num_threads()
-    try:
-        from silero_vad import get_speech_timestamps, load_silero_vad
 
-        with warnings.catch_warnings():
-            # The package locates its weights with a deprecated importlib call.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return load_silero_vad(onnx=onnx), get_speech_timestamps
-    finally:
-        torch.set_num_threads(threads)
+def _silero_file() -> Path:
+    """``silero_vad/data/silero_vad.onnx``, found without importing the package."""
+    spec = importlib.util.find_spec("silero_vad")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelAssetError("speech detection needs the silero-vad package")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "silero_vad.onnx"
+    if not path.is_file():
+        raise ModelAssetError("silero-vad's silero_vad.onnx is missing")
+    return path
+
+
+class SileroModel:
+    """Silero VAD's ONNX graph in ONNX Runtime (one thread, as the package sets)."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    @classmethod
+    def load(cls) -> SileroModel:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        return cls(
+            ort.InferenceSession(str(_silero_file()), options, providers=["CPUExecutionProvider"])
+        )
+
+    def probabilities(self, x16k: np.ndarray) -> list[float]:
+        """Speech probability of each 512-sample window (the last zero-padded),
+        the recurrent state and 64 samples of context carried between windows."""
+        state = np.zeros(SILERO_STATE, np.float32)
+        context = np.zeros((1, SILERO_CONTEXT), np.float32)
+        rate = np.array(VAD_RATE, dtype=np.int64)
+        out = []
+        for start in range(0, x16k.shape[0], SILERO_WINDOW):
+            window = x16k[start : start + SILERO_WINDOW]
+            if window.shape[0] < SILERO_WINDOW:
+                window = np.pad(window, (0, SILERO_WINDOW - window.shape[0]))
+            frame = np.concatenate([context, window[None, :]], axis=1)
+            prob, state = self._session.run(None, {"input": frame, "state": state, "sr": rate})
+            context = frame[:, -SILERO_CONTEXT:]
+            out.append(float(prob.reshape(-1)[0]))
+        return out
+
+
+def speech_timestamps(
+    probabilities: list[float],
+    n_samples: int,
+    *,
+    threshold: float,
+    min_speech_ms: int,
+    min_silence_ms: int,
+    pad_ms: int = SILERO_PAD_MS,
+) -> list[Segment]:
+    """Segments from window probabilities, by silero-vad's rules (no length cap).
+
+    Speech starts at a window at or above ``threshold``; it ends where the
+    probability first fell below ``threshold - 0.15`` once that has lasted
+    ``min_silence_ms`` (speech in between cancels the end); segments of at
+    most ``min_speech_ms`` are dropped; then each side is padded by
+    ``pad_ms``, or by half the gap where two segments are closer than that.
+    """
+    exit_below = max(threshold - SILERO_EXIT_GAP, 0.01)
+    min_speech = VAD_RATE * min_speech_ms / 1000
+    min_silence = VAD_RATE * min_silence_ms / 1000
+    pad = VAD_RATE * pad_ms / 1000
+    found: list[list[int]] = []
+    start: int | None = None
+    silence_from = 0  # 0: no silence pending (as in the package)
+    for index, prob in enumerate(probabilities):
+        here = index * SILERO_WINDOW
+        if prob >= threshold:
+            silence_from = 0
+            if start is None:
+                start = here
+                continue
+        if start is not None and prob < exit_below:
+            silence_from = silence_from or here
+            if here - silence_from < min_silence:
+                continue
+            if silence_from - start > min_speech:
+                found.append([start, silence_from])
+            start, silence_from = None, 0
+    if start is not None and n_samples - start > min_speech:
+        found.append([start, n_samples])
+    for i, segment in enumerate(found):
+        if i == 0:
+            segment[0] = int(max(0, segment[0] - pad))
+        if i == len(found) - 1:
+            segment[1] = int(min(n_samples, segment[1] + pad))
+            continue
+        following = found[i + 1]
+        gap = following[0] - segment[1]
+        if gap < 2 * pad:
+            segment[1] += int(gap // 2)
+            following[0] = int(max(0, following[0] - gap // 2))
+        else:
+            segment[1] = int(min(n_samples, segment[1] + pad))
+            following[0] = int(max(0, following[0] - pad))
+    return [(a, b) for a, b in found]
 
 
 def plan_pieces(

@@ -168,17 +168,28 @@ class VoiceAtlas:
         order = np.argsort(-ranking, kind="stable")[:k]
         return [AtlasMatch(int(i), float(sims[i])) for i in order if np.isfinite(sims[i])]
 
-    def closest_builtin(self, embedding: np.ndarray) -> tuple[str, float] | None:
+    def closest_builtin(
+        self, embedding: np.ndarray, *, pitch_hz: float | None = None
+    ) -> tuple[str, float] | None:
         """(plain name, cosine) of the built-in voice closest to ``embedding``.
 
         The same measurement as :meth:`nearest` (the atlas's embeddings of each
         voice's test sentences), so it says how far the stock voices are.
+
+        With ``pitch_hz`` (the reference's median F0) only the built-ins inside
+        the pitch gate of :meth:`nearest` count, widened until one passes: the
+        stock voices a clone competes with, and the ones a user of that voice
+        would pick. Without it, the closest by cosine was at times a voice of
+        the other sex (an encoder hit across a pitch gap, as the gate's comment
+        says), so the report compared the clone with, and suggested, a voice
+        no user of that sex would take.
         """
         if not self.is_builtin.any():
             return None
         query = np.asarray(embedding, np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-9)
-        sims = np.where(self.is_builtin, self.embeddings @ query, -np.inf)
+        gate = self._pitch_window(pitch_hz, PITCH_TOLERANCE, self.is_builtin, 1)
+        sims = np.where(self.is_builtin & gate, self.embeddings @ query, -np.inf)
         best = int(np.argmax(sims))
         label = str(self.labels[best])
         return legacy_aliases().get(label, label), float(sims[best])

@@ -1,20 +1,23 @@
 """Speaker encoder: resemblyzer's GE2E d-vector (256-d), the product encoder.
 
-Loaded lazily (torch import and weights cost ~1 s) and guarded by a lock so
-concurrent requests load it once. torch runs single-threaded: on the shared
-2-core hosts several single-threaded workers beat intra-op threading.
-Embeddings can be cached by content hash through an injected cache object
-(synth must not depend on the runtime layer, so the cache comes in through
-the constructor).
+Computed by :mod:`voxclone.synth.voice.ge2e` from resemblyzer's shipped
+weights without importing torch. Loaded lazily (read weights, open an ONNX
+Runtime session: ~0.1 s once the graph is saved under ``models_dir``) and
+guarded by a lock so concurrent requests load it once. Embeddings can be
+cached by content hash through an injected cache object (synth must not
+depend on the runtime layer, so the cache comes in through the constructor).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
+
+from voxclone.synth.voice.ge2e import Ge2eNetwork, preprocess
 
 SAMPLE_RATE = 16_000
 EMBED_DIMS = 256
@@ -27,22 +30,21 @@ class EmbeddingCacheLike(Protocol):
 
 
 class SpeakerEncoder:
-    def __init__(self, *, cache: EmbeddingCacheLike | None = None, torch_threads: int = 1) -> None:
+    def __init__(
+        self, *, cache: EmbeddingCacheLike | None = None, models_dir: Path | None = None
+    ) -> None:
+        """``models_dir``: where the encoder's ONNX graph is saved after its first
+        build (None: built in memory at every load)."""
         self._cache = cache
-        self._threads = torch_threads
-        self._model: Any = None
+        self._models_dir = models_dir
+        self._model: Ge2eNetwork | None = None
         self._lock = threading.Lock()
-        self._infer_lock = threading.Lock()
 
     def load(self) -> None:
         with self._lock:
             if self._model is not None:
                 return
-            import torch
-            from resemblyzer import VoiceEncoder
-
-            torch.set_num_threads(self._threads)
-            self._model = VoiceEncoder(device="cpu", verbose=False)
+            self._model = Ge2eNetwork.load(self._models_dir)
 
     def embed(self, x16k: np.ndarray) -> np.ndarray:
         """L2-normalized 256-d embedding of 16 kHz mono float audio."""
@@ -64,14 +66,9 @@ class SpeakerEncoder:
 
     def _compute(self, audio: np.ndarray) -> np.ndarray:
         self.load()
-        from resemblyzer import preprocess_wav
-
-        wav = preprocess_wav(audio, source_sr=SAMPLE_RATE)
-        if wav.size < SAMPLE_RATE // 4:
-            # Trimming removed almost everything; embed the raw clip instead.
-            wav = audio
-        with self._infer_lock:  # the torch module is not re-entrant-safe for us
-            vector = self._model.embed_utterance(wav)
+        assert self._model is not None
+        # Trimming that leaves almost nothing gives the raw clip back.
+        vector = self._model.embed_utterance(preprocess(audio))
         return normalize(np.asarray(vector, dtype=np.float32))
 
 

@@ -181,6 +181,15 @@ class CloningPipeline:
     def sample_rate(self) -> int:
         return self._rate
 
+    def closest_stock(self, voice_print: VoicePrint) -> tuple[str, float] | None:
+        """(name, product-encoder cosine) of the stock voice a clone of
+        ``voice_print`` is measured against: the closest built-in inside the
+        clone's own pitch gate (``VoiceAtlas.closest_builtin``)."""
+        pitch = voice_print.pitch.median_hz
+        return self._cloner.atlas.closest_builtin(
+            voice_print.embedding, pitch_hz=pitch if pitch > 0 else None
+        )
+
     def voice_print(self, references: Sequence[SpeechClip]) -> VoicePrint:
         """The pooled print of one speaker's references."""
         prints = [

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from voxclone.errors import ModelAssetError
+from voxclone.synth.files import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +69,6 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def assemble_model(
@@ -123,7 +116,7 @@ def _trusted(target: Path, marker: Path, expected: str, verify: bool) -> bool:
     # still catching a file replaced by a different model version.
     if marker.exists() and marker.read_text().strip() == expected and not verify:
         return True
-    if _sha256_file(target) == expected:
+    if sha256_file(target) == expected:
         marker.write_text(expected)
         return True
     log.warning("cached Kokoro model failed its hash check; rebuilding")

@@ -18,7 +18,6 @@ Nothing here touches the network: weights enter only through this import.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from voxclone.errors import InvalidInput
+from voxclone.synth.files import sha256_file
 
 MANIFEST = "manifest.json"
 INSTALLED = "installed.json"  # written by import: when, and that every file was verified
@@ -93,14 +93,6 @@ class InstalledBundle:
     path: Path
     manifest: Manifest
     imported_at: float | None
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _safe_name(name: str, what: str) -> str:
