@@ -115,7 +115,7 @@ def _load_runtime(
             # imported torch (Python holding the GIL) made the first streams'
             # first audio up to 0.8 s later on 2 cores. The encoder needs no
             # torch since (synth/voice/ge2e.py: ~0.1 s once its graph is saved;
-            # the first start builds it with onnx, ~1 s), and the load still
+            # a child process builds it on the first start), and the load still
             # waits for a quiet moment, then takes only idle CPU.
             if wait_for_quiet_speech:
                 wait_for_quiet(runtime.speech_idle, CLONING_LOAD_QUIET_S, CLONING_LOAD_MAX_DELAY_S)

@@ -23,6 +23,8 @@ import logging
 import os
 import pickle
 import struct
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 SAMPLE_RATE = 16_000
 # In the saved graph's file name: a change to build_onnx must not reuse old copies.
 GRAPH_VERSION = "v1"
+BUILD_TIMEOUT_S = 120.0  # a child building the graph (~1.5 s on 2 cores)
 MEL_WINDOW = 400  # 25 ms
 MEL_HOP = 160  # 10 ms
 MEL_CHANNELS = 40
@@ -355,9 +358,25 @@ def saved_graph(models_dir: Path, weights: Path | None = None) -> Path:
     return models_dir / f"ge2e-{sha256_file(weights)[:20]}-{GRAPH_VERSION}.onnx"
 
 
+def save_graph(path: Path) -> bytes:
+    """Build the graph of the shipped weights and write it to ``path`` atomically
+    (readers see no file or a whole one; several builders may race)."""
+    data = build_onnx(read_legacy_state(shipped_weights()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return data
+
+
 def onnx_model(models_dir: Path | None) -> bytes:
     """The ONNX graph of the shipped weights, saved once under ``models_dir``
-    so later starts skip the onnx import; built in memory when it is None."""
+    (built in memory when it is None).
+
+    The first build runs in a child process: importing onnx holds the GIL for
+    ~1 s, which a serving process would spend while it streams speech. If
+    the child fails (no interpreter to spawn, say), it is built here.
+    """
     if models_dir is None:
         return build_onnx(read_legacy_state(shipped_weights()))
     path = saved_graph(models_dir)
@@ -365,15 +384,21 @@ def onnx_model(models_dir: Path | None) -> bytes:
         return path.read_bytes()
     except OSError:
         pass
-    data = build_onnx(read_legacy_state(shipped_weights()))
     try:
-        models_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)  # readers see no file or a whole one
+        subprocess.run(
+            [sys.executable, "-m", __name__, str(path)],
+            check=True,
+            capture_output=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
+        return path.read_bytes()
+    except (OSError, subprocess.SubprocessError):
+        log.warning("building the speaker encoder graph in a child failed", exc_info=True)
+    try:
+        return save_graph(path)
     except OSError:
         log.warning("could not save the speaker encoder graph", exc_info=True)
-    return data
+        return build_onnx(read_legacy_state(shipped_weights()))
 
 
 class Ge2eNetwork:
@@ -421,3 +446,7 @@ class Ge2eNetwork:
         batch = np.stack([mel[w] for w in windows])
         mean = self.forward(batch).mean(axis=0)
         return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+
+if __name__ == "__main__":  # python -m voxclone.synth.voice.ge2e PATH: what onnx_model spawns
+    save_graph(Path(sys.argv[1]))
