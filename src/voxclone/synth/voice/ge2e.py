@@ -352,21 +352,17 @@ def build_onnx(state: dict[str, np.ndarray]) -> bytes:
     return bytes(model.SerializeToString())
 
 
-def saved_graph(models_dir: Path, weights: Path | None = None) -> Path:
-    """Where the graph of ``weights`` (default: the shipped ones) is saved."""
-    weights = weights or shipped_weights()
-    return models_dir / f"ge2e-{sha256_file(weights)[:20]}-{GRAPH_VERSION}.onnx"
+def saved_graph(models_dir: Path) -> Path:
+    """Where the graph of the shipped weights is saved."""
+    return models_dir / f"ge2e-{sha256_file(shipped_weights())[:20]}-{GRAPH_VERSION}.onnx"
 
 
-def save_graph(path: Path) -> bytes:
-    """Build the graph of the shipped weights and write it to ``path`` atomically
-    (readers see no file or a whole one; several builders may race)."""
-    data = build_onnx(read_legacy_state(shipped_weights()))
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Readers see no file or a whole one; several builders may race."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
-    return data
 
 
 def onnx_model(models_dir: Path | None) -> bytes:
@@ -394,11 +390,12 @@ def onnx_model(models_dir: Path | None) -> bytes:
         return path.read_bytes()
     except (OSError, subprocess.SubprocessError):
         log.warning("building the speaker encoder graph in a child failed", exc_info=True)
+    data = build_onnx(read_legacy_state(shipped_weights()))
     try:
-        return save_graph(path)
+        _write_atomically(path, data)
     except OSError:
         log.warning("could not save the speaker encoder graph", exc_info=True)
-        return build_onnx(read_legacy_state(shipped_weights()))
+    return data
 
 
 class Ge2eNetwork:
@@ -449,4 +446,4 @@ class Ge2eNetwork:
 
 
 if __name__ == "__main__":  # python -m voxclone.synth.voice.ge2e PATH: what onnx_model spawns
-    save_graph(Path(sys.argv[1]))
+    _write_atomically(Path(sys.argv[1]), build_onnx(read_legacy_state(shipped_weights())))
