@@ -440,7 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.speakers:
         chosen = chosen[: args.speakers]
 
-    engine = registry.create("kokoro", EngineConfig(MODELS_DIR))
+    # The configured engine options (VOXCLONE_ENGINE_OPTIONS), as the service has them.
+    options = product.engine_options.get("kokoro", {})
+    engine = registry.create("kokoro", EngineConfig(MODELS_DIR, options=options))
     engine.load()
     engine.warmup()
     g2p = engine.tokenizer()

@@ -48,15 +48,25 @@ def recipe(share: float) -> VoiceRecipe:
     return VoiceRecipe(half, np.zeros(2, np.float32), np.array([1 - share, share], np.float32))
 
 
+def _linear(value: float) -> float:
+    return TRUE_OCTAVES_PER_UNIT * value
+
+
 class FakeProbe:
-    def __init__(self, voice: Callable[[float, float, int], np.ndarray]) -> None:
+    """Speaks at BASE_HZ raised by ``octaves(prosody value)``."""
+
+    def __init__(
+        self,
+        voice: Callable[[float, float, int], np.ndarray],
+        octaves: Callable[[float], float] = _linear,
+    ) -> None:
         self._voice = voice
+        self._octaves = octaves
         self.calls = 0
 
     def __call__(self, pack: np.ndarray) -> np.ndarray:
         self.calls += 1
-        value = float(pack[0, 0, 128])
-        f0 = BASE_HZ * 2.0 ** (TRUE_OCTAVES_PER_UNIT * value)
+        f0 = BASE_HZ * 2.0 ** self._octaves(float(pack[0, 0, 128]))
         return self._voice(f0, 1.5, RATE).astype(np.float32)
 
 
@@ -86,6 +96,19 @@ def test_calibration_reaches_the_target_pitch_despite_a_wrong_slope(
     assert result.recipe.timbre_weights is start.timbre_weights  # only the prosody half moves
     assert result.recipe.prosody_weights.sum() == pytest.approx(1.0, abs=1e-5)
     assert result.shift_octaves > 0
+
+
+def test_an_overshooting_secant_step_is_followed_by_one_between_the_renders(
+    atlas: VoiceAtlas, harmonic_voice: Callable[..., np.ndarray]
+) -> None:
+    # Flat, then steep: from ~113 Hz the atlas step overshoots (~176 Hz), the
+    # secant learns the steep slope and falls short (~136 Hz, -1.6 semitones);
+    # the target lies between those two renders.
+    probe = FakeProbe(harmonic_voice, lambda v: 0.6 * min(v, 0.5) + 2.5 * max(v - 0.5, 0.0))
+    target = 150.0
+    result = PitchCalibrator(atlas, probe, RATE).calibrate(recipe(0.3), target)
+    assert probe.calls == result.syntheses == 4
+    assert semitones(result.measured_hz, target) < 0.5
 
 
 def test_a_voice_already_at_the_target_costs_one_render(

@@ -7,7 +7,9 @@ up to 4 semitones off (a 331 Hz reference spoken at 263 Hz). So the clone is
 synthesized once (the quality report's probe sentence, needed anyway for the
 tone match), its median F0 measured, and the prosody half moved along the
 atlas's pitch direction by the error; a second, secant step corrects for the
-step moving low and high voices by different amounts. The shift stays in the
+step moving low and high voices by different amounts, and a step that
+overshoots is followed by one interpolated between the renders on either side
+of the target (at most four renders). The shift stays in the
 style vector (no DSP on the output), so it costs nothing at synthesis time.
 
 Measured with the judge on held-out audio in docs/benchmarks.md (Cloning): before and
@@ -108,7 +110,22 @@ class PitchCalibrator:
                 slope = moved / (shift - last.shift_octaves)
                 if slope < MIN_SLOPE:
                     break  # the step did not move the pitch the way asked
-            best = min((t for t in tried if t.measured_hz > 0), key=lambda t: abs(error(t)))
+            heard = [t for t in tried if t.measured_hz > 0]
+            best = min(heard, key=lambda t: abs(error(t)))
+            low = [t for t in heard if error(t) > 0]
+            high = [t for t in heard if error(t) < 0]
+            if abs(error(best)) > self._tolerance and low and high:
+                # The secant overshot: the target lies between two renders, and
+                # one step interpolated between the closest of them lands it
+                # (female 1088 with the decoder's edge crop: 186 and 200 Hz
+                # around 193 Hz, -0.58 semitone left after three renders).
+                below = min(low, key=error)
+                above = max(high, key=error)
+                part = error(below) / (error(below) - error(above))
+                shift = below.shift_octaves + part * (above.shift_octaves - below.shift_octaves)
+                tried.append(render(shift))
+                if tried[-1].measured_hz > 0:
+                    best = min((best, tried[-1]), key=lambda t: abs(error(t)))
         else:
             best = tried[0]
         return replace(best, syntheses=len(tried))

@@ -2,12 +2,21 @@
 
 ``create`` is the factory the registry calls; nothing outside
 ``synth/engine/`` names the classes in this package.
+
+Options (``Settings.engine_options["kokoro"]``):
+  * ``optimized_cache``: "true" (default) or "false": save ONNX Runtime's
+    optimized graph under models_dir and load it on later starts;
+  * ``edge_silence_frames``: frames (25 ms each) of a chunk's edge silence
+    the decoder renders, default 4; "off" renders all of it, as exported.
 """
 
 from __future__ import annotations
 
 from voxclone.synth.engine.base import EngineConfig
+from voxclone.synth.engine.kokoro.edge_silence import DEFAULT_KEEP_FRAMES
 from voxclone.synth.engine.kokoro.engine import KokoroEngine
+
+_OFF = ("0", "false", "no", "off")
 
 
 def create(config: EngineConfig) -> KokoroEngine:
@@ -17,8 +26,24 @@ def create(config: EngineConfig) -> KokoroEngine:
         intra_op_threads=config.threads,
         providers=list(config.providers) or None,
         fast_lane_threads=config.fast_lane_threads,
-        optimized_cache=optimized not in ("0", "false", "no", "off"),
+        optimized_cache=optimized not in _OFF,
+        edge_frames=edge_frames(config.options.get("edge_silence_frames")),
     )
 
 
-__all__ = ["KokoroEngine", "create"]
+def edge_frames(option: str | None) -> int | None:
+    """The ``edge_silence_frames`` option: None keeps the export's edges."""
+    if option is None:
+        return DEFAULT_KEEP_FRAMES
+    value = option.strip().lower()
+    if value in _OFF:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(
+            f"engine option kokoro.edge_silence_frames must be a whole number >= 1 or 'off', "
+            f"not {option!r}"
+        )
+    return int(value)
+
+
+__all__ = ["KokoroEngine", "create", "edge_frames"]

@@ -25,7 +25,7 @@ from voxclone.synth.engine.base import (
     Tokenizer,
     TokenTiming,
 )
-from voxclone.synth.engine.kokoro import durations, ort_cache
+from voxclone.synth.engine.kokoro import durations, edge_silence, ort_cache
 from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ class KokoroEngine(EngineBase):
         assets: KokoroAssets | None = None,
         fast_lane_threads: int = 0,
         optimized_cache: bool = True,
+        edge_frames: int | None = edge_silence.DEFAULT_KEEP_FRAMES,
     ) -> None:
         self._models_dir = models_dir
         self._intra = intra_op_threads
@@ -79,6 +80,9 @@ class KokoroEngine(EngineBase):
         # (ort_cache.py) instead of optimizing the source graph every start.
         self._optimized_cache = optimized_cache
         self.optimized_graph: Path | None = None  # the cached copy in use, if any
+        # Frames of a chunk's edge silence the decoder renders (None: all of
+        # them, as exported); edge_silence.py has the measurements.
+        self._edge_frames = edge_frames
         self._warm = False
         # Name of the per-token duration output when the session has it.
         self._duration_output: str | None = None
@@ -163,8 +167,8 @@ class KokoroEngine(EngineBase):
             started = time.perf_counter()
             self._session = self._open_session(self._intra, spinning=True)
             outputs = {o.name for o in self._session.get_outputs()}
-            if durations.DURATION_TENSOR in outputs:
-                self._duration_output = durations.DURATION_TENSOR
+            if durations.DURATION_OUTPUT in outputs:
+                self._duration_output = durations.DURATION_OUTPUT
             self.load_seconds = time.perf_counter() - started
             log.info("kokoro loaded", extra={"seconds": round(self.load_seconds, 3)})
 
@@ -184,21 +188,24 @@ class KokoroEngine(EngineBase):
             if self._optimized_cache:
                 # The cached graph carries the duration output (word timestamps):
                 # the edit costs ~1 s once per host, when the copy is built.
-                variant = f"{self.assets.model_sha256}:{durations.GRAPH_VARIANT}"
+                variant = f"{self.assets.model_sha256}:{durations.graph_variant(self._edge_frames)}"
                 key = ort_cache.cache_key(variant, providers)
                 cache = ort_cache.OptimizedModelCache(
                     self._models_dir,
                     self.assets.model_path,
                     key,
-                    prepare=durations.with_duration_output,
+                    prepare=self._edited_graph,
                 )
                 opened = cache.open(opts, session)
                 self.optimized_graph = cache.path
                 return opened
-            edited = durations.with_duration_output(self.assets.model_path)
+            edited = self._edited_graph(self.assets.model_path)
             return session(edited if edited is not None else str(self.assets.model_path), opts)
         except Exception as exc:  # onnxruntime raises its own hierarchy
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
+
+    def _edited_graph(self, model_path: Path) -> bytes | None:
+        return durations.edited_graph(model_path, edge_frames=self._edge_frames)
 
     def _open_fast_lane(self) -> None:
         # Opened when the process gets ready to serve, not in load(): a one-shot
