@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -103,3 +104,24 @@ def save_figure(fig: object, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
     plt.close(fig)  # type: ignore[arg-type]
+
+
+def stream_pcm(speech: Any, request: Any) -> tuple[Any, float, float]:
+    """Stream ``request`` (format "pcm") through ``speech`` (the public
+    ``SpeechRouter``/``SpeechService.stream``): the audio as float32, the
+    seconds to its first non-empty bytes and to its end."""
+    import time
+
+    import numpy as np
+
+    started = time.perf_counter()
+    _, parts = speech.stream(request)
+    pieces = []
+    first = None
+    for part in parts:
+        samples = np.frombuffer(part, dtype="<i2").astype(np.float32) / 32768.0
+        if first is None and samples.size:
+            first = time.perf_counter() - started
+        pieces.append(samples)
+    total = time.perf_counter() - started
+    return np.concatenate(pieces), first if first is not None else total, total

@@ -22,7 +22,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import bench_home, write_result  # noqa: E402
+from _common import bench_home, stream_pcm, write_result  # noqa: E402
 from first_chunk import LONG_FIRST, SHORT_FIRST  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import Runtime, build_runtime  # noqa: E402
@@ -59,20 +58,6 @@ def _runtime(setting: str) -> Runtime:
     return build_runtime(settings, warmup=True, with_voices=False)
 
 
-def _stream(runtime: Runtime, text: str, voice: str) -> tuple[np.ndarray, float, float]:
-    started = time.perf_counter()
-    _, parts = runtime.speech.stream(SpeechRequest(text=text, voice=voice, format="pcm"))
-    pieces: list[np.ndarray] = []
-    first = None
-    for part in parts:
-        samples = np.frombuffer(part, dtype="<i2").astype(np.float32) / 32768.0
-        if first is None and samples.size:
-            first = time.perf_counter() - started
-        pieces.append(samples)
-    total = time.perf_counter() - started
-    return np.concatenate(pieces), first or total, total
-
-
 def run(count: int, settings: list[str]) -> dict[str, Any]:
     if REFERENCE not in settings:
         settings = [REFERENCE, *settings]
@@ -87,7 +72,10 @@ def run(count: int, settings: list[str]) -> dict[str, Any]:
             for voice in VOICES:
                 reference: tuple[np.ndarray, float] | None = None
                 for setting in settings:
-                    audio, ttfa, total = _stream(runtimes[setting], text, voice)
+                    audio, ttfa, total = stream_pcm(
+                        runtimes[setting].speech,
+                        SpeechRequest(text=text, voice=voice, format="pcm"),
+                    )
                     embedding = encoder.embed(soxr.resample(audio, rate, 16_000))
                     loudness = loudness_lufs(audio, rate)
                     if setting == REFERENCE:

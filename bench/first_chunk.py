@@ -20,7 +20,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import bench_home  # noqa: E402
+from _common import bench_home, stream_pcm  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
@@ -89,16 +88,7 @@ def run(count: int) -> dict[str, Any]:
                 request = SpeechRequest(text=text, format="pcm")
                 _, chunks = runtime.speech.plan(request, fast_start=True)
                 first = next(iter(chunks))
-                started = time.perf_counter()
-                _, parts = runtime.speech.stream(request)
-                pieces: list[np.ndarray] = []
-                ttfa = None
-                for part in parts:
-                    samples = np.frombuffer(part, dtype="<i2").astype(np.float32) / 32768.0
-                    if ttfa is None and samples.size:
-                        ttfa = time.perf_counter() - started
-                    pieces.append(samples)
-                audio = np.concatenate(pieces)
+                audio, ttfa, _ = stream_pcm(runtime.speech, request)
                 row = {
                     "rule": label,
                     "text": text,
