@@ -99,6 +99,14 @@ def test_unreadable_copy_is_rebuilt(tmp_path: Path, assets: Path) -> None:
     assert _speak(engine).size > 0
 
 
+def _config_entry(options: object, key: str) -> str | None:
+    """A session option's value; None when unset (ONNX Runtime raises then)."""
+    try:
+        return str(options.get_session_config_entry(key))  # type: ignore[attr-defined]
+    except RuntimeError:
+        return None
+
+
 def test_key_covers_ort_version_cpu_providers_and_model() -> None:
     base = ort_cache.cache_key("a" * 64, ["CPUExecutionProvider"], cpu="x", ort_version="1")
     assert base == ort_cache.cache_key("a" * 64, ["CPUExecutionProvider"], cpu="x", ort_version="1")
@@ -131,5 +139,11 @@ def test_fast_lane_session_opens_when_getting_ready_to_serve_not_on_load(
     alone = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
     engine.warmup()
     assert engine._fast_session is not None
+    # Its threads spin while a call runs (nothing else runs then) and stop
+    # when it returns: idle spinning would take the cores the workers need.
+    options = engine._fast_session.get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert _config_entry(options, "session.intra_op.allow_spinning") in (None, "1")
+    assert _config_entry(options, "session.force_spinning_stop") == "1"
     fast = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
     assert alone.size == fast.size and np.allclose(alone, fast, atol=1e-3)

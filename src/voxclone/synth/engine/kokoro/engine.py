@@ -165,20 +165,22 @@ class KokoroEngine(EngineBase):
             if self._session is not None:
                 return
             started = time.perf_counter()
-            self._session = self._open_session(self._intra, spinning=True)
+            self._session = self._open_session(self._intra)
             outputs = {o.name for o in self._session.get_outputs()}
             if durations.DURATION_OUTPUT in outputs:
                 self._duration_output = durations.DURATION_OUTPUT
             self.load_seconds = time.perf_counter() - started
             log.info("kokoro loaded", extra={"seconds": round(self.load_seconds, 3)})
 
-    def _open_session(self, threads: int, *, spinning: bool) -> ort.InferenceSession:
+    def _open_session(
+        self, threads: int, *, stop_spinning_after_run: bool = False
+    ) -> ort.InferenceSession:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = self._inter
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if not spinning:
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if stop_spinning_after_run:
+            opts.add_session_config_entry("session.force_spinning_stop", "1")
         providers = self._providers()
 
         def session(model: str | bytes, options: ort.SessionOptions) -> ort.InferenceSession:
@@ -213,9 +215,15 @@ class KokoroEngine(EngineBase):
         # cost it ~0.3 s of its ~1.9 s (cProfile, 2 cores).
         with self._load_lock:
             if self._fast_threads and self._fast_session is None:
-                # No spinning: its threads must not burn the cores the
-                # single-thread workers need once the server gets busy.
-                self._fast_session = self._open_session(self._fast_threads, spinning=False)
+                # Its threads spin between operators while a call runs (the
+                # scheduler runs nothing else meanwhile) and stop spinning when
+                # it returns, so they never burn the cores the single-thread
+                # workers need once the server gets busy. Spinning during the
+                # call measured 3-14 % faster than none (first chunks of
+                # bench/ttfa.py, 3 runs interleaved; docs/benchmarks.md).
+                self._fast_session = self._open_session(
+                    self._fast_threads, stop_spinning_after_run=True
+                )
 
     def warmup(self) -> None:
         self.load()
