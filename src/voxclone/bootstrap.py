@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from voxclone.config import Settings
+from voxclone.engine_setup import EngineLoad, build_engines
 from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
 from voxclone.runtime.inline_log import InlineVoiceLog
@@ -42,8 +43,7 @@ from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks,
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import PromptCloning, VoiceService
 from voxclone.synth.audio.encode import load_codecs
-from voxclone.synth.engine import registry
-from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
+from voxclone.synth.engine.base import Engine, SynthItem
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.langdetect import detect_language
 
@@ -299,40 +299,6 @@ def metric_hooks(metrics: Metrics) -> ServiceHooks:
     )
 
 
-def engine_config(settings: Settings, name: str) -> EngineConfig:
-    return EngineConfig(
-        settings.models_dir,
-        threads=settings.onnx_threads,
-        providers=tuple(settings.onnx_providers),
-        fast_lane_threads=settings.fast_lane_threads,
-        options=dict(settings.engine_options.get(name, {})),
-    )
-
-
-def build_engines(
-    settings: Settings,
-    *,
-    load: bool = True,
-    warmup: bool = True,
-    stages: StartupStages | None = None,
-) -> dict[str, Engine]:
-    """The engines ``VOXCLONE_ENGINES`` names, in order (loaded and warmed when asked)."""
-    # umask 077, home 0700, databases 0600: a voice library is biometric data.
-    secure_home(settings.home)
-    stages = stages if stages is not None else StartupStages()
-    engines: dict[str, Engine] = {}
-    for name in settings.engine_names:
-        engine = registry.create(name, engine_config(settings, name))
-        if load:
-            with stages.stage(f"{name}_load"):
-                engine.load()
-            if warmup:
-                with stages.stage(f"{name}_warmup"):
-                    engine.warmup()
-        engines[name] = engine
-    return engines
-
-
 def build_voice_store(
     settings: Settings, engines: dict[str, Engine], blobs: BlobStore | None = None
 ) -> SqlVoiceStore:
@@ -385,14 +351,18 @@ def build_runtime(
     metrics: Metrics | None = None,
     with_voices: bool = True,
     warm_cloning: bool | None = None,
+    engine_load: EngineLoad | None = None,
 ) -> Runtime:
     """Build everything. ``metrics`` (optional) receives engine, cache and render events.
+
+    ``engine_load``: engines already loading in a thread (``voxclone say``
+    starts them before importing the rest); used instead of loading here.
 
     ``warm_cloning`` (default ``settings.warm_cloning``): load the cloning
     models now. The server passes False and calls :meth:`Runtime.warm_cloning`
     after speech is ready, so speech is served while they load.
     """
-    stages = StartupStages()
+    stages = engine_load.stages if engine_load is not None else StartupStages()
     secure_home(settings.home)  # before the blob directory is created in it
     blobs = build_blob_store(settings)
     # Once per process, before the models load: a missing bucket or wrong
@@ -400,7 +370,14 @@ def build_runtime(
     # instead of failing the first clone.
     with stages.stage("blob_store_check"):
         blobs.check()
-    engines = build_engines(settings, warmup=warmup, stages=stages)
+    if engine_load is not None:
+        engines = engine_load.result()
+        if warmup:
+            for name, engine in engines.items():
+                with stages.stage(f"{name}_warmup"):
+                    engine.warmup()
+    else:
+        engines = build_engines(settings, warmup=warmup, stages=stages)
     if warmup:
         # A serving process: its first Opus/AAC stream must not import FFmpeg.
         with stages.stage("codec_import"):

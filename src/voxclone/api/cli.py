@@ -120,11 +120,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runtime(settings: Settings, *, warmup: bool = False) -> Any:
+def _runtime(settings: Settings, *, warmup: bool = False, engine_load: Any = None) -> Any:
     from voxclone.bootstrap import build_runtime
 
     # Speaking needs no cloning models (~0.5 GB); `clone` builds its own runtime.
-    return build_runtime(settings, warmup=warmup, with_voices=False)
+    return build_runtime(settings, warmup=warmup, with_voices=False, engine_load=engine_load)
 
 
 def _read_text(arg: str) -> str:
@@ -152,21 +152,25 @@ def _controls(args: argparse.Namespace) -> Any:
     )
 
 
-def _say_via_server(args: argparse.Namespace, settings: Settings, text: str) -> bool:
-    """Speak through a running server; False if none is there (then speak in-process)."""
-    from voxclone.api.cli_remote import (
-        RemoteError,
-        default_server_url,
-        server_ready,
-        speak_remote,
-    )
+def _server_for_say(args: argparse.Namespace, settings: Settings) -> str | None:
+    """The server ``say`` speaks through: --server, else the configured local
+    one if it is ready; None to speak in-process."""
+    from voxclone.api.cli_remote import default_server_url, server_ready
 
     if args.local:
-        return False
+        return None
+    if args.server is not None:
+        return str(args.server)
+    url = default_server_url(settings)
+    return url if server_ready(url) else None
+
+
+def _say_via_server(args: argparse.Namespace, url: str, text: str) -> bool:
+    """Speak through the server at ``url``; False if the configured local
+    server refuses this CLI (then speak in-process)."""
+    from voxclone.api.cli_remote import RemoteError, speak_remote
+
     explicit = args.server is not None
-    url = args.server if explicit else default_server_url(settings)
-    if not explicit and not server_ready(url):
-        return False
     body = {
         "text": text,
         "voice": args.voice,
@@ -223,13 +227,21 @@ def _write_remote_subtitles(path: str, answer: bytes) -> bytes:
 
 
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
+    text = _read_text(args.text)
+    url = _server_for_say(args, settings)
+    engine_load = None
+    if url is None:
+        from voxclone.engine_setup import EngineLoad
+
+        # Speaking in-process: the model loads while the rest is imported
+        # (engine_setup.py: ~0.3 s of a 2-core `say`).
+        engine_load = EngineLoad(settings)
     from voxclone.service.speech import SpeechRequest, ssml_warnings
 
-    text = _read_text(args.text)
-    # Markup errors before any model loads or server call; ignored tags on stderr.
+    # Markup errors before the text goes anywhere; ignored tags on stderr.
     for warning in ssml_warnings(SpeechRequest(text=text, ssml=args.ssml)):
         print(f"voxclone: SSML: {warning}", file=sys.stderr)
-    if _say_via_server(args, settings, text):
+    if url is not None and _say_via_server(args, url, text):
         return 0
     request = SpeechRequest(
         text=text,
@@ -242,7 +254,7 @@ def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
         owner=LOCAL_OWNER,
         ssml=args.ssml,
     )
-    runtime = _runtime(settings)
+    runtime = _runtime(settings, engine_load=engine_load)
     try:
         if args.subtitles:
             captioned = runtime.speech.synthesize_captioned(request)

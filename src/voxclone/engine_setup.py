@@ -1,0 +1,83 @@
+"""The engines part of the composition root: settings → loaded engines.
+
+Kept apart from ``bootstrap.py`` (which re-exports it) because importing
+bootstrap imports every layer, SQLAlchemy included, ~0.8 s of a one-shot
+``voxclone say`` on 2 cores; this module needs only the engine registry. So
+``EngineLoad`` can start loading the engines in a thread before the rest is
+imported: ONNX Runtime builds its session without holding the GIL, and the
+imports and the session overlap (0.82-1.07 s one after the other, 0.51 s
+together, measured 2026-12-03 on 2 cores with the Kokoro graph and SQLAlchemy).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from voxclone.config import Settings
+from voxclone.runtime.private_home import secure_home
+from voxclone.runtime.startup import StartupStages
+from voxclone.synth.engine import registry
+from voxclone.synth.engine.base import Engine, EngineConfig
+
+
+def engine_config(settings: Settings, name: str) -> EngineConfig:
+    return EngineConfig(
+        settings.models_dir,
+        threads=settings.onnx_threads,
+        providers=tuple(settings.onnx_providers),
+        fast_lane_threads=settings.fast_lane_threads,
+        options=dict(settings.engine_options.get(name, {})),
+    )
+
+
+def build_engines(
+    settings: Settings,
+    *,
+    load: bool = True,
+    warmup: bool = True,
+    stages: StartupStages | None = None,
+) -> dict[str, Engine]:
+    """The engines ``VOXCLONE_ENGINES`` names, in order (loaded and warmed when asked)."""
+    # umask 077, home 0700, databases 0600: a voice library is biometric data.
+    secure_home(settings.home)
+    stages = stages if stages is not None else StartupStages()
+    engines: dict[str, Engine] = {}
+    for name in settings.engine_names:
+        engine = registry.create(name, engine_config(settings, name))
+        if load:
+            with stages.stage(f"{name}_load"):
+                engine.load()
+            if warmup:
+                with stages.stage(f"{name}_warmup"):
+                    engine.warmup()
+        engines[name] = engine
+    return engines
+
+
+class EngineLoad:
+    """``build_engines`` running in a thread from construction; ``result()``
+    waits for it and returns the engines (or raises what the load raised)."""
+
+    def __init__(self, settings: Settings, *, warmup: bool = False) -> None:
+        self.stages = StartupStages()
+        self._settings = settings
+        self._warmup = warmup
+        self._engines: dict[str, Engine] | None = None
+        self._error: BaseException | None = None
+        # Not a daemon: a process that exits early (bad input) waits for the
+        # load rather than tearing down the interpreter under ONNX Runtime.
+        self._thread = threading.Thread(target=self._run, name="engine-load")
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._engines = build_engines(self._settings, warmup=self._warmup, stages=self.stages)
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> dict[str, Engine]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._engines is not None
+        return self._engines
