@@ -1,6 +1,6 @@
 """The engines part of the composition root: settings → loaded engines.
 
-Kept apart from ``bootstrap.py`` (which re-exports it) because importing
+Kept apart from ``bootstrap.py`` (which builds on it) because importing
 bootstrap imports every layer, SQLAlchemy included, ~0.8 s of a one-shot
 ``voxclone say`` on 2 cores; this module needs only the engine registry. So
 ``EngineLoad`` can start loading the engines in a thread before the rest is

@@ -12,12 +12,15 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
 from voxclone.runtime.private_home import secure_home
+
+if TYPE_CHECKING:
+    from voxclone.engine_setup import EngineLoad
 
 LOCAL_OWNER = "local"  # the owner of voices created without API keys (CLI, loopback API)
 EXIT_USAGE = 2
@@ -120,7 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runtime(settings: Settings, *, warmup: bool = False, engine_load: Any = None) -> Any:
+def _runtime(
+    settings: Settings, *, warmup: bool = False, engine_load: EngineLoad | None = None
+) -> Any:
     from voxclone.bootstrap import build_runtime
 
     # Speaking needs no cloning models (~0.5 GB); `clone` builds its own runtime.
