@@ -55,13 +55,13 @@ def build_engines(
 
 
 class EngineLoad:
-    """``build_engines`` running in a thread from construction; ``result()``
-    waits for it and returns the engines (or raises what the load raised)."""
+    """``build_engines`` (load, no warm-up: ``build_runtime`` warms if asked)
+    running in a thread from construction; ``result()`` waits for it and
+    returns the engines (or raises what the load raised)."""
 
-    def __init__(self, settings: Settings, *, warmup: bool = False) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.stages = StartupStages()
         self._settings = settings
-        self._warmup = warmup
         self._engines: dict[str, Engine] | None = None
         self._error: BaseException | None = None
         # Not a daemon: a process that exits early (bad input) waits for the
@@ -71,7 +71,7 @@ class EngineLoad:
 
     def _run(self) -> None:
         try:
-            self._engines = build_engines(self._settings, warmup=self._warmup, stages=self.stages)
+            self._engines = build_engines(self._settings, warmup=False, stages=self.stages)
         except BaseException as exc:  # handed to the caller of result()
             self._error = exc
 
