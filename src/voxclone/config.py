@@ -158,7 +158,9 @@ class Settings(BaseSettings):
     # Refinement = hear this many atlas voices with the reference's tone and keep
     # the closest; the continuous cross-entropy search is opt-in because on the
     # dev speakers it raised the product encoder's score while the independent
-    # judge's fell (docs/benchmarks.md, cloning).
+    # judge's fell (docs/benchmarks.md, cloning). From the blended instant clone
+    # the auditions too no longer carry over (8 dev speakers: judge 0.457 ->
+    # 0.427; docs/benchmarks.md "What did not carry over"), so refining stays opt-in.
     refine_auditions: int = 24
     # Then this many prosody halves of near-equal pitch on the best timbre
     # (dev speakers, judge: one of five switched to another intonation, +0.160).

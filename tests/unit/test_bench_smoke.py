@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -371,3 +372,60 @@ def test_variant_cv_scores_each_speaker_with_the_choice_made_on_the_others(
     assert dev["loso_judge_norm"] == pytest.approx((0.5 + 0.5 + 0.2) / 3)
     assert dev["loso_margin_over_toned"] == pytest.approx(0.4 - 0.3)
     assert "other" in dev["in_sample"]
+
+
+def _scaled(judge: dict[str, float], heard: dict[str, float]) -> dict[str, dict[str, float]]:
+    return {a: {"judge_norm": judge[a], "heard": heard[a]} for a in judge}
+
+
+def test_formant_scale_summary_chooses_alpha_on_the_other_speakers() -> None:
+    import formant_scale_study
+
+    flat = {"0.96": 0.5, "1.00": 0.5, "1.04": 0.5}
+    rows = [
+        # The encoder prefers 0.96 everywhere; the judge agrees only for "a".
+        {"speaker": "a", "sex": "F", "formant_ratio": 1.04,
+         "alphas": _scaled({"0.96": 0.9, "1.00": 0.5, "1.04": 0.1}, {**flat, "0.96": 0.8})},
+        {"speaker": "b", "sex": "F", "formant_ratio": 1.0,
+         "alphas": _scaled({"0.96": 0.1, "1.00": 0.5, "1.04": 0.6}, {**flat, "0.96": 0.8})},
+        {"speaker": "c", "sex": "M", "formant_ratio": 0.97,
+         "alphas": _scaled({"0.96": 0.2, "1.00": 0.4, "1.04": 0.3}, {**flat, "0.96": 0.8})},
+    ]  # fmt: skip
+    summary = formant_scale_study.summarize(rows)
+    assert summary["unscaled"] == pytest.approx((0.5 + 0.5 + 0.4) / 3)
+    assert summary["oracle"] == pytest.approx((0.9 + 0.6 + 0.4) / 3)
+    # Snapped to the grid: a → 1.04, b → 1.00, c → 0.96.
+    assert summary["formants"] == pytest.approx((0.1 + 0.5 + 0.2) / 3)
+    # Per sex, left out: a gets b's best (1.04), b gets a's (0.96), c has no
+    # other male speaker and keeps the first alpha of its own grid.
+    assert summary["per_sex_loso"] == pytest.approx((0.1 + 0.1 + 0.2) / 3)
+    # The encoder hears 0.96 best by 0.3, more than any prior weight takes off
+    # (1.0 x 0.06 octave), so 0.96 is chosen for every held-out speaker.
+    assert summary["encoder_loso"] == pytest.approx((0.9 + 0.1 + 0.2) / 3)
+
+
+def test_formant_scale_moves_the_formants_and_keeps_the_pitch() -> None:
+    import soxr
+    from scipy.signal import lfilter
+
+    import formant_scale_study
+    from voxclone.synth.audio.effects import median_f0
+
+    rate = 24_000
+    # A 150 Hz pulse train through four resonances: a vowel-like test signal.
+    x = np.zeros(rate)
+    x[:: rate // 150] = 1.0
+    for centre, bandwidth in ((700, 80), (1200, 90), (2500, 120), (3500, 150)):
+        r, theta = np.exp(-np.pi * bandwidth / rate), 2 * np.pi * centre / rate
+        x = lfilter([1 - r], [1, -2 * r * np.cos(theta), r * r], x)
+    x = (0.3 * x / np.abs(x).max()).astype(np.float32)
+    assert formant_scale_study.scale_envelope(x, rate, 1.0) is x
+
+    def formants(y: np.ndarray) -> np.ndarray:
+        return formant_scale_study.median_formants(soxr.resample(y, rate, 16_000))
+
+    before = formants(x)
+    assert before == pytest.approx([700, 1200, 2500, 3500], rel=0.07)
+    up = formant_scale_study.scale_envelope(x, rate, 1.12)
+    assert formants(up) / before == pytest.approx([1.12] * 4, abs=0.03)
+    assert median_f0(up, rate) == pytest.approx(150.0, rel=0.01)
