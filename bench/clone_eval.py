@@ -709,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ref_f0": cloned.print.pitch.median_hz,
                 "clone_f0": cloned.voice.measured_hz,
                 "calibration_s": cloned.voice.seconds,
+                "stock_voice": cloned.stock_voice,
             }
             if cloned.voice.probe is not None:
                 # What the quality report calls the clone's similarity: the product
@@ -852,7 +853,8 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         )
         lines.append("")
     lines.append(
-        "Method: instant = nearest atlas voice by resemblyzer (pitch-gated, built-ins favoured), "
+        "Method: instant = blend of the 3 nearest atlas voices by resemblyzer (pitch-gated, "
+        "built-ins favoured), "
         "prosody half matched to the reference's median F0"
         + (
             " and then calibrated until the probe sentence has that F0"
@@ -860,7 +862,13 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
             else ""
         )
         + ", then the reference's recording "
-        "tone (third-octave long-term spectrum, ±12 dB EQ). Refine = hear atlas voices (with "
+        "tone (third-octave long-term spectrum, ±12 dB EQ), then the stock check (a built-in "
+        "of the pitch gate, same tone, replaces it when resemblyzer hears it closer"
+        + (
+            f": {sum(1 for r in result['speakers'] if r['instant'].get('stock_voice'))} "
+            f"of {len(result['speakers'])} here"
+        )
+        + "). Refine = hear atlas voices (with "
         "the instant clone's prosody half), then prosody halves of near-equal pitch on the best "
         "(and, with search on, cross-entropy samples), each with its own tone match, keep the "
         "best by resemblyzer only if it beats the start by the margin and passes the ASR guard."

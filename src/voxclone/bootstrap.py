@@ -592,6 +592,7 @@ def build_voice_service(
         quality_reporter=reporter,
         pitch_calibrator=calibrator,
         follow_rate=settings.clone_follow_rate,
+        stock_check=settings.clone_stock_check,
         style_engine=style.engine.capabilities if style is not None else None,
         prompt_engines=prompt_engines,
         default_engine=router.default_engine,

@@ -322,3 +322,86 @@ def test_the_stock_voice_a_clone_is_measured_against_is_inside_its_pitch_gate() 
     assert low[1] == pytest.approx(float(atlas.embeddings[4] @ unit), abs=1e-5)
     # No built-in near the pitch: the gate widens until one passes.
     assert atlas.closest_builtin(query, pitch_hz=160.0) is not None
+
+
+class _HeardByLevel:
+    """A speaker encoder that hears a probe's constant level: 0.1 is the stock
+    voice's sound, anything else the clone's."""
+
+    def __init__(self, stock: np.ndarray, clone: np.ndarray) -> None:
+        self._stock, self._clone = stock, clone
+
+    def embed(self, x16k: np.ndarray) -> np.ndarray:
+        return self._stock if abs(float(np.median(x16k)) - 0.1) < 0.02 else self._clone
+
+
+def _stock_check_pipeline() -> tuple[Any, VoiceAtlas, list[int]]:
+    from voxclone.synth.voice.clone import InstantCloner
+    from voxclone.synth.voice.pipeline import CloningPipeline
+
+    # stock_high is the 250 Hz voice (index 0), stock_low the 100 Hz one (index 4).
+    atlas = _labelled_atlas(["stock_high", "", "", "", "stock_low", ""])
+    low_pack = atlas.basis.pack(atlas.recipe(4))
+    rendered: list[int] = []
+
+    def probe(pack: np.ndarray) -> np.ndarray:
+        is_low = bool(np.allclose(pack, low_pack))
+        rendered.append(4 if is_low else -1)
+        return np.full(24_000, 0.1 if is_low else 0.3, np.float32)
+
+    stock, clone = np.eye(256, dtype=np.float32)[:2]
+    encoder = _HeardByLevel(stock, clone)
+    pipeline = CloningPipeline(
+        InstantCloner(atlas, encoder),  # type: ignore[arg-type]
+        probe=probe,
+        sample_rate=24_000,
+    )
+    return pipeline, atlas, rendered
+
+
+def _voice_print(direction: np.ndarray, pitch_hz: float) -> Any:
+    from voxclone.synth.voice.pipeline import VoicePrint
+    from voxclone.synth.voice.prosody import PitchStats
+
+    return VoicePrint(
+        embedding=direction / np.linalg.norm(direction),
+        pitch=PitchStats(pitch_hz, pitch_hz * 0.8, pitch_hz * 1.2, 0.6),
+        spectrum=None,
+        speech_seconds=5.0,
+        clips=1,
+    )
+
+
+def test_stock_check_keeps_the_builtin_the_encoder_hears_closer() -> None:
+    """A 105 Hz speaker whom the encoder hears closer to the 100 Hz built-in
+    than to the clone gets that built-in, and the report can name it."""
+    stock, clone = np.eye(256, dtype=np.float32)[:2]
+    pipeline, atlas, rendered = _stock_check_pipeline()
+    cloned = pipeline.clone_print(_voice_print(stock + 0.5 * clone, 105.0), match_tone=False)
+    assert cloned.stock_voice == "stock_low"
+    np.testing.assert_allclose(cloned.voice.style, atlas.basis.pack(atlas.recipe(4)))
+    assert cloned.voice.probe is not None and float(cloned.voice.probe[0]) == pytest.approx(0.1)
+    # Only the built-in inside the pitch gate was heard (stock_high is 250 Hz),
+    # and its probe is rendered once per pipeline, not per enrollment.
+    assert rendered.count(4) == 1
+    again = pipeline.clone_print(_voice_print(stock + 0.5 * clone, 105.0), match_tone=False)
+    assert again.stock_voice == "stock_low" and rendered.count(4) == 1
+
+
+def test_stock_probes_can_be_rendered_at_start_up() -> None:
+    pipeline, _, rendered = _stock_check_pipeline()
+    pipeline.warm_stock_probes()
+    assert sorted(rendered) == [-1, 4]  # stock_high and stock_low, once each
+    pipeline.warm_stock_probes()
+    assert len(rendered) == 2
+
+
+def test_stock_check_keeps_the_clone_when_it_is_heard_at_least_as_close() -> None:
+    stock, clone = np.eye(256, dtype=np.float32)[:2]
+    pipeline, _, _ = _stock_check_pipeline()
+    cloned = pipeline.clone_print(_voice_print(clone + 0.5 * stock, 105.0), match_tone=False)
+    assert cloned.stock_voice is None
+    assert cloned.voice.probe is not None and float(cloned.voice.probe[0]) == pytest.approx(0.3)
+    # A tie keeps the clone too.
+    tie = pipeline.clone_print(_voice_print(clone + stock, 105.0), match_tone=False)
+    assert tie.stock_voice is None

@@ -165,6 +165,7 @@ class VoiceService:
         quality_reporter: QualityReporter | None = None,
         pitch_calibrator: PitchCalibrator | None = None,
         follow_rate: bool = True,
+        stock_check: bool = True,
         refine_workers: int = 1,
         style_engine: EngineCapabilities | None = None,
         prompt_engines: Mapping[str, PromptCloning] | None = None,
@@ -200,6 +201,7 @@ class VoiceService:
                 else 24_000,
                 calibrator=pitch_calibrator,
                 follow_rate=follow_rate,
+                stock_check=stock_check,
             )
             if cloner is not None
             else None
@@ -255,6 +257,7 @@ class VoiceService:
             self._pipeline_or_fail().voice_print([reference])
         except VoxcloneError as exc:  # the clip was refused: only the warm-up is lost
             log.warning("clone warm-up clip refused: %s", exc.message)
+        self._pipeline_or_fail().warm_stock_probes()
 
     # -- engines ------------------------------------------------------------------
     def _engine_for(self, model: str | None) -> str | None:
@@ -526,6 +529,9 @@ class VoiceService:
                 "reference_pitch_hz": round(pitch.median_hz, 1),
             }
         quality["style_recipe"] = _recipe_to_json(voice.recipe)
+        if cloned.stock_voice is not None:
+            # The clone was heard farther from the reference than this stock voice.
+            quality["stock_voice"] = cloned.stock_voice
         quality["instant_clone_s"] = round(cloned.instant_seconds, 3)
         quality["enroll_s"] = round(cloned.seconds, 3)
         quality["tone_match"] = cloned.tone is not None

@@ -184,15 +184,27 @@ class VoiceAtlas:
         says), so the report compared the clone with, and suggested, a voice
         no user of that sex would take.
         """
-        if not self.is_builtin.any():
+        candidates = self.builtins_in_gate(pitch_hz)
+        if candidates.size == 0:
             return None
         query = np.asarray(embedding, np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-9)
+        sims = self.embeddings[candidates] @ query
+        best = int(candidates[int(np.argmax(sims))])
+        return self.builtin_name(best), float(np.max(sims))
+
+    def builtins_in_gate(self, pitch_hz: float | None) -> np.ndarray:
+        """Indices of the built-in voices inside the pitch gate of :meth:`nearest`
+        for ``pitch_hz`` (widened until one passes; all of them without a pitch)."""
+        if not self.is_builtin.any():
+            return np.zeros(0, np.int64)
         gate = self._pitch_window(pitch_hz, PITCH_TOLERANCE, self.is_builtin, 1)
-        sims = np.where(self.is_builtin & gate, self.embeddings @ query, -np.inf)
-        best = int(np.argmax(sims))
-        label = str(self.labels[best])
-        return legacy_aliases().get(label, label), float(sims[best])
+        return np.flatnonzero(self.is_builtin & gate)
+
+    def builtin_name(self, index: int) -> str:
+        """The catalog name of the built-in voice at ``index``."""
+        label = str(self.labels[index])
+        return legacy_aliases().get(label, label)
 
     def _pitch_window(
         self, pitch_hz: float | None, tolerance: float, eligible: np.ndarray, k: int
