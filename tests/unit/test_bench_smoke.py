@@ -399,6 +399,9 @@ def test_formant_scale_summary_chooses_alpha_on_the_other_speakers() -> None:
     # Per sex, left out: a gets b's best (1.04), b gets a's (0.96), c has no
     # other male speaker and keeps the first alpha of its own grid.
     assert summary["per_sex_loso"] == pytest.approx((0.1 + 0.1 + 0.2) / 3)
+    # One factor for all, left out (ties go to the first factor): a → 1.00
+    # (b and c tie 1.00 with 1.04), b → 0.96, c → 0.96 (a and b tie it with 1.00).
+    assert summary["global_loso"] == pytest.approx((0.5 + 0.1 + 0.2) / 3)
     # The encoder hears 0.96 best by 0.3, more than any prior weight takes off
     # (1.0 x 0.06 octave), so 0.96 is chosen for every held-out speaker.
     assert summary["encoder_loso"] == pytest.approx((0.9 + 0.1 + 0.2) / 3)
