@@ -714,12 +714,8 @@ def main(argv: list[str] | None = None) -> int:
             if cloned.voice.probe is not None:
                 # What the quality report calls the clone's similarity: the product
                 # encoder on the probe sentence against the reference's print.
-                heard = cloned.voice.probe
-                if cloned.tone is not None:
-                    heard = cloned.tone.apply(heard, 24_000)
-                probe16 = soxr.resample(heard, 24_000, 16_000).astype(np.float32)
-                row[label]["probe_similarity"] = float(
-                    encoder.embed(probe16) @ cloned.print.embedding
+                row[label]["probe_similarity"] = pipeline.heard_similarity(
+                    cloned.print, cloned.voice.probe, cloned.tone
                 )
                 stock = pipelines[label].closest_stock(cloned.print)
                 row[label]["stock_similarity"] = None if stock is None else stock[1]

@@ -255,12 +255,11 @@ def main(argv: list[str] | None = None) -> int:
             probe_audio = scale_envelope(cloned.voice.probe, 24_000, alpha)
             scaled = [scale_envelope(c, 24_000, alpha) for c in clips]
             tone = pipeline.tone_for(spectrum, probe_audio)
+            heard = pipeline.heard_similarity(cloned.print, probe_audio, tone)
             if tone is not None:
                 scaled = [tone.apply(c, 24_000) for c in scaled]
-                probe_audio = tone.apply(probe_audio, 24_000)
             vector = judge.embed_clips([to16(c) for c in scaled])
             sim = float(np.mean([vector @ t for t in targets]))
-            heard = float(encoder.embed(to16(probe_audio)) @ cloned.print.embedding)
             scored[f"{alpha:.2f}"] = {"judge_norm": stats.normalizer(sim, sex), "heard": heard}
         ref_f = median_formants(reference.samples16k)
         clone_f = median_formants(to16(np.concatenate([cloned.voice.probe, *clips])))
