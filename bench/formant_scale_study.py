@@ -314,6 +314,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     per_sex_cv = []
     for i, row in enumerate(rows):
         same = [r for j, r in enumerate(rows) if j != i and r["sex"] == row["sex"]]
+        if not same:  # nobody else of that sex to choose on: the product's factor
+            per_sex_cv.append(judge(row, "1.00"))
+            continue
         alpha = max(row["alphas"], key=lambda a: float(np.mean([judge(r, a) for r in same])))
         per_sex_cv.append(judge(row, alpha))
     per_sex = {

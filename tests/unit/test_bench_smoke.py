@@ -397,8 +397,8 @@ def test_formant_scale_summary_chooses_alpha_on_the_other_speakers() -> None:
     # Snapped to the grid: a → 1.04, b → 1.00, c → 0.96.
     assert summary["formants"] == pytest.approx((0.1 + 0.5 + 0.2) / 3)
     # Per sex, left out: a gets b's best (1.04), b gets a's (0.96), c has no
-    # other male speaker and keeps the first alpha of its own grid.
-    assert summary["per_sex_loso"] == pytest.approx((0.1 + 0.1 + 0.2) / 3)
+    # other male speaker to choose on and keeps factor 1.
+    assert summary["per_sex_loso"] == pytest.approx((0.1 + 0.1 + 0.4) / 3)
     # One factor for all, left out (ties go to the first factor): a → 1.00
     # (b and c tie 1.00 with 1.04), b → 0.96, c → 0.96 (a and b tie it with 1.00).
     assert summary["global_loso"] == pytest.approx((0.5 + 0.1 + 0.2) / 3)
