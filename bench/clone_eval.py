@@ -84,7 +84,11 @@ from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
-from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline  # noqa: E402
+from voxclone.synth.voice.pipeline import (  # noqa: E402
+    STOCK_PREFERENCE,
+    ClonedVoice,
+    CloningPipeline,
+)
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
@@ -397,6 +401,13 @@ def main(argv: list[str] | None = None) -> int:
         help="move each clone's prosody half to the reference's median F0 (as the service)",
     )
     parser.add_argument(
+        "--stock-check",
+        action=argparse.BooleanOptionalAction,
+        default=product.clone_stock_check,
+        help="let a built-in the encoder hears (almost) as close replace the clone (as the "
+        "service); with --no-stock-check the rows keep what bench/stock_preference.py replays",
+    )
+    parser.add_argument(
         "--split-singles",
         action="store_true",
         help=f"robustness set: speakers with one recording of >= {SPLIT_MIN_S:g} s, "
@@ -536,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             probe=probe,
             sample_rate=24_000,
             calibrator=calibrator,
+            stock_check=args.stock_check,
         )
         for v in variants
     }
@@ -594,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
             "refine_budget_s": None if args.no_refine else args.refine_budget,
             "split_singles": args.split_singles,
             "pitch_calibration": args.pitch_calibration,
+            "stock_check": args.stock_check,
             "repitch_refined": args.repitch_refined,
             "refine_config": None
             if args.no_refine
@@ -719,6 +732,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 stock = pipelines[label].closest_stock(cloned.print)
                 row[label]["stock_similarity"] = None if stock is None else stock[1]
+                # What the stock check heard: each built-in of the pitch gate, toned.
+                spectrum_used = cloned.print.spectrum if matched else None
+                row[label]["stock_heard"] = {
+                    h.name: h.similarity for h in pipeline.heard_stock(cloned.print, spectrum_used)
+                }
             if label == "instant":
                 instant = cloned
         assert instant is not None
@@ -858,13 +876,16 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
             else ""
         )
         + ", then the reference's recording "
-        "tone (third-octave long-term spectrum, ±12 dB EQ), then the stock check (a built-in "
-        "of the pitch gate, same tone, replaces it when resemblyzer hears it closer"
+        "tone (third-octave long-term spectrum, ±12 dB EQ), then "
         + (
-            f": {sum(1 for r in result['speakers'] if r['instant'].get('stock_voice'))} "
-            f"of {len(result['speakers'])} here"
+            "the stock check (a built-in of the pitch gate, same tone, replaces it unless "
+            f"resemblyzer hears the clone closer by more than {STOCK_PREFERENCE:g}: "
+            f"{sum(1 for r in result['speakers'] if r['instant'].get('stock_voice'))} "
+            f"of {len(result['speakers'])} here)"
+            if result.get("stock_check", True)
+            else "no stock check"
         )
-        + "). Refine = hear atlas voices (with "
+        + ". Refine = hear atlas voices (with "
         "the instant clone's prosody half), then prosody halves of near-equal pitch on the best "
         "(and, with search on, cross-entropy samples), each with its own tone match, keep the "
         "best by resemblyzer only if it beats the start by the margin and passes the ASR guard."

@@ -335,7 +335,7 @@ class _HeardByLevel:
         return self._stock if abs(float(np.median(x16k)) - 0.1) < 0.02 else self._clone
 
 
-def _stock_check_pipeline() -> tuple[Any, VoiceAtlas, list[int]]:
+def _stock_check_pipeline(**options: Any) -> tuple[Any, VoiceAtlas, list[int]]:
     from voxclone.synth.voice.clone import InstantCloner
     from voxclone.synth.voice.pipeline import CloningPipeline
 
@@ -355,6 +355,7 @@ def _stock_check_pipeline() -> tuple[Any, VoiceAtlas, list[int]]:
         InstantCloner(atlas, encoder),  # type: ignore[arg-type]
         probe=probe,
         sample_rate=24_000,
+        **options,
     )
     return pipeline, atlas, rendered
 
@@ -396,12 +397,32 @@ def test_stock_probes_can_be_rendered_at_start_up() -> None:
     assert len(rendered) == 2
 
 
-def test_stock_check_keeps_the_clone_when_it_is_heard_at_least_as_close() -> None:
+def test_stock_check_keeps_the_clone_when_it_is_heard_closer_by_more_than_the_preference() -> None:
+    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+
     stock, clone = np.eye(256, dtype=np.float32)[:2]
     pipeline, _, _ = _stock_check_pipeline()
     cloned = pipeline.clone_print(_voice_print(clone + 0.5 * stock, 105.0), match_tone=False)
     assert cloned.stock_voice is None
     assert cloned.voice.probe is not None and float(cloned.voice.probe[0]) == pytest.approx(0.3)
-    # A tie keeps the clone too.
-    tie = pipeline.clone_print(_voice_print(clone + stock, 105.0), match_tone=False)
+    # Heard 0.743 against the built-in's 0.669: a lead of 0.074 keeps the clone.
+    assert STOCK_PREFERENCE < 0.743 - 0.669
+    near = pipeline.clone_print(_voice_print(clone + 0.9 * stock, 105.0), match_tone=False)
+    assert near.stock_voice is None
+
+
+def test_stock_check_prefers_a_builtin_heard_almost_as_close_as_the_clone() -> None:
+    """The clone is the encoder's own pick among the atlas voices, so a lead
+    smaller than the preference does not keep it (0.725 against 0.689 here)."""
+    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+
+    stock, clone = np.eye(256, dtype=np.float32)[:2]
+    assert STOCK_PREFERENCE > 0.725 - 0.689
+    print_ = _voice_print(clone + 0.95 * stock, 105.0)
+    pipeline, _, _ = _stock_check_pipeline()
+    assert pipeline.clone_print(print_, match_tone=False).stock_voice == "stock_low"
+    # Without the preference, the clone heard closer stays, and so does a tie.
+    strict, _, _ = _stock_check_pipeline(stock_preference=0.0)
+    assert strict.clone_print(print_, match_tone=False).stock_voice is None
+    tie = strict.clone_print(_voice_print(clone + stock, 105.0), match_tone=False)
     assert tie.stock_voice is None
