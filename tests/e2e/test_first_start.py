@@ -174,4 +174,7 @@ def test_clone_uses_the_running_local_server(
     assert summary["name"] == "ada" and summary["version"] == 2  # the measured version
     quality = summary["quality"]
     assert "report_pending" not in quality and isinstance(quality["similarity"], float)
-    assert quality["pitch_calibration"]["renders"] >= 1
+    # Measured by the report job: the clone's pitch calibration, or the built-in
+    # that replaced it (this clip: yuki, tests/integration/test_voice_service.py).
+    assert quality["tone_match"] is True
+    assert quality.get("stock_voice") or quality["pitch_calibration"]["renders"] >= 1

@@ -530,7 +530,7 @@ class VoiceService:
             }
         quality["style_recipe"] = _recipe_to_json(voice.recipe)
         if cloned.stock_voice is not None:
-            # The clone was heard farther from the reference than this stock voice.
+            # The clone was not heard closer than this stock voice by the preference.
             quality["stock_voice"] = cloned.stock_voice
         quality["instant_clone_s"] = round(cloned.instant_seconds, 3)
         quality["enroll_s"] = round(cloned.seconds, 3)
