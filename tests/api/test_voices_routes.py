@@ -55,6 +55,7 @@ def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceServic
     assert sent.owner == "local" and sent.consent.given_by == "Ada Lovelace"
     assert sent.consent.statement == FORM["consent_statement"]
     assert sent.match_tone is True  # the recording's tone is matched unless turned off
+    assert sent.keep_clone is False  # a built-in heard about as close may replace the clone
 
     listed = client.get("/v1/voices").json()["voices"]
     assert [v["id"] for v in listed] == [voice["id"]]
@@ -66,6 +67,8 @@ def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceServic
     assert client.get(f"/v1/voices/{voice['id']}").status_code == 404
     assert _enroll(client, name="Plain", match_tone="false").status_code == 201
     assert fake.enrolled[-1].match_tone is False
+    assert _enroll(client, name="Mine", keep_clone="true").status_code == 201
+    assert fake.enrolled[-1].keep_clone is True
 
 
 def test_enroll_without_waiting_returns_the_report_job(

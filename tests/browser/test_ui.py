@@ -65,6 +65,11 @@ def _api_voice_ids(app_url: str) -> set[str]:
         return {voice["id"] for voice in json.load(response)["voices"]}
 
 
+def _api_voice(app_url: str, voice_id: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{app_url}/v1/voices/{voice_id}", timeout=10) as response:
+        return dict(json.load(response))
+
+
 def _wait_for_success_or_alert(page: Any, success: str, alert: str, timeout_ms: int) -> None:
     """Wait until ``success`` matches; fail at once with the UI's message if ``alert`` fills."""
     page.wait_for_function(
@@ -135,6 +140,13 @@ def test_clone_speak_listen_delete(
     assert "measured" in page.locator("#enroll-label").inner_text()
     voice_id = library_item.get_attribute("data-voice-id")
     assert voice_id and voice_id in _api_voice_ids(app_url)
+    # "Speaks as" tells the clone from a built-in the stock check kept instead.
+    replaced = _api_voice(app_url, voice_id)["quality"].get("replaced_by_stock_voice")
+    speaks_as = page.locator("#q-speaks-as").inner_text()
+    if replaced:
+        assert speaks_as.startswith(f"built-in voice {replaced},"), speaks_as
+    else:
+        assert speaks_as == "its own clone", speaks_as
     assert page.locator("#speak-voice").input_value() == voice_id
     page.screenshot(path=str(artifacts_dir / "ui_after_clone.png"), full_page=True)
 

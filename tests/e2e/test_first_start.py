@@ -177,4 +177,6 @@ def test_clone_uses_the_running_local_server(
     # Measured by the report job: the clone's pitch calibration, or the built-in
     # that replaced it (this clip: yuki, tests/integration/test_voice_service.py).
     assert quality["tone_match"] is True
-    assert quality.get("stock_voice") or quality["pitch_calibration"]["renders"] >= 1
+    replaced = quality.get("replaced_by_stock_voice")
+    assert replaced == "yuki" or quality["pitch_calibration"]["renders"] >= 1, quality
+    assert ("speaks as 'yuki'" in proc.stderr) == (replaced == "yuki"), proc.stderr

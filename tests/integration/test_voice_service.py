@@ -119,22 +119,6 @@ def _voice_service(
 def service(
     engine: Engine, parts: CloningParts, tmp_path: Path
 ) -> Iterator[tuple[VoiceService, list[str], Any]]:
-    yield from _service(engine, parts, tmp_path)
-
-
-@pytest.fixture()
-def clone_keeping_service(
-    engine: Engine, parts: CloningParts, tmp_path: Path
-) -> Iterator[tuple[VoiceService, list[str], Any]]:
-    """The service without the stock check: the clone is always kept, so what
-    is measured is the clone's own calibration (a built-in that replaces it
-    speaks at its own pitch)."""
-    yield from _service(engine, parts, tmp_path, stock_check=False)
-
-
-def _service(
-    engine: Engine, parts: CloningParts, tmp_path: Path, **extra: Any
-) -> Iterator[tuple[VoiceService, list[str], Any]]:
     db = tmp_path / "voices.sqlite3"
     shapes = {engine.capabilities.engine: engine.capabilities.style_shape}
     store, jobs = SqliteVoiceStore(db, style_shapes=shapes), SqliteJobStore(db)
@@ -147,7 +131,6 @@ def _service(
         on_voice_changed=changed.append,
         quality_reporter=parts.reporter,
         pitch_calibrator=PitchCalibrator(parts.atlas, parts.reporter.probe, KOKORO_RATE),
-        **extra,
     )
     yield svc, changed, (engine, parts.tokens, jobs, store)
     svc.close()
@@ -227,16 +210,16 @@ def _assert_speaks_at_the_reference_pitch(record: Any, low_hz: float, high_hz: f
     assert 1 <= calibration["renders"] <= 4
 
 
-def test_female_clone_speaks_at_the_reference_pitch_after_its_report_job(
-    clone_keeping_service: Any,
-) -> None:
+def test_female_clone_speaks_at_the_reference_pitch_after_its_report_job(service: Any) -> None:
     # The male reference (3005) is checked on the clone of the tone test below,
     # enrolled the waiting way; this one does not wait (wait=false in the API).
     # The product encoder hears this clip's clone 0.001 closer than the built-in
-    # yuki, within the stock preference: the service keeps yuki (next test), so
-    # the stock check is off here.
-    svc, changed, (engine, tokens, _, _) = clone_keeping_service
-    request = EnrollRequest(FEMALE_REFERENCE.read_bytes(), "pitch", "owner-a", CONSENT)
+    # yuki, within the stock preference: by default the service keeps yuki (next
+    # test), so this one asks for the clone, through the report job.
+    svc, changed, (engine, tokens, _, _) = service
+    request = EnrollRequest(
+        FEMALE_REFERENCE.read_bytes(), "pitch", "owner-a", CONSENT, keep_clone=True
+    )
     enrolled = svc.start_enrollment(request, wait=False)
     draft = enrolled.record
     # Stored before any render: it speaks at once, its measurements follow.
@@ -255,6 +238,8 @@ def test_female_clone_speaks_at_the_reference_pitch_after_its_report_job(
     assert "report_pending" not in record.quality
     assert isinstance(record.quality["similarity"], float)
     assert record.tone_db is not None and record.quality["tone_match"] is True
+    assert "replaced_by_stock_voice" not in record.quality  # the clone, kept as asked
+    assert record.quality["keep_clone"] is True
     assert changed == [draft.id]  # caches drop what the draft said
     _assert_speaks_at_the_reference_pitch(record, 165.0, 300.0)
     # Its pace, from the reference's speaking rate and the clone's on the probe.
@@ -271,9 +256,16 @@ def test_a_builtin_heard_about_as_close_as_the_clone_replaces_it(service: Any) -
     svc, _, _ = service
     request = EnrollRequest(FEMALE_REFERENCE.read_bytes(), "s", "owner-a", CONSENT, refine=False)
     record, _ = svc.enroll(request)
-    assert record.quality["stock_voice"] == "yuki"
+    assert record.quality["replaced_by_stock_voice"] == "yuki"
     assert "pitch_calibration" not in record.quality  # a stock voice is not re-pitched
     assert isinstance(record.quality["similarity"], float) and record.quality["tone_match"]
+    # Asked to keep the clone, the service keeps it, also when a recording is added.
+    mine = EnrollRequest(FEMALE_REFERENCE.read_bytes(), "m", "owner-a", CONSENT, keep_clone=True)
+    kept, _ = svc.enroll(mine)
+    assert "replaced_by_stock_voice" not in kept.quality and kept.quality["keep_clone"] is True
+    grown = svc.add_recordings(kept.id, "owner-a", [FEMALE_REFERENCE.read_bytes()])
+    assert grown.version == kept.version + 1
+    assert "replaced_by_stock_voice" not in grown.quality and grown.quality["keep_clone"] is True
 
 
 def test_inline_voice_is_not_stored(service: Any) -> None:

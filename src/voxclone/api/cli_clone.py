@@ -66,6 +66,12 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="do not give the clone the recording's tone (a cleaner, more neutral sound)",
     )
     p.add_argument(
+        "--keep-clone",
+        action="store_true",
+        help="keep the clone even where a built-in voice is heard about as close "
+        "(by default that built-in, with the recording's tone, is used instead)",
+    )
+    p.add_argument(
         "--consent",
         action="store_true",
         help="confirm that the speaker consented to being cloned (required)",
@@ -108,6 +114,7 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
                 f"in {time.perf_counter() - started:.1f} s",
                 file=sys.stderr,
             )
+            _explain_stock_voice(record.quality)
             print(json.dumps(_summary(record), indent=1))
             return 0
         consent = ConsentInput(
@@ -126,6 +133,7 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
                 language=args.language,
                 keep_reference=args.keep_reference,
                 match_tone=args.match_tone,
+                keep_clone=args.keep_clone,
                 model=args.model,
             )
         )
@@ -143,6 +151,7 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
                 job = _wait(service, job.id, args.owner)
             print(f"refine {job.state}: {job.message}", file=sys.stderr)
             record = service.get(record.id, args.owner)
+        _explain_stock_voice(record.quality)
         print(json.dumps(_summary(record), indent=1))
     finally:
         runtime.close()
@@ -183,6 +192,7 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
             ("language", args.language),
             ("keep_reference", _flag(args.keep_reference)),
             ("match_tone", _flag(args.match_tone)),
+            ("keep_clone", _flag(args.keep_clone)),
             ("wait", "false"),  # speakable at once; the report follows in its job
             *([("model", args.model)] if args.model else []),
         ]
@@ -206,7 +216,9 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
         job = call_json(url, "POST", f"/v1/voices/{voice['id']}/refine", body=body)
         job = _wait_remote(url, job["id"], "refining")
         print(f"refine {job['state']}: {job['message']}", file=sys.stderr)
-    print(json.dumps(_remote_summary(call_json(url, "GET", f"/v1/voices/{voice['id']}")), indent=1))
+    summary = _remote_summary(call_json(url, "GET", f"/v1/voices/{voice['id']}"))
+    _explain_stock_voice(summary["quality"])
+    print(json.dumps(summary, indent=1))
     return True
 
 
@@ -271,6 +283,18 @@ def _wait(service: Any, job_id: str, owner: str) -> Any:
             print(file=sys.stderr)
             return job
         time.sleep(0.5)
+
+
+def _explain_stock_voice(quality: dict[str, Any]) -> None:
+    """Say so when the stock check gave the voice a built-in's sound."""
+    name = quality.get("replaced_by_stock_voice")
+    if name:
+        print(
+            f"note: the built-in voice '{name}', given this recording's tone, was heard about "
+            f"as close to the reference as the clone, so this voice speaks as '{name}' "
+            "(--keep-clone keeps the clone)",
+            file=sys.stderr,
+        )
 
 
 def _public_quality(quality: dict[str, Any]) -> dict[str, Any]:

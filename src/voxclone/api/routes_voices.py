@@ -63,6 +63,14 @@ async def enroll_voice(
     match_tone: Annotated[
         bool, Form(description="give the clone the recording's tone (microphone, room, timbre)")
     ] = True,
+    keep_clone: Annotated[
+        bool,
+        Form(
+            description="keep the clone even where a built-in voice of its pitch range, given "
+            "the recording's tone, is heard about as close to the reference (by default that "
+            "built-in is used instead and quality.replaced_by_stock_voice names it)"
+        ),
+    ] = False,
     model: Annotated[
         str | None,
         Form(description="engine to clone for (GET /v1/models); default engine if unset"),
@@ -102,6 +110,7 @@ async def enroll_voice(
         keep_reference=keep_reference,
         refine=refine,
         match_tone=match_tone,
+        keep_clone=keep_clone,
         **({"model": model} if model else {}),
     )
     enrolled = await run_in_threadpool(lambda: voices.start_enrollment(req, wait=wait))

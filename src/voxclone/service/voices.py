@@ -111,6 +111,8 @@ class EnrollRequest:
     model: str | None = None
     # More recordings of the same speaker, pooled with ``audio`` (weighted by speech).
     extra_audio: tuple[bytes, ...] = ()
+    # Keep the clone even where the stock check hears a built-in about as close.
+    keep_clone: bool = False
 
 
 RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
@@ -324,8 +326,12 @@ class VoiceService:
             voice_print, started=started, print_seconds=time.perf_counter() - started
         )
         if wait:
-            cloned = pipeline.finish(cloned, match_tone=req.match_tone)
+            cloned = pipeline.finish(
+                cloned, match_tone=req.match_tone, allow_stock=not req.keep_clone
+            )
         quality = self._quality(references, cloned)
+        if req.keep_clone:
+            quality["keep_clone"] = True  # so that adding a recording keeps it too
         if not wait:
             quality["report_pending"] = True
         record = self._create(
@@ -352,6 +358,7 @@ class VoiceService:
             references,
             cloned,
             req.match_tone,
+            req.keep_clone,
             None if refine_job is None else refine_job.id,
         )
         return Enrollment(record, report_job, refine_job)
@@ -465,8 +472,13 @@ class VoiceService:
         over ``record``'s version."""
         stored = _stored_print(record)
         pooled = new_print if stored is None else pool_prints([stored, new_print])
-        cloned = self._pipeline_or_fail().clone_print(pooled, match_tone=record.tone_db is not None)
+        keep_clone = bool(record.quality.get("keep_clone", False))
+        cloned = self._pipeline_or_fail().clone_print(
+            pooled, match_tone=record.tone_db is not None, allow_stock=not keep_clone
+        )
         quality = self._quality(references, cloned)
+        if keep_clone:
+            quality["keep_clone"] = True
         quality["recordings_added"] = int(record.quality.get("recordings_added", 0)) + len(
             references
         )
@@ -530,8 +542,10 @@ class VoiceService:
             }
         quality["style_recipe"] = _recipe_to_json(voice.recipe)
         if cloned.stock_voice is not None:
-            # The clone was not heard closer than this stock voice by the preference.
-            quality["stock_voice"] = cloned.stock_voice
+            # The voice speaks as this built-in (with the reference's tone): the
+            # clone was not heard closer by the stock preference. Its own key:
+            # ``stock_voice`` stays the voice the report compares with.
+            quality["replaced_by_stock_voice"] = cloned.stock_voice
         quality["instant_clone_s"] = round(cloned.instant_seconds, 3)
         quality["enroll_s"] = round(cloned.seconds, 3)
         quality["tone_match"] = cloned.tone is not None
@@ -737,6 +751,7 @@ class VoiceService:
         references: Sequence[ReferenceAudio],
         draft: ClonedVoice,
         match_tone: bool,
+        keep_clone: bool,
         refine_job_id: str | None,
     ) -> None:
         """The deferred half of a ``wait=False`` enrollment, then the refinement asked for."""
@@ -747,8 +762,12 @@ class VoiceService:
             self._update(
                 job_id, state="running", progress=0.0, message="calibrating pitch and tone"
             )
-            cloned = self._pipeline_or_fail().finish(draft, match_tone=match_tone)
+            cloned = self._pipeline_or_fail().finish(
+                draft, match_tone=match_tone, allow_stock=not keep_clone
+            )
             quality = self._quality(references, cloned)
+            if keep_clone:
+                quality["keep_clone"] = True
             if self._should_stop(job_id, record.id):
                 raise Cancelled("cancelled")
             try:

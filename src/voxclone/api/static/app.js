@@ -371,6 +371,7 @@ async function createVoice(event) {
   data.append("keep_reference", String($("keep-reference").checked));
   data.append("refine", String($("refine").checked));
   data.append("match_tone", String($("match-tone").checked));
+  data.append("keep_clone", String($("keep-clone").checked));
   // Answer as soon as the voice can speak (~0.2 s); the report follows in its job.
   data.append("wait", "false");
 
@@ -432,6 +433,13 @@ function showQuality(voice) {
   $("q-voice").textContent = `${voice.name} (${voice.id})`;
   $("q-similarity").textContent = pending ? "measuring…" : formatNumber(quality.similarity, 2);
   $("q-wer").textContent = pending ? "measuring…" : formatPercent(quality.wer);
+  // The stock check may give the voice a built-in's sound (heard about as close).
+  const builtin = quality.replaced_by_stock_voice;
+  $("q-speaks-as").textContent = pending
+    ? "measuring…"
+    : builtin
+      ? `built-in voice ${builtin}, with this recording's tone (heard about as close as the clone)`
+      : "its own clone";
   const stock = $("q-stock");
   if (quality.stock_voice && typeof quality.gain_over_stock === "number") {
     const gain = quality.gain_over_stock;

@@ -240,12 +240,22 @@ class CloningPipeline:
         ]
         return pool_prints(prints)
 
-    def clone(self, references: Sequence[SpeechClip], *, match_tone: bool = True) -> ClonedVoice:
+    def clone(
+        self,
+        references: Sequence[SpeechClip],
+        *,
+        match_tone: bool = True,
+        allow_stock: bool = True,
+    ) -> ClonedVoice:
         started = time.perf_counter()
         voice_print = self.voice_print(references)
         print_seconds = time.perf_counter() - started
         return self.clone_print(
-            voice_print, match_tone=match_tone, started=started, print_seconds=print_seconds
+            voice_print,
+            match_tone=match_tone,
+            allow_stock=allow_stock,
+            started=started,
+            print_seconds=print_seconds,
         )
 
     def clone_print(
@@ -253,12 +263,13 @@ class CloningPipeline:
         voice_print: VoicePrint,
         *,
         match_tone: bool = True,
+        allow_stock: bool = True,
         started: float | None = None,
         print_seconds: float = 0.0,
     ) -> ClonedVoice:
         """Clone from a print already measured (e.g. a stored voice's, pooled with a new clip)."""
         draft = self.draft(voice_print, started=started, print_seconds=print_seconds)
-        return self.finish(draft, match_tone=match_tone)
+        return self.finish(draft, match_tone=match_tone, allow_stock=allow_stock)
 
     def draft(
         self,
@@ -282,15 +293,19 @@ class CloningPipeline:
             voice_print, instant, voice, None, print_seconds, time.perf_counter() - started
         )
 
-    def finish(self, draft: ClonedVoice, *, match_tone: bool = True) -> ClonedVoice:
+    def finish(
+        self, draft: ClonedVoice, *, match_tone: bool = True, allow_stock: bool = True
+    ) -> ClonedVoice:
         """``draft`` spoken (pitch-calibrated, with the probe sentence) and, with
-        ``match_tone``, given the reference's recording tone."""
+        ``match_tone``, given the reference's recording tone; with ``allow_stock``
+        (and the pipeline's stock check on) a built-in may replace it."""
         began = time.perf_counter()
         voice_print = draft.print
         voice = self.speak(draft.instant.recipe, voice_print.pitch.median_hz)
         spectrum = voice_print.spectrum if match_tone else None
         tone = self.tone_for(spectrum, voice.probe)
-        stock = self.closer_stock(voice_print, voice, tone, spectrum) if self._stock_check else None
+        checked = self._stock_check and allow_stock
+        stock = self.closer_stock(voice_print, voice, tone, spectrum) if checked else None
         stock_name = None
         if stock is not None:
             stock_name, voice, tone = stock
