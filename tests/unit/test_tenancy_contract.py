@@ -400,6 +400,49 @@ def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> 
     assert library.changed == []
 
 
+@pytest.mark.parametrize("improved", [True, False])
+def test_a_refined_voice_no_longer_claims_the_builtin_it_started_from(
+    library: Library, improved: bool
+) -> None:
+    """A voice the stock check gave a built-in's sound says so in its report;
+    once refinement replaces that sound with a better-heard atlas voice, the
+    report must stop saying it (and keep saying it when nothing improved)."""
+    svc, vid = library.service, library.voice.id
+    recipe = {"timbre_weights": [1.0], "timbre_coeffs": [0.0], "prosody_weights": [1.0]}
+    quality = {"style_recipe": recipe, "replaced_by_stock_voice": "yuki", "keep_clone": False}
+    library.store.update_style(vid, A, style=library.voice.style, quality=quality, source="instant")
+
+    class Refiner:
+        config = SimpleNamespace(auditions=0, prosody_auditions=0)
+
+        def refine(self, *args: Any, **kwargs: Any) -> Any:
+            return SimpleNamespace(
+                improved=improved,
+                similarity=0.9,
+                start_similarity=0.5,
+                wer=None,
+                recipe=args[1],
+                style=library.voice.style + (1.0 if improved else 0.0),
+                evaluations=2,
+                seconds=0.1,
+                notes=[],
+            )
+
+    svc._refiner_source = lambda budget: Refiner()  # type: ignore[assignment,return-value]
+    svc._pipeline = CloningPipeline(  # the refine wiring, with a cloner that offers nothing
+        SimpleNamespace(  # type: ignore[arg-type]
+            alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
+        ),
+        probe=None,
+    )
+    job = svc.start_refine(vid, A, budget_s=1.0)
+    svc._executor.shutdown(wait=True)  # the job has run to its end
+    assert svc.get_job(job.id, A).state == "succeeded"
+    refined = svc.get(vid, A).quality
+    assert ("replaced_by_stock_voice" in refined) == (not improved)
+    assert refined["keep_clone"] is False  # the rest of the report is kept
+
+
 def test_openai_route_refuses_other_tenants_voices_and_bad_fields(library: Library) -> None:
     runtime = _openai_runtime(library.store)
     vid = library.voice.id

@@ -883,6 +883,9 @@ class VoiceService:
         if result.improved and spectrum is not None:
             tone_db = None if tone is None else tone.gain_db
         quality = dict(record.quality)
+        if result.improved:
+            # The refined voice is an atlas voice: no longer the built-in it started from.
+            quality.pop("replaced_by_stock_voice", None)
         quality.update(
             similarity=round(result.similarity, 4),
             wer=None if result.wer is None else round(result.wer, 4),
