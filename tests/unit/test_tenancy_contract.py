@@ -11,7 +11,7 @@ app) except the cloning models, which library operations never touch.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -357,71 +357,33 @@ def test_each_route_needs_its_scope(keyed: tuple[TestClient, KeyStore], scope: s
 # -- refinement: a cancel is final ---------------------------------------------
 
 
-def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> None:
-    """The refiner checks for cancellation only between auditions; a cancel that
-    lands after its last check (e.g. a tiny budget) must still leave the voice
-    untouched and end the job ``cancelled``, not ``succeeded``."""
+def _refine_once(
+    library: Library, quality: dict[str, Any], *, improved: bool, before: Callable[[], None]
+) -> str:
+    """Run one refine job on ``library.voice`` stored with ``quality`` (plus a
+    one-pack recipe), with a refiner that calls ``before`` and then reports
+    ``improved``; returns the job's final state."""
     svc, vid = library.service, library.voice.id
     recipe = {"timbre_weights": [1.0], "timbre_coeffs": [0.0], "prosody_weights": [1.0]}
     library.store.update_style(
-        vid, A, style=library.voice.style, quality={"style_recipe": recipe}, source="instant"
+        vid,
+        A,
+        style=library.voice.style,
+        quality={"style_recipe": recipe, **quality},
+        source="instant",
     )
-    version = svc.get(vid, A).version
 
     class Refiner:
         config = SimpleNamespace(auditions=0, prosody_auditions=0)
 
         def refine(self, *args: Any, **kwargs: Any) -> Any:
-            (job,) = library.jobs.list(A)
-            svc.cancel_job(job.id, A)  # the user cancels; this refiner never checks
-            return SimpleNamespace(
-                improved=True,
-                similarity=0.9,
-                start_similarity=0.5,
-                wer=None,
-                recipe=kwargs.get("start", args[1] if len(args) > 1 else None),
-                style=library.voice.style + 1.0,
-                evaluations=2,
-                seconds=0.1,
-                notes=[],
-            )
-
-    svc._refiner_source = lambda budget: Refiner()  # type: ignore[assignment,return-value]
-    svc._pipeline = CloningPipeline(  # the refine wiring, with a cloner that offers nothing
-        SimpleNamespace(  # type: ignore[arg-type]
-            alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
-        ),
-        probe=None,
-    )
-    job = svc.start_refine(vid, A, budget_s=1.0)
-    svc._executor.shutdown(wait=True)  # the job has run to its end
-    assert svc.get_job(job.id, A).state == "cancelled"
-    assert svc.get(vid, A).version == version
-    assert library.changed == []
-
-
-@pytest.mark.parametrize("improved", [True, False])
-def test_a_refined_voice_no_longer_claims_the_builtin_it_started_from(
-    library: Library, improved: bool
-) -> None:
-    """A voice the stock check gave a built-in's sound says so in its report;
-    once refinement replaces that sound with a better-heard atlas voice, the
-    report must stop saying it (and keep saying it when nothing improved)."""
-    svc, vid = library.service, library.voice.id
-    recipe = {"timbre_weights": [1.0], "timbre_coeffs": [0.0], "prosody_weights": [1.0]}
-    quality = {"style_recipe": recipe, "replaced_by_stock_voice": "yuki", "keep_clone": False}
-    library.store.update_style(vid, A, style=library.voice.style, quality=quality, source="instant")
-
-    class Refiner:
-        config = SimpleNamespace(auditions=0, prosody_auditions=0)
-
-        def refine(self, *args: Any, **kwargs: Any) -> Any:
+            before()
             return SimpleNamespace(
                 improved=improved,
                 similarity=0.9,
                 start_similarity=0.5,
                 wer=None,
-                recipe=args[1],
+                recipe=kwargs.get("start", args[1] if len(args) > 1 else None),
                 style=library.voice.style + (1.0 if improved else 0.0),
                 evaluations=2,
                 seconds=0.1,
@@ -437,8 +399,37 @@ def test_a_refined_voice_no_longer_claims_the_builtin_it_started_from(
     )
     job = svc.start_refine(vid, A, budget_s=1.0)
     svc._executor.shutdown(wait=True)  # the job has run to its end
-    assert svc.get_job(job.id, A).state == "succeeded"
-    refined = svc.get(vid, A).quality
+    return svc.get_job(job.id, A).state
+
+
+def test_a_cancel_that_arrives_while_the_refiner_runs_wins(library: Library) -> None:
+    """The refiner checks for cancellation only between auditions; a cancel that
+    lands after its last check (e.g. a tiny budget) must still leave the voice
+    untouched and end the job ``cancelled``, not ``succeeded``."""
+    svc, vid = library.service, library.voice.id
+    versions: list[int] = []
+
+    def cancel() -> None:
+        versions.append(svc.get(vid, A).version)  # the one the refiner started from
+        (job,) = library.jobs.list(A)
+        svc.cancel_job(job.id, A)  # the user cancels; this refiner never checks
+
+    assert _refine_once(library, {}, improved=True, before=cancel) == "cancelled"
+    assert [svc.get(vid, A).version] == versions
+    assert library.changed == []
+
+
+@pytest.mark.parametrize("improved", [True, False])
+def test_a_refined_voice_no_longer_claims_the_builtin_it_started_from(
+    library: Library, improved: bool
+) -> None:
+    """A voice the stock check gave a built-in's sound says so in its report;
+    once refinement replaces that sound with a better-heard atlas voice, the
+    report must stop saying it (and keep saying it when nothing improved)."""
+    quality = {"replaced_by_stock_voice": "yuki", "keep_clone": False}
+    state = _refine_once(library, quality, improved=improved, before=lambda: None)
+    assert state == "succeeded"
+    refined = library.service.get(library.voice.id, A).quality
     assert ("replaced_by_stock_voice" in refined) == (not improved)
     assert refined["keep_clone"] is False  # the rest of the report is kept
 
