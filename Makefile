@@ -8,7 +8,7 @@ APT_PKGS := redis-server chromium iproute2 util-linux postgresql
 # Only `make image` needs these (CI's `make test` does not build images).
 IMAGE_APT_PKGS := podman runc debootstrap
 
-.PHONY: run serve test test-fast lint bench bench-quick install system-deps clean mutants \
+.PHONY: run serve test test-fast lint bench bench-quick install voice-packs system-deps clean mutants \
 	image image-base image-deps image-wheels image-run image-stop image-smoke
 
 # pip's own progress (one line per package, a bar per download) instead of
@@ -29,7 +29,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 	@echo "==> install done"
 
-install: $(STAMP)
+install: $(STAMP) voice-packs
+
+# Kokoro's other voice packs (npm kokoro-js, SHA-256 pinned) widen the voices
+# cloning can reach, most for male speakers (docs/benchmarks.md, "More voice
+# packs"). A no-op once installed; without them cloning still works, on fewer
+# voices, so a failed fetch only warns.
+voice-packs: $(STAMP)
+	@$(BIN)/python scripts/fetch_voice_packs.py --if-missing || \
+		echo "==> voice packs not installed: cloning uses the atlas voices of the five shipped packs"
 
 system-deps:
 	@bash scripts/install_system_deps.sh $(APT_PKGS)

@@ -36,18 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import save_figure, write_result  # noqa: E402
+from voxclone.synth.voice.atlas import ROW_COLUMNS  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "atlas_size.json"
 PLOT = ROOT / "docs" / "img" / "atlas_size.png"
-PER_VOICE = {
-    "timbre_weights",
-    "timbre_coeffs",
-    "prosody_weights",
-    "embeddings",
-    "f0_median",
-    "wer",
-    "labels",
-}
+PER_VOICE = set(ROW_COLUMNS)  # the atlas's per-voice columns
 
 
 def cut(atlas: Path, size: int, out: Path) -> Path:

@@ -531,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         np.savez(cache, **flat)
 
     # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
-    atlas = VoiceAtlas.load(engine.style_packs(), args.atlas)
+    atlas = VoiceAtlas.load(engine.atlas_packs(), args.atlas)
     calibrator = PitchCalibrator(atlas, probe, 24_000) if args.pitch_calibration else None
     print(f"atlas loaded: {len(atlas)} voices", flush=True)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]

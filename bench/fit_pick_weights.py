@@ -336,7 +336,7 @@ def render_main(args: argparse.Namespace, command: str) -> int:
     encoder = SpeakerEncoder()
     encoder.load()
     detector = SpeechDetector()
-    atlas = VoiceAtlas.load(engine.style_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs())
     text = " ".join(str(s) for s in _atlas_sentences())
     by_speaker = utterances_by_speaker(args.evaldata)
     stats = recording_statistics(judge, args.evaldata, by_speaker)

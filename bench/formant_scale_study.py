@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             stats.real[speaker] = [judge.embed(stats.audio[h["file"]]) for h in by_speaker[speaker]]
     else:
         chosen = [s for s in args.speakers_list.split(",") if s in by_speaker]
-    atlas = VoiceAtlas.load(engine.style_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs())
     cues = AtlasCues.load()
     pipeline = CloningPipeline(
         InstantCloner(

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     detector = SpeechDetector()
     stats = recording_statistics(judge, args.evaldata, by_speaker)
-    atlas = VoiceAtlas.load(engine.style_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs())
     cloner = InstantCloner(atlas, encoder)
     probe = tokens(TEST_SENTENCE)
     # The product's pipeline: its voice print and tone match (candidates here

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     detector = SpeechDetector()
     denoiser = Denoiser()
-    atlas = VoiceAtlas.load(engine.style_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs())
     pipeline = CloningPipeline(
         InstantCloner(atlas, encoder),
         probe=lambda pack: synth(probe_tokens, pack),

@@ -14,6 +14,7 @@ over ``--workers`` processes and results are put back in index order.
     python scripts/build_atlas.py --voices 300 --workers 2
     python scripts/build_atlas.py --voices 2 --no-asr --out /tmp/tiny.npz   # smoke test
     python scripts/build_atlas.py --voices 1500 --workers 2 --resume atlas.npz  # grow one
+    python scripts/build_atlas.py --extend base.npz --extra-voices 250 --workers 2  # + extra packs
 
 The first voices are the five shipped packs and the built-in blends (with
 their own prosody, and named in the ``labels`` column), so the atlas always
@@ -46,8 +47,10 @@ sys.path.insert(0, str(ROOT / "src"))
 from voxclone.synth.voice.style_space import (  # noqa: E402
     StyleBasis,
     VoiceRecipe,
+    basis_from_arrays,
     build_basis,
     sample_recipe,
+    sample_same_sex_recipe,
 )
 
 DEFAULT_OUT = ROOT / "src" / "voxclone" / "synth" / "voice" / "data" / "atlas.npz"
@@ -146,6 +149,99 @@ def _measure(job: tuple[int, np.ndarray]) -> tuple[int, np.ndarray, float, float
         ]
         wer = float(np.mean(wers))
     return index, embedding.astype(np.float32), float(f0), wer
+
+
+# -- extension onto the model's other packs -------------------------------------
+EXTEND_SEED = 123
+
+
+def extension_recipes(
+    base_names: tuple[str, ...], extra_names: tuple[str, ...], n_random: int, n_directions: int
+) -> tuple[tuple[str, ...], list[VoiceRecipe]]:
+    """Pack order of the extended atlas and its new voices: each extra pack as
+    it is, then ``n_random`` seeded same-sex blends (male and female in turn;
+    the pack's sex is the second letter of its name, as Kokoro names them)."""
+    names = base_names + tuple(sorted(n for n in extra_names if n not in base_names))
+    onehots = []
+    for name in names[len(base_names) :]:
+        w = np.zeros(len(names), np.float32)
+        w[names.index(name)] = 1.0
+        onehots.append(VoiceRecipe(w, np.zeros(n_directions, np.float32), w.copy()))
+    male = np.array([i for i, n in enumerate(names) if n[1:2] == "m"])
+    female = np.array([i for i, n in enumerate(names) if n[1:2] == "f"])
+    rng = np.random.default_rng(EXTEND_SEED)
+    randoms = [
+        sample_same_sex_recipe(rng, male if i % 2 == 0 else female, len(names), n_directions)
+        for i in range(n_random)
+    ]
+    return names, onehots + randoms
+
+
+def extend(
+    base_path: Path,
+    n_random: int,
+    *,
+    workers: int = 1,
+    models_dir: Path = DEFAULT_MODELS,
+) -> dict[str, np.ndarray]:
+    """``base_path``'s voices unchanged (their blend weights padded with zeros)
+    plus voices on the model's other packs (engine/kokoro/voice_packs.py, which
+    must be installed), measured like every atlas voice. Deterministic."""
+    from voxclone.synth.engine.kokoro.assets import load_packs
+    from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
+
+    base = dict(np.load(base_path, allow_pickle=False))
+    base_names = tuple(str(n) for n in base["pack_names"])
+    packs = {**load_voice_packs(models_dir), **load_packs()}
+    extra = tuple(n for n in packs if n not in base_names)
+    if not extra:
+        raise SystemExit("no extra voice packs installed: run scripts/fetch_voice_packs.py")
+    names, recipes = extension_recipes(
+        base_names, extra, n_random, int(base["directions"].shape[0])
+    )
+    basis = basis_from_arrays(names, packs, base["directions"])
+    jobs = [(i, basis.pack(r)) for i, r in enumerate(recipes)]
+    results: list[tuple[int, np.ndarray, float, float]] = []
+    init_args = (str(models_dir), True, tuple(str(t) for t in base["sentences"]))
+    started = time.perf_counter()
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=max(1, workers), mp_context=ctx, initializer=_init_worker, initargs=init_args
+    ) as pool:
+        for count, result in enumerate(pool.map(_measure, jobs), start=1):
+            results.append(result)
+            if count % 20 == 0 or count == len(jobs):
+                rate = (time.perf_counter() - started) / count
+                print(f"{count}/{len(jobs)} new voices, {rate:.2f} s/voice", flush=True)
+    results.sort(key=lambda r: r[0])
+
+    def padded(column: str) -> np.ndarray:
+        old = base[column]
+        out = np.zeros((old.shape[0], len(names)), np.float32)
+        out[:, : old.shape[1]] = old
+        return np.concatenate([out, np.stack([getattr(r, column) for r in recipes])])
+
+    out = dict(base)
+    out.update(
+        packs_digest=np.array(packs_digest(packs)),
+        pack_names=np.array(names),
+        timbre_weights=padded("timbre_weights"),
+        prosody_weights=padded("prosody_weights"),
+        timbre_coeffs=np.concatenate(
+            [base["timbre_coeffs"], np.stack([r.timbre_coeffs for r in recipes])]
+        ),
+        labels=np.concatenate([base["labels"], np.full(len(recipes), "")]).astype(
+            base["labels"].dtype
+        ),
+        embeddings=np.concatenate(
+            [base["embeddings"], np.stack([r[1] for r in results]).astype(np.float16)]
+        ),
+        f0_median=np.concatenate(
+            [base["f0_median"], np.array([r[2] for r in results], np.float32)]
+        ),
+        wer=np.concatenate([base["wer"], np.array([r[3] for r in results], np.float32)]),
+    )
+    return out
 
 
 # -- driver -------------------------------------------------------------------
@@ -279,7 +375,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resume", type=Path, help="an earlier, smaller build of the same seed: reuse its voices"
     )
+    parser.add_argument(
+        "--extend",
+        type=Path,
+        help="keep this atlas's voices and add voices on the installed extra packs",
+    )
+    parser.add_argument(
+        "--extra-voices", type=int, default=250, help="random voices added by --extend"
+    )
     args = parser.parse_args(argv)
+    if args.extend is not None:
+        extended = extend(
+            args.extend, args.extra_voices, workers=args.workers, models_dir=args.models_dir
+        )
+        write(args.out, extended)
+        print(f"wrote {len(extended['embeddings'])} voices")
+        return 0
     result = build(
         args.voices,
         seed=args.seed,

@@ -521,7 +521,7 @@ def build_voice_service(
     )
     cloner = refiner = reporter = calibrator = None
     if style is not None:
-        atlas = VoiceAtlas.load(style.engine.style_packs())
+        atlas = VoiceAtlas.load(style.engine.atlas_packs())
         # The pick objective's weights and the atlas side of its cues
         # (bench/fit_pick_weights.py); a cue table for another atlas is ignored.
         cues = AtlasCues.load()

@@ -58,6 +58,7 @@ from voxclone.synth.voice.clone import (
     StyleRefiner,
 )
 from voxclone.synth.voice.pipeline import (
+    STOCK_PREFERENCE,
     ClonedVoice,
     CloningPipeline,
     VoicePrint,
@@ -168,6 +169,7 @@ class VoiceService:
         pitch_calibrator: PitchCalibrator | None = None,
         follow_rate: bool = True,
         stock_check: bool = True,
+        stock_preference: float = STOCK_PREFERENCE,
         refine_workers: int = 1,
         style_engine: EngineCapabilities | None = None,
         prompt_engines: Mapping[str, PromptCloning] | None = None,
@@ -204,6 +206,7 @@ class VoiceService:
                 calibrator=pitch_calibrator,
                 follow_rate=follow_rate,
                 stock_check=stock_check,
+                stock_preference=stock_preference,
             )
             if cloner is not None
             else None

@@ -15,7 +15,7 @@ An engine:
   its own tokenizer's ids from ``token_ids``;
 * clones in one of two ways (``clone_method``): ``"style"`` engines are
   conditioned on a float style array the cloner computes in the engine's style
-  space (:meth:`Engine.style_packs` is the space's basis); ``"prompt"`` engines
+  space (:meth:`Engine.atlas_packs` is the space's basis); ``"prompt"`` engines
   build an opaque conditioning prompt from cleaned reference audio
   (:meth:`Engine.make_prompt`, serialized to bytes for the voice store) and
   load it back for synthesis (:meth:`Engine.load_prompt`);
@@ -174,7 +174,12 @@ class Engine(Protocol):
     def builtin_voices(self) -> dict[str, EngineVoice]: ...
 
     def style_packs(self) -> dict[str, np.ndarray]:
-        """Style engines: the named style arrays the cloner's style space is built on."""
+        """Style engines: the named style arrays its built-in voices are made of."""
+        ...
+
+    def atlas_packs(self) -> dict[str, np.ndarray]:
+        """Style engines: the named style arrays the cloner's style space is built
+        on (the style packs and any more the engine has that are not voices)."""
         ...
 
     def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
@@ -214,6 +219,9 @@ class EngineBase:
 
     def style_packs(self) -> dict[str, np.ndarray]:
         return {}
+
+    def atlas_packs(self) -> dict[str, np.ndarray]:
+        return self.style_packs()
 
     def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
         raise InvalidInput(

@@ -12,6 +12,7 @@ to something worse, by the product encoder, than the closest built-in).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,6 +23,8 @@ from voxclone.errors import ModelAssetError
 from voxclone.synth.voice.builtin import legacy_aliases
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
+
+log = logging.getLogger(__name__)
 
 SUPPORTED_FORMAT = 1
 
@@ -110,10 +113,8 @@ class VoiceAtlas:
             raise ModelAssetError("the voice atlas could not be read") from exc
         if int(data["format_version"]) != SUPPORTED_FORMAT:
             raise ModelAssetError("the voice atlas has an unsupported format version")
+        data = usable_rows(data, packs)
         names = tuple(str(n) for n in data["pack_names"])
-        missing = [n for n in names if n not in packs]
-        if missing:
-            raise ModelAssetError("the voice atlas needs Kokoro packs that are not installed")
         basis = basis_from_arrays(names, packs, data["directions"])
         return cls(
             basis,
@@ -275,3 +276,53 @@ class VoiceAtlas:
         """
         order = rank_prosody(target_hz, self.f0_median, self.wer)[:count]
         return [self._prosody_w[i].copy() for i in order]
+
+
+ROW_COLUMNS = (
+    "timbre_weights",
+    "timbre_coeffs",
+    "prosody_weights",
+    "embeddings",
+    "f0_median",
+    "wer",
+    "labels",
+)
+
+
+def usable_rows(data: dict[str, np.ndarray], packs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The atlas columns restricted to the voices made only of installed packs.
+
+    The shipped atlas also holds voices on the model's other packs, which come
+    from a separate install step (engine/kokoro/voice_packs.py). Without them
+    those voices cannot be rebuilt, so they are left out and their pack columns
+    dropped; what remains is exactly the atlas of the installed packs. Raises
+    only when a built-in voice's pack is missing or no voice remains."""
+    names = [str(n) for n in data["pack_names"]]
+    have = np.array([n in packs for n in names], bool)
+    if have.all():
+        return data
+    absent = ~have
+    weights = np.abs(data["timbre_weights"][:, absent]).sum(axis=1) + np.abs(
+        data["prosody_weights"][:, absent]
+    ).sum(axis=1)
+    keep = weights == 0
+    labels = data.get("labels")
+    builtin_lost = labels is not None and bool(
+        (np.char.str_len(np.asarray(labels).astype(str)) > 0)[~keep].any()
+    )
+    if builtin_lost or not keep.any():
+        raise ModelAssetError("the voice atlas needs Kokoro packs that are not installed")
+    out = dict(data)
+    for column in ROW_COLUMNS:
+        if column in out:
+            out[column] = out[column][keep]
+    out["timbre_weights"] = out["timbre_weights"][:, have]
+    out["prosody_weights"] = out["prosody_weights"][:, have]
+    out["pack_names"] = np.asarray(data["pack_names"])[have]
+    log.info(
+        "voice atlas: %d of %d voices need voice packs that are not installed "
+        "(scripts/fetch_voice_packs.py installs them)",
+        int((~keep).sum()),
+        len(keep),
+    )
+    return out

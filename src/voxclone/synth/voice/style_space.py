@@ -171,3 +171,27 @@ def _lean_towards(weights: np.ndarray, anchor: int, share: float) -> np.ndarray:
     out = (1.0 - share) * rest
     out[anchor] += share
     return out
+
+
+def sample_same_sex_recipe(
+    rng: np.random.Generator,
+    pool: np.ndarray,
+    n_packs: int,
+    n_directions: int,
+    *,
+    max_step: float = 0.6,
+) -> VoiceRecipe:
+    """A random voice made of 1-3 packs of ``pool`` (indices of packs of one sex)
+    for the timbre half and 1-2 of them for the prosody half, with a small step
+    along the directions. With 20 male packs (npm kokoro-js) there is no need to
+    anchor on one male pack, and blending across sexes made voices no speaker
+    has; the step stays small because the packs themselves are the diversity
+    (the five-pack sampler needs steps up to 1.5 for that)."""
+    timbre_w = np.zeros(n_packs, np.float32)
+    chosen = rng.choice(pool, size=int(rng.integers(1, min(3, len(pool)) + 1)), replace=False)
+    timbre_w[chosen] = rng.dirichlet(np.ones(len(chosen)))
+    prosody_w = np.zeros(n_packs, np.float32)
+    chosen = rng.choice(pool, size=int(rng.integers(1, min(2, len(pool)) + 1)), replace=False)
+    prosody_w[chosen] = rng.dirichlet(np.ones(len(chosen)))
+    coeffs = rng.standard_normal(n_directions) * rng.uniform(0.0, max_step)
+    return VoiceRecipe(timbre_w, coeffs.astype(np.float32), prosody_w)

@@ -137,6 +137,11 @@ class KokoroEngine(EngineBase):
     def style_packs(self) -> dict[str, np.ndarray]:
         return self.assets.packs
 
+    def atlas_packs(self) -> dict[str, np.ndarray]:
+        # The model's other packs (npm kokoro-js, voice_packs.py) widen the
+        # space the cloner searches; only the shipped five are voices.
+        return {**self.assets.extra_packs, **self.assets.packs}
+
     def builtin_voices(self) -> dict[str, EngineVoice]:
         if self._builtins is None:
             from voxclone.synth.voice.builtin import builtin_voices
