@@ -5,18 +5,23 @@ Dims 0–127 drive timbre (what a speaker encoder hears), dims 128–255 drive
 prosody (pitch, durations). Measured on this model, the two halves can be set
 independently, so a voice is described by a :class:`VoiceRecipe`:
 
-* timbre half = blend of the shipped packs' timbre halves (affine weights)
+* timbre half = blend of the basis packs' timbre halves (affine weights)
   plus a delta along a few *directions*; the same delta is added to all 510
   rows, which keeps the length-dependent structure of the packs intact;
-* prosody half = blend of the shipped packs' prosody halves (chosen to match
+* prosody half = blend of the basis packs' prosody halves (chosen to match
   a target's pitch).
 
-The directions are the principal directions of how the shipped packs differ
-from each other (row by row) plus a few seeded random directions shaped like
+The basis packs are the engine's ``atlas_packs()``: the five the model's PyPI
+packages ship and, when installed, the model's other 49
+(engine/kokoro/voice_packs.py).
+
+The directions are the principal directions of how the five shipped packs
+differ from each other (row by row) plus a few seeded random directions shaped like
 that spread, because the five packs alone span only four dimensions and a
 cloner needs more room than that. Everything is deterministic from the packs
 and the seed, and the directions are also stored in the atlas file so that
-an atlas stays valid even if this construction changes.
+an atlas stays valid even if this construction changes (the atlas extended
+onto the other 49 packs keeps the five-pack directions).
 """
 
 from __future__ import annotations
