@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import shutil
@@ -10,12 +11,29 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
 from voxclone.devserver import free_loopback_port
+
+
+@pytest.fixture(scope="session")
+def repo_script() -> Callable[[str], ModuleType]:
+    """``repo_script("build_atlas")``: a file of scripts/ loaded as a module
+    (scripts/ is not a package)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, root / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(autouse=True)

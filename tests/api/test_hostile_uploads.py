@@ -5,7 +5,7 @@ scripts/make_hostile_corpus.py into tests/data/hostile/ (not committed)."""
 from __future__ import annotations
 
 import gc
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,19 +21,9 @@ CORPUS_DIR = ROOT / "tests" / "data" / "hostile"
 MAX_RSS_GROWTH_MB = 64
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_hostile_corpus", ROOT / "scripts" / "make_hostile_corpus.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def corpus() -> list[Path]:
-    return list(_script().make_corpus(CORPUS_DIR))
+def corpus(repo_script: Callable[[str], ModuleType]) -> list[Path]:
+    return list(repo_script("make_hostile_corpus").make_corpus(CORPUS_DIR))
 
 
 def _enroll(client: TestClient, path: Path) -> Any:

@@ -3,7 +3,6 @@ reproducible atlas build. Marked ``models`` (loads Kokoro and resemblyzer)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import time
 from collections.abc import Callable, Iterator
@@ -428,18 +427,10 @@ def test_a_recording_added_while_another_is_cloned_is_not_lost(
     assert store.get(one.id, "owner-m").version == added.version
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_atlas", ROOT / "scripts" / "build_atlas.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_atlas_build_is_reproducible_with_a_fixed_seed(engine: Engine, tmp_path: Path) -> None:
-    script = _load_script()
+def test_atlas_build_is_reproducible_with_a_fixed_seed(
+    engine: Engine, tmp_path: Path, repo_script: Callable[[str], ModuleType]
+) -> None:
+    script = repo_script("build_atlas")
     tiny = partial(
         script.build, 2, workers=1, use_asr=False, sentences=("Good morning.",), models_dir=MODELS
     )

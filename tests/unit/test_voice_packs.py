@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -142,21 +143,10 @@ def test_atlas_refuses_when_a_built_in_voice_cannot_be_made() -> None:
         usable_rows(arrays, {n: p for n, p in every.items() if n != "jm_two"})
 
 
-def _build_atlas_script() -> Any:
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location(
-        "build_atlas", root / "scripts" / "build_atlas.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_extension_keeps_the_base_packs_first_and_blends_within_one_sex() -> None:
-    script = _build_atlas_script()
+def test_the_extension_keeps_the_base_packs_first_and_blends_within_one_sex(
+    repo_script: Callable[[str], ModuleType],
+) -> None:
+    script = repo_script("build_atlas")
     base = ("jf_alpha", "jm_kumo")
     extra = ("bm_george", "af_heart", "am_adam", "jm_kumo", "bf_emma")
     names, recipes = script.extension_recipes(base, extra, 40, 16)

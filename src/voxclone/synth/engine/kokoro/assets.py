@@ -19,13 +19,12 @@ import logging
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
 from voxclone.synth.files import sha256_file
 
 log = logging.getLogger(__name__)
@@ -41,8 +40,6 @@ class KokoroAssets:
     model_sha256: str
     vocab: dict[str, int]
     packs: dict[str, np.ndarray]  # name -> [510, 1, 256] float32
-    # The model's other packs (voice_packs.py), when installed: atlas basis only.
-    extra_packs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _data_file(name: str) -> bytes:
@@ -144,5 +141,4 @@ def load_assets(models_dir: Path, *, verify_existing: bool = False) -> KokoroAss
         model_sha256=expected_sha256(),
         vocab=load_vocab(),
         packs=load_packs(),
-        extra_packs=load_voice_packs(models_dir),
     )

@@ -27,6 +27,7 @@ from voxclone.synth.engine.base import (
 )
 from voxclone.synth.engine.kokoro import durations, edge_silence, ort_cache
 from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
+from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +140,10 @@ class KokoroEngine(EngineBase):
 
     def atlas_packs(self) -> dict[str, np.ndarray]:
         # The model's other packs (npm kokoro-js, voice_packs.py) widen the
-        # space the cloner searches; only the shipped five are voices.
-        return {**self.assets.extra_packs, **self.assets.packs}
+        # space the cloner searches; only the shipped five are voices. Read on
+        # demand (once, by the cloning stack): a synthesis-only process never
+        # holds their 25 MB.
+        return {**load_voice_packs(self._models_dir), **self.assets.packs}
 
     def builtin_voices(self) -> dict[str, EngineVoice]:
         if self._builtins is None:
