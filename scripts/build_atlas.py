@@ -35,6 +35,7 @@ import hashlib
 import multiprocessing as mp
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -204,15 +205,11 @@ def extend(
     results: list[tuple[int, np.ndarray, float, float]] = []
     init_args = (str(models_dir), True, tuple(str(t) for t in base["sentences"]))
     started = time.perf_counter()
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=max(1, workers), mp_context=ctx, initializer=_init_worker, initargs=init_args
-    ) as pool:
-        for count, result in enumerate(pool.map(_measure, jobs), start=1):
-            results.append(result)
-            if count % 20 == 0 or count == len(jobs):
-                rate = (time.perf_counter() - started) / count
-                print(f"{count}/{len(jobs)} new voices, {rate:.2f} s/voice", flush=True)
+    for count, result in enumerate(_measured(jobs, workers, init_args), start=1):
+        results.append(result)
+        if count % 20 == 0 or count == len(jobs):
+            rate = (time.perf_counter() - started) / count
+            print(f"{count}/{len(jobs)} new voices, {rate:.2f} s/voice", flush=True)
     results.sort(key=lambda r: r[0])
 
     def padded(column: str) -> np.ndarray:
@@ -305,20 +302,27 @@ def build(
             if checkpoint is not None:
                 write(checkpoint, arrays())
 
-    init_args = (str(models_dir), use_asr, sentences)
+    for count, result in enumerate(
+        _measured(jobs, workers, (str(models_dir), use_asr, sentences)), start=1
+    ):
+        record(count, result)
+    return arrays()
+
+
+def _measured(
+    jobs: list[tuple[int, np.ndarray]], workers: int, init_args: tuple[str, bool, tuple[str, ...]]
+) -> Iterator[tuple[int, np.ndarray, float, float]]:
+    """:func:`_measure` over ``jobs``, in order, on ``workers`` processes."""
     if workers <= 1:
         # In-process: no spawn start-up cost (tests, tiny builds).
         _init_worker(*init_args)
-        for count, job in enumerate(jobs, start=1):
-            record(count, _measure(job))
-    else:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args
-        ) as pool:
-            for count, result in enumerate(pool.map(_measure, jobs), start=1):
-                record(count, result)
-    return arrays()
+        yield from map(_measure, jobs)
+        return
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=init_args
+    ) as pool:
+        yield from pool.map(_measure, jobs)
 
 
 def resumable_rows(
