@@ -160,6 +160,7 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
 
 def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> bool:
     """Clone through a running server; False if none is there (then clone in-process)."""
+    from voxclone.api.cli_jobs import wait_job
     from voxclone.api.cli_remote import RemoteError, call_json, default_server_url, server_ready
 
     if args.local or args.owner != "local":
@@ -209,12 +210,12 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
     )
     report = voice.get("report_job")
     if args.wait and report is not None:
-        job = _wait_remote(url, report["id"], "measuring")
+        job = wait_job(url, report["id"], "measuring")
         print(f"quality report {job['state']}: {job['message']}", file=sys.stderr)
     if args.refine:
         body = {} if args.budget is None else {"budget_s": args.budget}
         job = call_json(url, "POST", f"/v1/voices/{voice['id']}/refine", body=body)
-        job = _wait_remote(url, job["id"], "refining")
+        job = wait_job(url, job["id"], "refining")
         print(f"refine {job['state']}: {job['message']}", file=sys.stderr)
     summary = _remote_summary(call_json(url, "GET", f"/v1/voices/{voice['id']}"))
     _explain_stock_voice(summary["quality"])
@@ -233,23 +234,6 @@ def _remote_voice_id(url: str, name_or_id: str) -> str:
         if voice["name"] == name_or_id:
             return str(voice["id"])
     return name_or_id
-
-
-def _wait_remote(url: str, job_id: str, activity: str) -> dict[str, Any]:
-    """Poll a server job until it ends; Ctrl-C cancels it there."""
-    from voxclone.api.cli_remote import call_json
-
-    try:
-        while True:
-            job = call_json(url, "GET", f"/v1/jobs/{job_id}")
-            print(f"\r{activity} {job['progress']:5.1f} %", end="", file=sys.stderr, flush=True)
-            if job["state"] in ("succeeded", "failed", "cancelled"):
-                print(file=sys.stderr)
-                return job
-            time.sleep(0.25)
-    except KeyboardInterrupt:
-        call_json(url, "POST", f"/v1/jobs/{job_id}/cancel")
-        raise
 
 
 def _remote_summary(voice: dict[str, Any]) -> dict[str, Any]:

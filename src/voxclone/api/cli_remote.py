@@ -6,6 +6,10 @@ same request in ~1.5 s. ``say`` therefore asks the server named by
 ``--server``, or by default the configured local one if its ``/readyz``
 answers 200 within :data:`PROBE_TIMEOUT_S`, and speaks in-process otherwise.
 Plain ``urllib``: the CLI needs no HTTP client package for this.
+
+The server rate-limits anonymous callers per address (120 requests a minute,
+bursts of 30, by default): every call here honours a 429's Retry-After and
+tries again instead of failing the command (:func:`retrying`).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
@@ -26,14 +32,56 @@ from voxclone.errors import VoxcloneError
 PROBE_TIMEOUT_S = 0.2  # a local server answers /readyz in a few ms
 REQUEST_TIMEOUT_S = 600.0
 API_KEY_ENV = "VOXCLONE_API_KEY"
+# How long one call keeps retrying while the server answers 429 (rate limited);
+# the server names the wait in Retry-After (whole seconds, ~1 s at the default
+# limit), so this is dozens of tries, not a hang. Waiting for a job has no such
+# limit (cli_jobs.py): a 429 there only slows the polling.
+RATE_LIMIT_PATIENCE_S = 120.0
+RETRY_AFTER_MAX_S = 30.0  # a longer Retry-After is waited in steps of this
+
+T = TypeVar("T")
 
 
 class RemoteError(VoxcloneError):
-    """The server refused or failed the request; carries its status and message."""
+    """The server refused or failed the request; carries its status and message
+    (and, for 429/503, the seconds its Retry-After header asked for)."""
 
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        status: int,
+        retry_after: float | None = None,
+        field: str | None = None,
+        limit: Any = None,
+    ) -> None:
+        super().__init__(message, field=field, limit=limit, retry_after=retry_after)
         self.status = status
+
+
+def retrying(call: Callable[[], T], *, patience_s: float | None = RATE_LIMIT_PATIENCE_S) -> T:
+    """``call()``, again after each 429 (rate limited) for up to ``patience_s``
+    seconds (None: for ever), sleeping what the server's Retry-After asks.
+
+    A 429 is always safe to retry: the limiter refuses before the route runs.
+    """
+    started = time.monotonic()
+    told = False
+    while True:
+        try:
+            return call()
+        except RemoteError as exc:
+            if exc.status != 429:
+                raise
+            pause = min(RETRY_AFTER_MAX_S, exc.retry_after or 1.0)
+            if patience_s is not None and time.monotonic() - started + pause > patience_s:
+                raise
+            if not told:
+                told = True
+                print(
+                    f"voxclone: the server is rate-limiting this client; retrying in {pause:.0f} s",
+                    file=sys.stderr,
+                )
+            time.sleep(pause)
 
 
 @dataclass(frozen=True)
@@ -79,18 +127,22 @@ def server_ready(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
 def speak_remote(url: str, body: dict[str, Any], api_key: str | None = None) -> RemoteAudio:
     """POST ``body`` to ``/v1/tts``; the whole audio file, or RemoteError."""
     payload = {k: v for k, v in body.items() if v is not None}
-    request = _request(
-        url,
-        "/v1/tts",
-        "POST",
-        json.dumps({**payload, "stream": False}).encode(),
-        "application/json",
-        api_key,
-    )
-    with _opened(request, url) as response:
-        return RemoteAudio(
-            response.read(), response.headers.get("Content-Type", "application/octet-stream")
+
+    def once() -> RemoteAudio:
+        request = _request(
+            url,
+            "/v1/tts",
+            "POST",
+            json.dumps({**payload, "stream": False}).encode(),
+            "application/json",
+            api_key,
         )
+        with _opened(request, url) as response:
+            return RemoteAudio(
+                response.read(), response.headers.get("Content-Type", "application/octet-stream")
+            )
+
+    return retrying(once)
 
 
 def call_json(
@@ -102,19 +154,59 @@ def call_json(
     form: Sequence[tuple[str, str]] = (),
     files: Sequence[tuple[str, str, bytes]] = (),
     api_key: str | None = None,
+    patience_s: float | None = RATE_LIMIT_PATIENCE_S,
 ) -> dict[str, Any]:
     """One JSON API call: a JSON ``body``, or a multipart ``form`` with ``files``
-    (field, file name, bytes); the decoded answer, or RemoteError."""
+    (field, file name, bytes); the decoded answer, or RemoteError. Rate-limited
+    answers are retried for ``patience_s`` (see :func:`retrying`)."""
     data: bytes | None = None
     content_type = None
     if files or form:
         data, content_type = multipart(form, files)
     elif body is not None:
         data, content_type = json.dumps(body).encode(), "application/json"
-    request = _request(url, path, method, data, content_type, api_key)
-    with _opened(request, url) as response:
-        answer: dict[str, Any] = json.load(response)
-        return answer
+
+    def once() -> dict[str, Any]:
+        request = _request(url, path, method, data, content_type, api_key)
+        with _opened(request, url) as response:
+            answer: dict[str, Any] = json.load(response)
+            return answer
+
+    return retrying(once, patience_s=patience_s)
+
+
+@contextlib.contextmanager
+def opened_stream(
+    url: str,
+    path: str,
+    *,
+    method: str = "GET",
+    body: dict[str, Any] | None = None,
+    api_key: str | None = None,
+) -> Iterator[Any]:
+    """An open response to read as it arrives (server-sent events, audio);
+    a 429 before it opens is retried for as long as it lasts."""
+    data = None if body is None else json.dumps(body).encode()
+    content_type = None if body is None else "application/json"
+
+    def once() -> Any:
+        return _urlopen(_request(url, path, method, data, content_type, api_key), url)
+
+    response = retrying(once, patience_s=None)
+    with response:
+        yield response
+
+
+def download(link: str, dest: Any) -> int:
+    """Copy what ``link`` (an absolute URL, e.g. a job's signed audio link)
+    answers into the binary file ``dest``; the number of bytes."""
+    request = urllib.request.Request(link, method="GET")
+    total = 0
+    with _opened(request, link) as response:
+        while chunk := response.read(1 << 16):
+            dest.write(chunk)
+            total += len(chunk)
+    return total
 
 
 def multipart(
@@ -158,22 +250,42 @@ def _request(
     )
 
 
-@contextlib.contextmanager
-def _opened(request: urllib.request.Request, url: str) -> Iterator[Any]:
+def _urlopen(request: urllib.request.Request, url: str) -> Any:
     """``urlopen`` whose failures are RemoteErrors with the server's own message."""
     try:
-        response = urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S)
+        return urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S)
     except urllib.error.HTTPError as exc:
-        raise RemoteError(_error_message(exc), exc.code) from None
+        message, field, limit = _error_details(exc)
+        raise RemoteError(
+            message, exc.code, _retry_after(exc.headers), field=field, limit=limit
+        ) from None
     except (OSError, urllib.error.URLError) as exc:
         raise RemoteError(f"server {url} did not answer: {exc}", 503) from None
-    with response:
+
+
+@contextlib.contextmanager
+def _opened(request: urllib.request.Request, url: str) -> Iterator[Any]:
+    with _urlopen(request, url) as response:
         yield response
 
 
-def _error_message(exc: urllib.error.HTTPError) -> str:
+def _error_details(exc: urllib.error.HTTPError) -> tuple[str, str | None, Any]:
+    """(message, field, limit) of the server's JSON error body."""
     try:
         error = json.loads(exc.read().decode("utf-8", "replace")).get("error", {})
-        return str(error.get("message") or exc.reason)
+        field = error.get("field")
+        return (
+            str(error.get("message") or exc.reason),
+            field if isinstance(field, str) else None,
+            error.get("limit"),
+        )
     except (ValueError, AttributeError):
-        return f"server answered {exc.code} {exc.reason}"
+        return f"server answered {exc.code} {exc.reason}", None, None
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        value = float(headers.get("Retry-After", ""))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return value if value >= 0 else None
