@@ -51,6 +51,21 @@ class SpeechFields(BaseModel):
 class TTSRequest(SpeechFields):
     """Native speech request (JSON body or multipart form fields)."""
 
+    # The route reads its body itself (JSON or a form with a clip), so FastAPI
+    # does not list this model; api/docs.py adds it to the OpenAPI components
+    # with this example, which Swagger UI fills its "Try it out" body from.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "text": "Hello! This is voxclone speaking.",
+                    "voice": "clear_female",
+                    "format": "mp3",
+                }
+            ]
+        }
+    )
+
     stream: bool = Field(False, description="stream audio as it is synthesized")
     ssml: bool | None = Field(
         None,
@@ -236,6 +251,11 @@ class CatalogVoiceOut(BaseModel):
     model_id: str = ""
     aliases: list[str] = Field(
         default_factory=list, description="other names that select this voice (earlier, OpenAI)"
+    )
+    sex: str | None = Field(None, description="F or M (built-in voices)")
+    accent: str | None = Field(None, description="what a listener hears, e.g. British English")
+    default_for: list[str] = Field(
+        default_factory=list, description="languages that speak with it when no voice is named"
     )
 
 
