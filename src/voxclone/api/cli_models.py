@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from voxclone.config import Settings
-from voxclone.errors import InvalidInput
+from voxclone.errors import InvalidInput, ModelAssetError
 
 
 def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -82,19 +82,26 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.synth.engine.pocket.hub import bundle_from_files, pull
     from voxclone.synth.engine.pocket.loading import check_bundle
 
-    with tempfile.TemporaryDirectory(prefix="voxclone-models-") as tmp:
-        if args.models_command == "pull":
-            print(f"contacting the model hub for {engine} ({args.config}) …", file=sys.stderr)
-            source = Path(tmp) / "bundle"
-            pull(args.config, source, timeout=args.timeout)
-        else:
-            source = Path(args.path).expanduser()
-            if source.is_dir() and not (source / MANIFEST).exists() and args.config:
-                built = Path(tmp) / "bundle"
-                bundle_from_files(source, args.config, built)
-                source = built
-        models_dir.mkdir(parents=True, exist_ok=True)
-        installed = install_bundle(source, models_dir, engine=engine, check=check_bundle)
+    try:
+        with tempfile.TemporaryDirectory(prefix="voxclone-models-") as tmp:
+            if args.models_command == "pull":
+                print(f"contacting the model hub for {engine} ({args.config}) …", file=sys.stderr)
+                source = Path(tmp) / "bundle"
+                pull(args.config, source, timeout=args.timeout)
+            else:
+                source = Path(args.path).expanduser()
+                if source.is_dir() and not (source / MANIFEST).exists() and args.config:
+                    built = Path(tmp) / "bundle"
+                    bundle_from_files(source, args.config, built)
+                    source = built
+            models_dir.mkdir(parents=True, exist_ok=True)
+            installed = install_bundle(source, models_dir, engine=engine, check=check_bundle)
+    except OSError as exc:
+        # A full disk, a folder this user may not write: one line, like a bad bundle.
+        raise ModelAssetError(
+            f"cannot install the model: {exc.strerror or exc.__class__.__name__}"
+            + (f" ({Path(exc.filename).name})" if isinstance(exc.filename, str) else "")
+        ) from None
     m = installed.manifest
     print(
         f"installed {engine} model '{m.name}' ({_size(m.size)}, {len(m.files)} files, "

@@ -33,6 +33,8 @@ ENGINE = "pocket-tts"
 CONFIG_FILE = "config.yaml"
 CODE_LICENSE = "MIT"
 WEIGHTS_LICENSE = "CC-BY-4.0"
+# The safetensors format caps its JSON header at 100 MB; a longer one is not a header.
+SAFETENSORS_MAX_HEADER = 100_000_000
 # Package config stem -> voxclone language codes it speaks (from the package's config names).
 CONFIG_LANGUAGES = {
     "english": ("en-us", "en-gb"),
@@ -107,7 +109,8 @@ def read_config(bundle_dir: Path, manifest: Manifest) -> Config:
     try:
         raw = yaml.safe_load((bundle_dir / CONFIG_FILE).read_text(encoding="utf-8"))
         config = Config(**raw)
-    except (OSError, yaml.YAMLError, TypeError, ValidationError) as exc:
+    # ValueError: not UTF-8; RecursionError: YAML nested deep enough to exhaust the parser.
+    except (OSError, ValueError, RecursionError, yaml.YAMLError, TypeError, ValidationError) as exc:
         raise BundleError(
             f"config.yaml is not a Pocket TTS config ({exc.__class__.__name__})"
         ) from None
@@ -130,8 +133,11 @@ def read_config(bundle_dir: Path, manifest: Manifest) -> Config:
 
 
 def _safetensors_header(path: Path) -> dict[str, Any]:
-    """Header of a safetensors file; the file must be exactly as long as it declares."""
-    import json
+    """Header of a safetensors file; the file must be exactly as long as it declares.
+
+    The header is JSON from the operator's file: parsed with limits (a deep
+    one or a ``1e400`` offset is a damaged header, not a traceback)."""
+    from voxclone.synth.json_limits import load_json
 
     size = path.stat().st_size
     with open(path, "rb") as handle:
@@ -139,16 +145,18 @@ def _safetensors_header(path: Path) -> dict[str, Any]:
         if len(head) != 8:
             raise BundleError(f"'{path.name}' is not a safetensors file")
         (n,) = struct.unpack("<Q", head)
-        if n <= 0 or 8 + n > size:
+        if n <= 0 or 8 + n > size or n > SAFETENSORS_MAX_HEADER:
             raise BundleError(f"'{path.name}' is not a safetensors file (bad header length)")
         try:
-            header = json.loads(handle.read(n))
-        except (ValueError, UnicodeDecodeError):
+            header = load_json(handle.read(n))
+        except ValueError:  # JSONLimitError and UnicodeDecodeError are ValueErrors
             raise BundleError(f"'{path.name}' has a damaged safetensors header") from None
+    if not isinstance(header, dict):
+        raise BundleError(f"'{path.name}' has a damaged safetensors header")
     tensors = {k: v for k, v in header.items() if k != "__metadata__"}
     try:
         end = max((int(v["data_offsets"][1]) for v in tensors.values()), default=0)
-    except (TypeError, KeyError, ValueError, IndexError):
+    except (TypeError, KeyError, ValueError, IndexError, OverflowError):
         raise BundleError(f"'{path.name}' has a damaged safetensors header") from None
     if 8 + n + end != size:
         raise BundleError(f"'{path.name}' is truncated or has trailing data")
