@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +26,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import users_report  # noqa: E402
 
 # Result name -> the command that produces it when nothing better is recorded.
 DEFAULT_COMMANDS = {
@@ -38,6 +42,7 @@ DEFAULT_COMMANDS = {
     "controls": "python bench/controls_eval.py",
     "load": "python bench/load.py",
     "soak": "python bench/soak.py",
+    "users": "python bench/users.py",
     "word_timestamps": "nice -n 15 python bench/word_timestamps.py",
     "engines_speed": "nice -n 10 python bench/engines_speed.py",
 }
@@ -641,6 +646,23 @@ def section_cache(data: dict[str, Any], runs: dict[str, Any]) -> str:
     )
 
 
+def section_users(
+    data: dict[str, Any], runs: dict[str, Any], plot: Path | None, out_page: Path
+) -> str:
+    """Simulated users and the capacity derived from them (bench/users.py)."""
+    title = "## Many users: capacity\n\n"
+    res = data.get("users")
+    if not isinstance(res, dict) or "levels" not in res:
+        return title + missing("users", runs)
+    return (
+        title
+        + heading(command_for("users", data, runs))
+        + f"\nMeasured {res.get('when', 'at an unrecorded time')}.\n\n"
+        + users_report.markdown(res)
+        + image(out_page, plot, "many users: latency and outcomes per level")
+    )
+
+
 def demote_headings(markdown: str, levels: int = 2) -> str:
     """Nest a script's own Markdown under this page's section headings."""
     return "\n".join(
@@ -734,6 +756,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         "pick_study": plot_pick_study("pick_study"),
         "pick_study_auditions": plot_pick_study("pick_study_auditions"),
         "reference_robustness": plot_reference_robustness,
+        "users": lambda d, p: users_report.plot(d.get("users") or {}, p),
     }
     for name, maker in makers.items():
         try:
@@ -777,6 +800,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
             image(out_page, load_png if load_png.exists() else None, "load"),
         ),
         section_cache(data, runs),
+        section_users(data, runs, plots["users"], out_page),
         section_other(data, markdown, runs, out_page, img_dir),
     ]
     page = "\n".join(s for s in sections if s)

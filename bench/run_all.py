@@ -43,6 +43,8 @@ SCRIPTS: tuple[Script, ...] = (
     Script("peers", "bench/peers.py", (), ("--quick",), 2700, 360),
     Script("ttfa", "bench/ttfa.py", (), ("--quick",), 1200, 180),
     Script("load", "bench/load.py", (), ("--quick",), 1800, 180),
+    # Simulated users at 1-32 (quick: 1-8, 20 s each) and identical bursts.
+    Script("users", "bench/users.py", (), ("--quick",), 1800, 600),
     # Quick runs reuse the full clone evaluation: a 2-speaker, 15 s-refine run
     # would overwrite it with numbers too noisy to compare.
     Script(

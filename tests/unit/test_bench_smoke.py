@@ -29,6 +29,7 @@ OWN_MODULES = (
     "second_request",
     "variant_cv",
     "stock_preference",
+    "users",
 )
 
 
@@ -490,3 +491,149 @@ def test_formant_scale_moves_the_formants_and_keeps_the_pitch() -> None:
     up = formant_scale_study.scale_envelope(x, rate, 1.12)
     assert formants(up) / before == pytest.approx([1.12] * 4, abs=0.03)
     assert median_f0(up, rate) == pytest.approx(150.0, rel=0.01)
+
+
+def _users_level(users: int, statuses: list[int | None], latency: float = 2.0) -> dict:
+    """A level whose requests answered with ``statuses`` (None: the client timed out)."""
+    from users_report import Sample, summarize_level
+
+    samples = [
+        Sample(
+            "whole",
+            "short",
+            60,
+            status,
+            latency if status == 200 else 0.05,
+            timed_out=status is None,
+        )
+        for status in statuses
+    ]
+    return summarize_level(users, samples, wall_s=20.0, deadline_s=30.0)
+
+
+def test_users_level_counts_each_outcome_apart() -> None:
+    from users_report import Sample, summarize_level
+
+    samples = [
+        *(Sample("whole", "short", 60, 200, s, audio_s=4.0) for s in (1.0, 2.0, 3.0)),
+        Sample("stream", "medium", 300, 200, 4.0, first_byte_s=0.5, audio_s=18.0),
+        Sample("stream", "short", 60, 200, 9.0, first_byte_s=0.8, audio_s=4.0, complete=False),
+        Sample("whole", "short", 60, 503, 0.02),
+        Sample("whole", "short", 60, 503, 0.12),
+        Sample("stream", "short", 60, 429, 0.01),
+        Sample("whole", "medium", 300, 413, 0.01),
+        Sample("whole", "short", 60, None, 40.0, timed_out=True),
+        Sample("whole", "short", 60, 500, 0.3),
+    ]
+    level = summarize_level(4, samples, wall_s=10.0, deadline_s=30.0, engine={"engine_calls": 5})
+    assert level["counts"] == {
+        "served": 4,
+        "refused_503": 2,
+        "refused_429": 1,
+        "refused_413": 1,
+        "timed_out": 1,
+        "error": 2,  # the 500 and the 200 whose audio was cut short
+    }
+    assert level["sent"] == 11 and (level["short"], level["medium"]) == (9, 2)
+    # Served only: 1, 2, 3, 4 s -> p50 2.5, p95 3.85 (linear interpolation).
+    assert (level["p50_s"], level["p95_s"], level["max_s"]) == (2.5, 3.85, 4.0)
+    assert (level["ttfa_p50_s"], level["ttfa_p95_s"]) == (0.5, 0.5)  # the served stream
+    assert level["refusal_max_ms"] == 120.0
+    assert level["audio_s_per_s"] == 3.0  # 30 s of served audio over 10 s
+    assert level["routes"]["stream"] == {"sent": 3, "served": 1, "p50_s": 4.0, "p95_s": 4.0}
+    assert level["engine"] == {"engine_calls": 5}
+    assert level["within_capacity"] is False
+
+
+def test_users_capacity_is_the_last_level_before_the_first_failure() -> None:
+    from users_report import find_capacity
+
+    ok = [200] * 6
+    levels = [
+        _users_level(1, ok),
+        _users_level(2, ok),
+        _users_level(4, [*ok, 503]),
+        _users_level(8, ok),  # passing above a failing level does not count
+    ]
+    assert [lv["within_capacity"] for lv in levels] == [True, True, False, True]
+    assert find_capacity(levels) == 2
+    assert find_capacity(list(reversed(levels))) == 2  # order of the list does not matter
+    assert find_capacity([_users_level(1, ok), _users_level(2, [*ok, None])]) == 1  # time-out
+    late = _users_level(2, ok, latency=31.0)  # all served, but p95 past the 30 s deadline
+    assert late["within_capacity"] is False
+    assert find_capacity([_users_level(1, ok), late]) == 1
+    assert find_capacity([_users_level(1, [503])]) is None
+    assert find_capacity([_users_level(1, [])]) is None  # nothing sent proves nothing
+
+
+def test_users_texts_are_new_sized_and_repeatable() -> None:
+    import random
+
+    import users
+
+    def draw(seed: int) -> list[tuple[str, str]]:
+        texts, rng = users.Texts(), random.Random(seed)
+        return [texts.pick(rng, 0.3) for _ in range(300)]
+
+    drawn = draw(7)
+    assert drawn == draw(7) and drawn != draw(8)
+    assert len({text for _, text in drawn}) == len(drawn)
+    for kind, text in drawn:
+        low, high = users.SHORT_CHARS if kind == "short" else users.MEDIUM_CHARS
+        assert low <= len(text) <= high
+    assert 50 < sum(kind == "medium" for kind, _ in drawn) < 130
+
+
+def test_users_audio_length_of_wav_and_pcm_answers() -> None:
+    import io
+    import wave
+
+    import users
+
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(24_000)
+        wav.writeframes(b"\0\0" * 36_000)
+    assert users.wav_seconds(buffer.getvalue()) == 1.5
+    assert users.pcm_seconds(24_000 * 2 * 3) == 3.0
+    assert users.counter_deltas(
+        dict.fromkeys(users.ENGINE_COUNTERS.values(), 1.0),
+        dict.fromkeys(users.ENGINE_COUNTERS.values(), 4.0),
+    ) == dict.fromkeys(users.ENGINE_COUNTERS.values(), 3.0)
+
+
+def test_render_page_shows_the_users_capacity_table_and_plot(tmp_path: Path) -> None:
+    from users_report import Sample, find_capacity, summarize_burst
+
+    render_page = importlib.import_module("render_page")
+    levels = [
+        _users_level(1, [200] * 3),
+        _users_level(2, [200] * 5),
+        _users_level(4, [200] * 6 + [503] * 2),
+    ]
+    levels[0]["loadavg_1m"] = 1.5
+    burst = summarize_burst("whole", 16, [Sample("whole", "short", 60, 200, 1.5)] * 16, 1, 1)
+    result = {
+        "command": "python bench/users.py --quick",
+        "when": "2030-01-02 03:04 UTC",
+        "config": {"deadline_s": 30.0, "client_timeout_s": 40.0, "think_s": 5.0},
+        "levels": levels,
+        "bursts": [burst],
+        "capacity": find_capacity(levels),
+    }
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "users.json").write_text(json.dumps(result))
+    page, img = tmp_path / "docs" / "benchmarks.md", tmp_path / "docs" / "img"
+    text = render_page.render(results, page, img)
+    section = text[text.index("## Many users: capacity") :]
+    assert "Produced by `python bench/users.py --quick`" in section
+    assert "Measured 2030-01-02 03:04 UTC." in section
+    assert "**Capacity: 2 users**" in section
+    assert "(users: load): 1: 1.5." in section
+    assert "| 4 | 8 | 6 | 2 | 0 | 0 | 0 | 0 | 2.00 | 2.00 |" in section
+    assert "| whole | 16 | 16 × 200 | 1.50 | 1 | 1 |" in section
+    assert "![many users: latency and outcomes per level](img/users.png)" in section
+    assert (img / "users.png").stat().st_size > 0
