@@ -26,6 +26,7 @@ from voxclone.config import Settings
 from voxclone.engine_setup import EngineLoad, build_engines
 from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
 from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
+from voxclone.runtime.cache_guard import DeletedVoices, voices_held
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.lexicon_store import SqlLexiconStore
@@ -171,7 +172,9 @@ class VoiceLibrary:
 
     def purge_voice(self, voice_id: str) -> None:
         """What a deleted voice leaves behind: cached audio and its blobs."""
-        voice_purge(self.store, self.cache.invalidate_voice if self.cache else None)(voice_id)
+        invalidate = self.cache.invalidate_voice if self.cache else None
+        deleted = DeletedVoices.of(self.cache)
+        voice_purge(self.store, invalidate, deleted.record if deleted else None)(voice_id)
 
     def close(self) -> None:
         self.store.close()
@@ -317,17 +320,48 @@ def build_voice_store(
 
 
 def voice_purge(
-    store: SqlVoiceStore, invalidate: Callable[[str], object] | None
+    store: SqlVoiceStore,
+    invalidate: Callable[[str], object] | None,
+    record_deleted: Callable[[str], object] | None = None,
 ) -> Callable[[str], None]:
-    """The journaled purge of a deleted voice: its cached audio, then its blobs.
-    Either raising keeps the purge owed (service/purge.py retries it)."""
+    """The journaled purge of a deleted voice: its cached audio (every tier
+    tried, runtime/cache.py), its id into Redis's list of deleted voices (for
+    the orphan sweep, runtime/cache_guard.py), then its blobs. Any of them
+    raising keeps the purge owed (service/purge.py retries it)."""
 
     def purge(voice_id: str) -> None:
         if invalidate is not None:
             invalidate(voice_id)
+        if record_deleted is not None:
+            record_deleted(voice_id)
         store.purge_blobs(voice_id)
 
     return purge
+
+
+def build_purger(
+    store: SqlVoiceStore,
+    cache: TieredCache | None,
+    invalidate: Callable[[str], object],
+    *,
+    retry_s: float = 10.0,
+) -> CachePurger:
+    """Deleted voices' purges (journaled, retried) and, with a cache, the orphan
+    sweep whatever the database: audio no purge could reach (another server's
+    own tiers, a render's take-back that failed against Redis) is found and
+    removed (service/purge.py, runtime/cache_guard.py)."""
+    deleted = DeletedVoices.of(cache)
+    reconcile = None
+    if cache is not None:
+        reconcile = orphan_audio_purge(
+            voices_held(cache, deleted), store.existing_voice_ids, invalidate
+        )
+    return CachePurger(
+        store,
+        voice_purge(store, invalidate, deleted.record if deleted is not None else None),
+        retry_s=retry_s,
+        reconcile=reconcile,
+    )
 
 
 def build_library(settings: Settings) -> VoiceLibrary:
@@ -440,19 +474,7 @@ def build_runtime(
     runtime.job_worker = JobWorker(runtime.speech_jobs, poll_s=settings.job_poll_s)
     runtime.url_signer = build_signer(settings.url_signing_secret, settings.home)
     if with_voices:
-        reconcile = None
-        if settings.database_url and cache is not None:
-            # A shared library: voices deleted through another server leave
-            # audio in this server's own tiers (service/purge.py).
-            reconcile = orphan_audio_purge(
-                cache.local_voice_ids, store.existing_voice_ids, router.invalidate_voice
-            )
-        purger = CachePurger(
-            store,
-            voice_purge(store, router.invalidate_voice),
-            retry_s=settings.purge_retry_s,
-            reconcile=reconcile,
-        )
+        purger = build_purger(store, cache, router.invalidate_voice, retry_s=settings.purge_retry_s)
         purger.start()  # purges a previous process could not finish, then retries
         runtime.purger = purger
         runtime.voices = build_voice_service(

@@ -76,3 +76,26 @@ class _NoJournal:
     def purge_failed(self, voice_id: str, error: str) -> None: ...
 
     def purge_done(self, voice_id: str) -> None: ...
+
+
+def test_the_servers_purger_sweeps_its_tiers_whatever_the_database(
+    database_url: str, tmp_path: Path
+) -> None:
+    """bootstrap's wiring: the sweep runs with SQLite as with PostgreSQL (it
+    used to run only with a database URL, so an embedded library never swept)."""
+    from voxclone.bootstrap import build_purger
+
+    with SqlVoiceStore(database_url, style_shapes=SHAPES) as store:
+        gone = store.create(make_record("Gone"))
+        kept = store.create(make_record("Kept", seed=1))
+        cache = _cache(tmp_path / "cache")
+        orphan = _put(cache, gone.id, "hello")
+        survivor = _put(cache, kept.id, "hello")
+        purger = build_purger(store, cache, cache.invalidate_voice)
+        assert purger.reconcile() == 0
+
+        store.delete(gone.id, owner=None)  # by a process whose purge never reached here
+
+        assert purger.reconcile() == 1
+        assert cache.get(orphan) is None and cache.get(survivor) is not None
+        assert gone.id not in DiskTier(tmp_path / "cache", 1 << 20).voice_ids()

@@ -119,7 +119,10 @@ class CacheTier(Protocol):
 
     def put(self, key: str, entry: CacheEntry) -> bool: ...
 
-    def delete(self, key: str) -> None: ...
+    def delete(self, key: str, voice_id: str | None = None) -> None:
+        """Remove ``key``; ``voice_id``: the voice it was made with, whose
+        index must not keep pointing at it."""
+        ...
 
     def invalidate_voice(self, voice_id: str) -> int: ...
 
@@ -194,9 +197,9 @@ class MemoryTier:
                 self.counters.evictions += 1
             return True
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, voice_id: str | None = None) -> None:
         with self._lock:
-            self._remove_locked(key)
+            self._remove_locked(key)  # the voice index follows the entry
 
     def voice_ids(self) -> set[str]:
         """Voices that entries here were made with."""
@@ -435,8 +438,8 @@ class DiskTier:
         self._evict_over_budget()
         return True
 
-    def delete(self, key: str) -> None:
-        self._drop_file(self._file_name(key))
+    def delete(self, key: str, voice_id: str | None = None) -> None:
+        self._drop_file(self._file_name(key))  # the voice is in the file only
 
     def voice_ids(self) -> set[str]:
         """Voices that entries here were made with (reads every file's header)."""
@@ -590,6 +593,10 @@ class RedisTier:
     def _voice_key(self, voice_id: str) -> str:
         return f"{self.prefix}v:{voice_tag(voice_id)}"
 
+    def voice_index_key(self, voice_id: str) -> str:
+        """The SET indexing ``voice_id``'s entries (exists while any may be left)."""
+        return self._voice_key(voice_id)
+
     def get(self, key: str) -> CacheEntry | None:
         try:
             fields = self.client.hgetall(self._entry_key(key))
@@ -637,9 +644,15 @@ class RedisTier:
         self.counters.stores += 1
         return True
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, voice_id: str | None = None) -> None:
         try:
-            self.client.delete(self._entry_key(key))
+            if voice_id is None:
+                self.client.delete(self._entry_key(key))
+            else:
+                pipe = self.client.pipeline(transaction=True)
+                pipe.delete(self._entry_key(key))
+                pipe.srem(self._voice_key(voice_id), self._entry_key(key))
+                pipe.execute()
         except self._redis_error as exc:
             self.counters.errors += 1
             _log_redis_error("delete failed", exc)
@@ -665,6 +678,11 @@ class TieredCache:
             raise ValueError("tier names must be unique")
         self.tiers = list(tiers)
         self.listener = listener
+        # Voice purges running now and begun so far: a hit read before a purge
+        # and copied into the faster tiers after it would outlive it (get_entry).
+        self._purge_lock = threading.Lock()
+        self._purges_running = 0
+        self._purges_begun = 0
 
     def _notify(self, tier: str, outcome: str) -> None:
         if self.listener is not None:
@@ -674,16 +692,39 @@ class TieredCache:
                 log.exception("cache listener failed")
 
     def get_entry(self, key: str) -> tuple[CacheEntry, str] | None:
+        with self._purge_lock:
+            before = (self._purges_running, self._purges_begun)
         for position, tier in enumerate(self.tiers):
             entry = tier.get(key)
             if entry is None:
                 self._notify(tier.name, "miss")
                 continue
             self._notify(tier.name, "hit")
-            for faster in self.tiers[:position]:
-                faster.put(key, entry)
+            if position:
+                self._promote(key, entry, self.tiers[:position], before)
             return entry, tier.name
         return None
+
+    def _promote(
+        self, key: str, entry: CacheEntry, faster: Sequence[CacheTier], before: tuple[int, int]
+    ) -> None:
+        """Copy a hit into the faster tiers, unless a purge overlapped the lookup.
+
+        A purge running when the lookup began may not have reached the slower
+        tier yet (what was read may be its leftover): no copy. One that began
+        after it may have cleared the faster tiers before the copy landed: the
+        copy is taken back. Either way this process's own purge leaves nothing
+        (another process's purge of a shared tier is the orphan sweep's job).
+        """
+        if before[0]:
+            return
+        for tier in faster:
+            tier.put(key, entry)
+        with self._purge_lock:
+            overlapped = self._purges_begun != before[1]
+        if overlapped:
+            for tier in faster:
+                tier.delete(key, entry.voice_id)
 
     def get(self, key: str) -> tuple[bytes, str] | None:
         """``(audio bytes, tier name)`` or None; see ``get_entry`` for metadata."""
@@ -704,13 +745,14 @@ class TieredCache:
         for tier in self.tiers:
             tier.put(key, entry)
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, voice_id: str | None = None) -> None:
         for tier in self.tiers:
-            tier.delete(key)
+            tier.delete(key, voice_id)
 
     def local_voice_ids(self) -> set[str]:
         """Voices this process's own tiers (memory, disk) hold audio of; a shared
-        tier (Redis) is left out: the deleting server purges it."""
+        tier (Redis) is left out: the deleting server purges it (and the orphan
+        sweep finds what was written after, runtime/cache_guard.py)."""
         found: set[str] = set()
         for tier in self.tiers:
             lister = getattr(tier, "voice_ids", None)
@@ -727,11 +769,18 @@ class TieredCache:
         """
         removed: dict[str, int] = {}
         failure: Exception | None = None
-        for tier in self.tiers:
-            try:
-                removed[tier.name] = tier.invalidate_voice(voice_id)
-            except Exception as exc:
-                failure = failure or exc
+        with self._purge_lock:
+            self._purges_running += 1
+            self._purges_begun += 1
+        try:
+            for tier in self.tiers:
+                try:
+                    removed[tier.name] = tier.invalidate_voice(voice_id)
+                except Exception as exc:
+                    failure = failure or exc
+        finally:
+            with self._purge_lock:
+                self._purges_running -= 1
         if failure is not None:
             raise failure
         return removed

@@ -214,6 +214,8 @@ class VoiceStore(Protocol):
 
     def count(self, owner: str | None = None) -> int: ...
 
+    def voice_version(self, voice_id: str) -> int | None: ...
+
     def close(self) -> None: ...
 
 
@@ -793,6 +795,13 @@ class SqlVoiceStore:
                 rows = conn.execute(select(t.voices.c.id).where(t.voices.c.id.in_(batch)))
                 found.update(row[0] for row in rows)
         return found
+
+    def voice_version(self, voice_id: str) -> int | None:
+        """The voice's version now (any owner), None once it is deleted: what a
+        render asks before keeping audio made with it (runtime/cache_guard.py)."""
+        with self._db.read() as conn:
+            found = conn.execute(select(_V.version).where(_V.id == voice_id)).scalar()
+        return None if found is None else int(found)
 
     def purge_blobs(self, voice_id: str) -> int:
         """Delete every blob of ``voice_id`` (``voices/<id>/``); how many were there.

@@ -273,6 +273,15 @@ class VoiceCatalog:
                 self._prompts.popitem(last=False)
         return loaded
 
+    def is_current(self, voice_id: str, version: int) -> bool:
+        """Whether audio made with ``voice_id`` at ``version`` may still be kept:
+        a stored voice must still be in the library at that version (a store
+        read, never a cached answer); other voices (built-ins, inline ones)
+        have no library row to lose."""
+        if self._store is None or not voice_id.startswith("v_"):
+            return True
+        return self._store.voice_version(voice_id) == version
+
     def forget(self, voice_id: str) -> None:
         """Drop loaded prompts of a changed or deleted voice."""
         with self._prompt_lock:

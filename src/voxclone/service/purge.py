@@ -6,12 +6,15 @@ own transaction; :class:`CachePurger` pays it: at once when it can, and
 otherwise (Redis unreachable) on a timer and at the next start, until the
 cache confirms. A journal row disappears only after a successful purge.
 
-The journal is paid once, by whichever process gets to it first. With a shared
-library (PostgreSQL) and one home per server, the other servers' own memory
-and disk tiers still hold audio of the deleted voice, and nothing would ever
-tell them: :func:`orphan_audio_purge` makes each server compare the stored
-voices its local tiers hold audio of with the library, and purge those that
-are gone (every ``reconcile_s``).
+The journal is paid once, by whichever process gets to it first. Audio can
+still be left where that purge did not reach: the other servers' own memory
+and disk tiers (servers sharing a library, one home each), or a Redis entry a
+render wrote back after the purge and could not take back (Redis unreachable
+at that moment, runtime/cache_guard.py). :func:`orphan_audio_purge` makes
+each server, whatever its database, compare the stored voices its own tiers
+hold audio of, and the recently deleted voices Redis still holds audio of,
+with the library, and purge those that are gone (every ``reconcile_s``;
+bootstrap.py ``build_purger`` wires it).
 """
 
 from __future__ import annotations
@@ -44,11 +47,11 @@ def orphan_audio_purge(
     existing: Callable[[set[str]], set[str]],
     invalidate: Callable[[str], object],
 ) -> Callable[[], int]:
-    """A pass that purges local audio of stored voices the library no longer has.
+    """A pass that purges cached audio of stored voices the library no longer has.
 
-    ``held``: voice ids the local tiers hold audio of; ``existing``: which of
-    them the library still has; ``invalidate``: the purge. Returns how many
-    voices it purged.
+    ``held``: voice ids the tiers hold audio of (runtime/cache_guard.py
+    ``voices_held``); ``existing``: which of them the library still has;
+    ``invalidate``: the purge (every tier). Returns how many voices it purged.
     """
 
     def reconcile() -> int:
@@ -59,7 +62,7 @@ def orphan_audio_purge(
         for voice_id in sorted(gone):
             invalidate(voice_id)
         if gone:
-            log.info("purged local audio of %d voices deleted elsewhere", len(gone))
+            log.info("purged leftover audio of %d deleted voices", len(gone))
         return len(gone)
 
     return reconcile

@@ -26,6 +26,7 @@ import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
 from voxclone.runtime.cache import TieredCache, cache_key
+from voxclone.runtime.cache_guard import put_while_current
 from voxclone.runtime.scheduler import (
     PRIORITY_FIRST_CHUNK,
     PRIORITY_NORMAL,
@@ -392,7 +393,16 @@ class SpeechService:
                     return late_hit[0].data
             data = self._render_file(req, voice, language, progress, abandoned, deadline, admission)
             if cache is not None:
-                cache.put(key, data, voice_id=voice.id, content_type=ctype)
+                # Not kept when the voice was deleted or changed meanwhile.
+                put_while_current(
+                    cache,
+                    key,
+                    data,
+                    voice_id=voice.id,
+                    version=voice.version,
+                    content_type=ctype,
+                    still_current=self._catalog.is_current,
+                )
             return data
 
         # Identical concurrent requests share one synthesis, which stops only
@@ -598,7 +608,16 @@ class SpeechService:
                 kept.append(part)
             yield part
         if kept is not None and self._cache is not None:
-            self._cache.put(key, b"".join(kept), voice_id=voice.id, content_type=ctype)
+            # Not kept when the voice was deleted or changed meanwhile.
+            put_while_current(
+                self._cache,
+                key,
+                b"".join(kept),
+                voice_id=voice.id,
+                version=voice.version,
+                content_type=ctype,
+                still_current=self._catalog.is_current,
+            )
 
     # -- the pipeline -----------------------------------------------------------
     def render_pieces(
