@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -471,14 +471,23 @@ def build_runtime(
     # jobs are never failed this way (their leases decide).
     runtime.jobs = SqlJobStore(store.database, recover_on_open=settings.database_url is None)
     runtime.speech_jobs = build_speech_jobs(settings, runtime.jobs, router, events, blobs)
-    runtime.job_worker = JobWorker(runtime.speech_jobs, poll_s=settings.job_poll_s)
+    runtime.job_worker = JobWorker(
+        runtime.speech_jobs, poll_s=settings.job_poll_s, slots=settings.job_slots
+    )
     runtime.url_signer = build_signer(settings.url_signing_secret, settings.home)
     if with_voices:
         purger = build_purger(store, cache, router.invalidate_voice, retry_s=settings.purge_retry_s)
         purger.start()  # purges a previous process could not finish, then retries
         runtime.purger = purger
         runtime.voices = build_voice_service(
-            settings, stacks, store, router, events, purge=purger.purge, jobs=runtime.jobs
+            settings,
+            stacks,
+            store,
+            router,
+            events,
+            purge=purger.purge,
+            jobs=runtime.jobs,
+            revoke_jobs=runtime.speech_jobs.revoke_voices,
         )
         if warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
             runtime.warm_cloning()
@@ -494,6 +503,7 @@ def build_voice_service(
     *,
     purge: Callable[[str], bool] | None = None,
     jobs: SqlJobStore | None = None,
+    revoke_jobs: Callable[[Sequence[str]], object] | None = None,
 ) -> VoiceService:
     """The cloning stack: the atlas cloner for the style engine (the first one
     whose ``clone_method`` is "style"; its style space is the atlas's), prompt
@@ -610,6 +620,7 @@ def build_voice_service(
         reference_loader=loader,
         on_voice_changed=router.invalidate_voice,
         purge=purge,
+        revoke_jobs=revoke_jobs,
         refine_budget_s=settings.refine_budget_s,
         quality_reporter=reporter,
         pitch_calibrator=calibrator,

@@ -145,6 +145,10 @@ class Settings(BaseSettings):
     job_max_attempts: int = 3
     job_retry_base_s: float = 5.0
     job_retention_s: float = 7 * 24 * 3600.0
+    # Jobs one process renders at once, never two of one owner: with 2, a
+    # tenant's short job starts while another tenant's long one renders (their
+    # chunks take turns on the engine) instead of waiting for it to end.
+    job_slots: int = Field(default=2, ge=1, le=16)
     # How long a job's audio URL stays valid (S3 presigned or locally signed).
     job_url_ttl_s: int = 3600
     # HMAC key of the signed download links (GET /v1/files/...) when the blob

@@ -278,6 +278,10 @@ async def download_file(
         if not key.startswith(JOB_BLOB_PREFIX):
             raise ValueError(key)
         check_key(key)
+        # The signature proves the link was handed out, not that the job still
+        # owns its audio: a deleted job, or a voice deleted since, ends it.
+        if not await run_in_threadpool(jobs.serves, key):
+            raise ValueError(key)
         data = await run_in_threadpool(jobs.blobs.get, key)
     except (ValueError, BlobNotFound):
         raise NotFound("this file no longer exists", field="key") from None

@@ -26,7 +26,7 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, Self, runtime_checkable
@@ -35,8 +35,10 @@ from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, InvalidInput, NotFound
+from voxclone.runtime import job_voices
 from voxclone.runtime.db import Database, open_database
 from voxclone.runtime.db import schema as t
+from voxclone.runtime.job_fairness import fair_order, not_owned_by
 from voxclone.runtime.voice_store import utc_now_iso
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -72,6 +74,7 @@ class JobRecord:
     lease_expires_at: float | None = None  # Unix seconds
     run_after: float | None = None  # Unix seconds: not claimed before (backoff)
     idempotency_key: str | None = None
+    started_at: float | None = None  # Unix seconds of the latest claim
 
     @property
     def done(self) -> bool:
@@ -317,6 +320,7 @@ _JOB_COLUMNS = (
     _J.lease_expires_at,
     _J.run_after,
     _J.idempotency_key,
+    _J.started_at,
 )
 
 
@@ -341,6 +345,7 @@ def _job_from_row(row: Sequence[Any]) -> JobRecord:
         lease_expires_at=None if row[16] is None else float(row[16]),
         run_after=None if row[17] is None else float(row[17]),
         idempotency_key=row[18],
+        started_at=None if row[19] is None else float(row[19]),
     )
 
 
@@ -375,6 +380,7 @@ def _row_values(job: JobRecord) -> dict[str, Any]:
         "lease_expires_at": job.lease_expires_at,
         "run_after": job.run_after,
         "idempotency_key": job.idempotency_key,
+        "started_at": job.started_at,
     }
 
 
@@ -444,9 +450,15 @@ class SqlJobStore:
         return [_job_from_row(row) for row in rows]
 
     def delete_for_voice(self, voice_id: str) -> int:
-        """Forget every job about a voice (part of deleting the voice)."""
+        """Forget every in-process job about a voice (part of deleting the voice).
+
+        Queue jobs (with a payload: speech jobs) are not deleted here: they are
+        revoked (:meth:`revoke_for_voices`), so their owner sees why the audio
+        is gone and their audio is purged before the row goes."""
         with self._db.write() as conn:
-            deleted = conn.execute(delete(t.jobs).where(_J.voice_id == voice_id)).rowcount
+            deleted = conn.execute(
+                delete(t.jobs).where(_J.voice_id == voice_id, _J.payload_json.is_(None))
+            ).rowcount
         self._db.checkpoint()
         return int(deleted)
 
@@ -485,19 +497,22 @@ class SqlJobStore:
         max_attempts: int = 3,
         idempotency_key: str | None = None,
         voice_id: str | None = None,
+        voice_ids: Sequence[str] = (),
     ) -> tuple[JobRecord, bool]:
         """Queue a job; return (job, created).
 
         The same owner sending the same ``idempotency_key`` again gets the job
         the first request created (``created`` False); with a different payload
         that is a Conflict, since the key promised the same request.
+        ``voice_ids``: every stored voice the job speaks with, linked in the
+        same transaction (``voice_id`` defaults to the first).
         """
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         job = queued_job(
             kind,
             owner,
-            voice_id,
+            voice_id if voice_id is not None or not voice_ids else voice_ids[0],
             payload=payload,
             max_attempts=max_attempts,
             run_after=time.time(),
@@ -510,6 +525,7 @@ class SqlJobStore:
         try:
             with self._db.write() as conn:
                 conn.execute(insert(t.jobs).values(id=job.id, **_row_values(job)))
+                job_voices.link(conn, job.id, voice_ids)
         except IntegrityError:
             # A concurrent request with the same key inserted first.
             if idempotency_key is not None:
@@ -543,8 +559,13 @@ class SqlJobStore:
         kinds: Sequence[str],
         lease_s: float,
         now: float | None = None,
+        exclude_owners: Collection[str] = (),
     ) -> JobRecord | None:
-        """Take the oldest runnable job of ``kinds`` for ``worker_id``, or None.
+        """Take the next runnable job of ``kinds`` for ``worker_id``, or None.
+
+        Next: fair between owners (runtime/job_fairness.py): the owner with the
+        fewest running jobs, then the one served longest ago, then the oldest
+        job; never a job of ``exclude_owners`` (those this worker already runs).
 
         Runnable: queued and past its backoff, or running under a lease that
         expired (the worker holding it died). Such an abandoned job is failed
@@ -569,12 +590,14 @@ class SqlJobStore:
                             ),
                             and_(_J.state == "running", _J.lease_expires_at < now),
                         ),
+                        not_owned_by(exclude_owners),
                     )
-                    .order_by(_J.created_at, _J.id)
+                    .order_by(*fair_order(now))
                     .limit(1)
                 )
                 if not self._db.is_sqlite:
-                    query = query.with_for_update(skip_locked=True)
+                    # OF jobs: the fairness subqueries read other rows, never lock them.
+                    query = query.with_for_update(skip_locked=True, of=t.jobs)
                 row = conn.execute(query).first()
                 if row is None:
                     return None
@@ -589,6 +612,7 @@ class SqlJobStore:
                     attempts=job.attempts + 1,
                     claimed_by=worker_id,
                     lease_expires_at=now + lease_s,
+                    started_at=now,
                     message="running" if not abandoned else "running again: its worker was lost",
                     updated_at=utc_now_iso(),
                 )
@@ -656,6 +680,35 @@ class SqlJobStore:
             )
             self._save(conn, queued)
         return queued
+
+    # -- the voices a job speaks with (runtime/job_voices.py) -------------------
+
+    def link_voices(self, job_id: str, voice_ids: Collection[str]) -> None:
+        """Add links (a worker re-resolving a voice name may find another id)."""
+        with self._db.write() as conn:
+            job_voices.link(conn, job_id, voice_ids)
+
+    def voices_of(self, job_id: str) -> set[str]:
+        with self._db.read() as conn:
+            return job_voices.linked(conn, job_id)
+
+    def missing_voices(self, job_id: str) -> set[str]:
+        """The voices ``job_id`` speaks with that were deleted since."""
+        with self._db.read() as conn:
+            return job_voices.missing(conn, job_id)
+
+    def revoke_for_voices(
+        self, voice_ids: Collection[str] | None, *, kinds: Sequence[str], error: dict[str, Any]
+    ) -> builtins.list[str]:
+        """Fail the jobs of ``kinds`` that speak with one of ``voice_ids`` (None:
+        with any voice that is gone); return the ids whose audio is owed a purge
+        (see :func:`job_voices.revoke`; :meth:`audio_purged` settles one)."""
+        with self._db.write() as conn:
+            return job_voices.revoke(conn, voice_ids, kinds=kinds, error=error)
+
+    def audio_purged(self, job_id: str) -> None:
+        with self._db.write() as conn:
+            job_voices.purged(conn, job_id)
 
     def _held(self, conn: Connection, job_id: str, worker_id: str) -> JobRecord:
         """The job, locked, if ``worker_id`` holds its lease; else LeaseLost."""

@@ -16,7 +16,17 @@ What survives what:
   failed with the last error; a request error (bad voice, text too long) fails
   at once, since another try would fail the same way;
 * the process stops cleanly mid-job: the job goes back to the queue without
-  spending an attempt.
+  spending an attempt;
+* a voice the job speaks with is deleted: the job is revoked (failed,
+  ``voice_deleted``) and its audio deleted, whether it was queued, running or
+  done (service/speech_job_voices.py); a render that ends after the delete
+  checks its voices once its audio is stored and deletes it.
+
+Fairness: the claim serves the tenant with the fewest running jobs, then the
+one served longest ago (runtime/job_fairness.py), and a :class:`JobWorker`
+runs up to ``slots`` jobs at once, never two of one owner: a short job of
+another tenant starts while a long one renders, and their chunks take turns
+on the engine (background priority, first come within it).
 """
 
 from __future__ import annotations
@@ -27,7 +37,8 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,6 +47,7 @@ from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
 from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_job_voices import VOICE_DELETED_ERROR, spoken_voice_ids
 from voxclone.synth.audio.encode import file_extension
 from voxclone.synth.controls import SpeechControls
 
@@ -113,7 +125,10 @@ class SpeechJobs:
         events: JobEvents,
         config: SpeechJobConfig | None = None,
         worker_id: str | None = None,
+        voice_ids: Callable[[SpeechRequest], Sequence[str]] | None = None,
     ) -> None:
+        """``voice_ids``: the stored voices a request speaks with (default:
+        resolved through ``speech``'s catalog, service/speech_job_voices.py)."""
         self._queue = queue
         self._speech = speech
         self._blobs = blobs
@@ -121,6 +136,11 @@ class SpeechJobs:
         self.config = config or SpeechJobConfig()
         self.worker_id = worker_id or default_worker_id()
         self._stopping = threading.Event()
+        self._voice_ids = voice_ids or self._catalog_voice_ids
+        # Owners of the jobs this process is running (JobWorker slots): the
+        # next claim skips them, so a second slot serves another tenant.
+        self._running: Counter[str] = Counter()
+        self._claiming = threading.Lock()
 
     @property
     def blobs(self) -> BlobStore:
@@ -141,6 +161,7 @@ class SpeechJobs:
             payload=request_payload(req),
             max_attempts=self.config.max_attempts,
             idempotency_key=idempotency_key,
+            voice_ids=self._voice_ids(req),
         )
         if created:
             self._events.publish(job)
@@ -153,6 +174,48 @@ class SpeechJobs:
         if job.kind == SPEECH_JOB_KIND and job.payload is not None:
             self._blobs.delete_prefix(blob_key(job))
         return job
+
+    def serves(self, key: str) -> bool:
+        """Whether ``key`` is still a succeeded job's audio made with voices that
+        all still exist: a signed link's last check before it hands out bytes
+        (a deleted or revoked job, or one whose voice was deleted through a
+        path that has not revoked it yet, serves nothing)."""
+        job_id = key.removeprefix(JOB_BLOB_PREFIX).rsplit(".", 1)[0]
+        try:
+            job = self._queue.get(job_id, None)
+        except NotFound:
+            return False
+        if job.state != "succeeded" or (job.result or {}).get("blob_key") != key:
+            return False
+        return not self._queue.missing_voices(job.id)
+
+    def _catalog_voice_ids(self, req: SpeechRequest) -> Sequence[str]:
+        # The catalog is looked up only when the request names a voice.
+        return spoken_voice_ids(lambda v, owner: self._speech.catalog.resolve(v, owner), req)
+
+    def revoke_voices(self, voice_ids: Collection[str] | None) -> int:
+        """Revoke the jobs that speak with ``voice_ids`` (None: with any voice
+        that no longer exists) and delete their audio; return how many jobs
+        had audio purged. Part of deleting a voice; also run by the worker's
+        sweep, which catches deletes that did not get here (a crash between,
+        the command line) and purges a blob store that was unreachable."""
+        purged = 0
+        for job_id in self._queue.revoke_for_voices(
+            voice_ids, kinds=(SPEECH_JOB_KIND,), error=VOICE_DELETED_ERROR
+        ):
+            try:
+                job = self._queue.get(job_id, None)
+            except NotFound:
+                continue  # deleted meanwhile, audio with it
+            self._publish(job)
+            try:
+                self._blobs.delete_prefix(blob_key(job))
+            except Exception as exc:  # unreachable store: the purge stays owed
+                log.warning("audio purge of a revoked job postponed: %s", type(exc).__name__)
+                continue
+            self._queue.audio_purged(job_id)
+            purged += 1
+        return purged
 
     def sweep_expired(self, *, now: datetime | None = None) -> int:
         """Delete ended speech jobs older than the retention, with their audio."""
@@ -178,16 +241,30 @@ class SpeechJobs:
         self._stopping.clear()
 
     def run_one(self) -> JobRecord | None:
-        """Claim and run one job; return its final record (None: nothing to do)."""
+        """Claim and run one job; return its final record (None: nothing to do).
+
+        Safe to call from several threads (JobWorker slots): a claim never
+        takes a job of an owner this process is already running a job for."""
         if self._stopping.is_set():
             return None
-        job = self._queue.claim(
-            self.worker_id, kinds=(SPEECH_JOB_KIND,), lease_s=self.config.lease_s
-        )
-        if job is None:
-            return None
-        self._events.publish(job)
-        return self._run(job)
+        with self._claiming:
+            job = self._queue.claim(
+                self.worker_id,
+                kinds=(SPEECH_JOB_KIND,),
+                lease_s=self.config.lease_s,
+                exclude_owners=set(self._running),
+            )
+            if job is None:
+                return None
+            self._running[job.owner] += 1
+        try:
+            self._events.publish(job)
+            return self._run(job)
+        finally:
+            with self._claiming:
+                self._running[job.owner] -= 1
+                if self._running[job.owner] <= 0:
+                    del self._running[job.owner]
 
     def _run(self, job: JobRecord) -> JobRecord | None:
         lost = threading.Event()
@@ -266,6 +343,9 @@ class SpeechJobs:
             # Inside the try: the voice may have been deleted since the job was
             # queued, which ends the job like any other request error.
             total = max(1, self._speech.text_size(req))
+            # Names resolve again here: a voice renamed or replaced since the
+            # job was queued is linked too, so deleting it revokes the job.
+            self._queue.link_voices(job.id, self._voice_ids(req))
             admission = self._speech.admit_background(req)
             result = self._speech.synthesize(
                 req, progress=progress, cancelled=cancelled, admission=admission
@@ -296,6 +376,11 @@ class SpeechJobs:
             return self._stopped(job, lost, cancel)
         key = blob_key(job)
         self._blobs.put(key, result.audio, content_type=result.content_type)
+        # Store, then check (the cache tiers' write-then-verify argument): a
+        # delete that revoked the job before this point makes _end fail with
+        # LeaseLost; one after it revokes the finished job and deletes the
+        # audio itself; one whose revocation never ran (another path, a crash)
+        # is caught by the missing-voice check below.
         final = self._end(
             job,
             state="succeeded",
@@ -309,18 +394,30 @@ class SpeechJobs:
                 "attempts": job.attempts,
             },
         )
-        if final is None and not self._exists(job.id):
-            # Deleted while the audio was stored: leave no orphan. (Taken over
-            # instead: the key is the new holder's too, so it stays.)
-            self._blobs.delete_prefix(key)
+        if final is None:
+            if not self._someone_keeps(job.id, key):
+                # Deleted, cancelled or revoked while the audio was stored:
+                # leave no orphan.
+                self._blobs.delete_prefix(key)
+            return None
+        missing = self._queue.missing_voices(job.id)
+        if missing:
+            self.revoke_voices(missing)
+            try:
+                return self._queue.get(job.id, None)
+            except NotFound:
+                return None
         return final
 
-    def _exists(self, job_id: str) -> bool:
+    def _someone_keeps(self, job_id: str, key: str) -> bool:
+        """Whether the audio under ``key`` is another worker's to keep: the
+        job was taken over (its lease expired) and is running again or was
+        finished by the new holder, which writes the same key."""
         try:
-            self._queue.get(job_id, None)
+            job = self._queue.get(job_id, None)
         except NotFound:
             return False
-        return True
+        return job.state == "running" or (job.result or {}).get("blob_key") == key
 
     def _stopped(
         self, job: JobRecord, lost: threading.Event, cancel: threading.Event
@@ -363,8 +460,14 @@ class SpeechJobs:
 
 
 class JobWorker:
-    """One thread per process polling the queue (with jitter, so replicas that
-    started together do not poll in step) and sweeping expired jobs."""
+    """``slots`` threads per process polling the queue (with jitter, so replicas
+    that started together do not poll in step); the first also sweeps expired
+    jobs and revokes jobs of deleted voices.
+
+    Each slot runs one job at a time, and no two slots run jobs of one owner
+    (SpeechJobs.run_one): with the default two slots a tenant's short job
+    starts while another tenant's long one renders, instead of after it.
+    """
 
     SWEEP_EVERY_S = 60.0
 
@@ -373,41 +476,53 @@ class JobWorker:
         jobs: SpeechJobs,
         *,
         poll_s: float = 1.0,
+        slots: int = 2,
         on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
+        if slots < 1:
+            raise ValueError("a job worker needs at least one slot")
         self._jobs = jobs
         self._poll_s = poll_s
+        self._slots = slots
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._on_error = on_error
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return any(thread.is_alive() for thread in self._threads)
 
     def start(self) -> None:
         if self.running:
             return
         self._stop.clear()
         self._jobs.resume()
-        self._thread = threading.Thread(target=self._loop, name="voxclone-jobs", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(
+                target=self._loop, args=(slot == 0,), name=f"voxclone-jobs-{slot}", daemon=True
+            )
+            for slot in range(self._slots)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         self._jobs.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=timeout_s)
-            self._thread = None
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._threads = []
 
-    def _loop(self) -> None:
+    def _loop(self, sweeps: bool) -> None:
         next_sweep = 0.0
         while not self._stop.is_set():
             ran = None
             try:
-                if time.monotonic() >= next_sweep:
+                if sweeps and time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + self.SWEEP_EVERY_S
                     self._jobs.sweep_expired()
+                    self._jobs.revoke_voices(None)
                 ran = self._jobs.run_one()
             except Exception as exc:  # the loop must outlive a bad database moment
                 log.warning("job worker iteration failed", exc_info=True)

@@ -179,6 +179,7 @@ class VoiceService:
         inline_ttl_s: float = 3600.0,
         clock: Callable[[], float] = time.time,
         purge: Callable[[str], bool] | None = None,
+        revoke_jobs: Callable[[Sequence[str]], object] | None = None,
     ) -> None:
         """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
         (None when no style engine is loaded); ``style_engine`` names it in the
@@ -187,6 +188,9 @@ class VoiceService:
         self._store = store
         # Purges the caches of a deleted voice; False = postponed (journaled).
         self._purge = purge
+        # Revokes the speech jobs of deleted voices and deletes their audio
+        # (SpeechJobs.revoke_voices, service/speech_job_voices.py).
+        self._revoke_jobs = revoke_jobs
         self._jobs = jobs
         self._events = job_events
         self._cloner = cloner
@@ -684,12 +688,19 @@ class VoiceService:
         with self._deleted_lock:
             self._deleted.add(voice_id)  # running refines see this and stop
         for job in self._jobs.list(owner, limit=1000):
-            if job.voice_id == voice_id and not job.done:
+            # In-process jobs (refine, report) only: speech jobs are revoked
+            # below, so they end "failed: voice_deleted", not "cancelled".
+            if job.voice_id == voice_id and not job.done and job.payload is None:
                 self._publish(self._jobs.request_cancel(job.id, owner))
         # Saved blends made from it go in the same transaction (their style is
         # derived from this voice's recording, DESIGN.md §1.5).
         record, *derived = self._store.delete_with_derived(voice_id, owner)
         self._jobs.delete_for_voice(voice_id)
+        if self._revoke_jobs is not None:
+            try:
+                self._revoke_jobs([gone.id for gone in (record, *derived)])
+            except Exception:  # the voice is gone: the job worker's sweep revokes them
+                log.warning("revoking the jobs of a deleted voice postponed", exc_info=True)
         pending = False
         for gone in (record, *derived):
             if self._purge is not None:

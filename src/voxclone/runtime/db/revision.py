@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from voxclone.runtime.db.engine import Database
 
-HEAD_REVISION = "0003_lexicon"
+HEAD_REVISION = "0004_job_voices"
 
 
 def stored_revision(db: Database) -> str | None:

@@ -135,11 +135,27 @@ jobs = Table(
     Column("lease_expires_at", Float),
     Column("run_after", Float),
     Column("idempotency_key", Text),
+    # Unix seconds of the latest claim (revision 0004_job_voices): the fair
+    # claim serves the owner served longest ago first (runtime/job_fairness.py).
+    Column("started_at", Float),
     Index("jobs_owner_created", "owner", "created_at"),
     Index("jobs_state", "state"),
     Index("jobs_voice", "voice_id"),
     Index("jobs_owner_idempotency", "owner", "idempotency_key", unique=True),
     Index("jobs_queue", "state", "run_after"),
+    Index("jobs_owner_started", "owner", "started_at"),
+)
+
+# Every stored voice a job speaks with (main voice, blend parts, SSML <voice>
+# switches; revision 0004_job_voices). No foreign key to voices: a link to a
+# deleted voice is what the revocation sweep looks for (runtime/job_voices.py).
+job_voices = Table(
+    "job_voices",
+    metadata,
+    Column("job_id", Text, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("voice_id", Text, nullable=False),
+    PrimaryKeyConstraint("job_id", "voice_id"),
+    Index("job_voices_voice", "voice_id"),
 )
 
 # -- inline voices (consent audit of one-request clones) ---------------------
