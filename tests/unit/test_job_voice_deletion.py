@@ -311,3 +311,16 @@ def test_a_revoked_job_can_still_be_deleted_and_its_links_go_with_it(world: Worl
     time.sleep(0.01)
     world.jobs.delete(job.id, "alice")
     assert world.queue.voices_of(job.id) == set()
+
+
+def test_other_durable_jobs_of_the_voice_go_with_it_as_before(world: World) -> None:
+    # A queue job of another kind (a durable report job) is still deleted with
+    # its voice; only speech jobs are kept, revoked, for their owner to see.
+    other, _ = world.queue.enqueue(
+        kind="report", owner="alice", payload={"voice": world.alice.id}, voice_id=world.alice.id
+    )
+    speech = _submit(world, world.alice.id)
+    world.voices.delete(world.alice.id, "alice")
+    assert [j.id for j in world.queue.list("alice")] == [speech.id]
+    assert world.queue.get(speech.id, "alice").state == "failed"
+    assert other.id not in {j.id for j in world.queue.list(None)}

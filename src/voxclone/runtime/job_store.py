@@ -97,7 +97,7 @@ class JobStore(Protocol):
 
     def list(self, owner: str | None, limit: int = 100) -> builtins.list[JobRecord]: ...
 
-    def delete_for_voice(self, voice_id: str) -> int: ...
+    def delete_for_voice(self, voice_id: str, *, keep_kinds: Collection[str] = ()) -> int: ...
 
     def recover_interrupted(self) -> int: ...
 
@@ -280,9 +280,13 @@ class InMemoryJobStore:
             jobs = [j for j in reversed(self._jobs.values()) if owner is None or j.owner == owner]
         return jobs[:limit]
 
-    def delete_for_voice(self, voice_id: str) -> int:
+    def delete_for_voice(self, voice_id: str, *, keep_kinds: Collection[str] = ()) -> int:
         with self._lock:
-            doomed = [k for k, j in self._jobs.items() if j.voice_id == voice_id]
+            doomed = [
+                k
+                for k, j in self._jobs.items()
+                if j.voice_id == voice_id and j.kind not in keep_kinds
+            ]
             for key in doomed:
                 del self._jobs[key]
         return len(doomed)
@@ -449,16 +453,16 @@ class SqlJobStore:
             rows = conn.execute(query).all()
         return [_job_from_row(row) for row in rows]
 
-    def delete_for_voice(self, voice_id: str) -> int:
-        """Forget every in-process job about a voice (part of deleting the voice).
-
-        Queue jobs (with a payload: speech jobs) are not deleted here: they are
-        revoked (:meth:`revoke_for_voices`), so their owner sees why the audio
-        is gone and their audio is purged before the row goes."""
+    def delete_for_voice(self, voice_id: str, *, keep_kinds: Collection[str] = ()) -> int:
+        """Forget every job about a voice (part of deleting the voice) but those
+        of ``keep_kinds``: speech jobs are revoked instead
+        (:meth:`revoke_for_voices`), so their owner sees why the audio is gone
+        and the audio is purged before the row goes."""
+        query = delete(t.jobs).where(_J.voice_id == voice_id)
+        if keep_kinds:
+            query = query.where(_J.kind.not_in(tuple(keep_kinds)))
         with self._db.write() as conn:
-            deleted = conn.execute(
-                delete(t.jobs).where(_J.voice_id == voice_id, _J.payload_json.is_(None))
-            ).rowcount
+            deleted = conn.execute(query).rowcount
         self._db.checkpoint()
         return int(deleted)
 

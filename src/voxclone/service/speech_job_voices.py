@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from voxclone.service.catalog import ResolvedVoice
     from voxclone.service.speech import SpeechRequest
 
+SPEECH_JOB_KIND = "speech"
 VOICE_DELETED = "voice_deleted"
 VOICE_DELETED_ERROR: dict[str, Any] = {
     "code": VOICE_DELETED,

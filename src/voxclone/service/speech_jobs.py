@@ -47,7 +47,11 @@ from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
 from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_job_voices import VOICE_DELETED_ERROR, spoken_voice_ids
+from voxclone.service.speech_job_voices import (
+    SPEECH_JOB_KIND,
+    VOICE_DELETED_ERROR,
+    spoken_voice_ids,
+)
 from voxclone.synth.audio.encode import file_extension
 from voxclone.synth.controls import SpeechControls
 
@@ -56,7 +60,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SPEECH_JOB_KIND = "speech"
 JOB_BLOB_PREFIX = "jobs/"
 
 

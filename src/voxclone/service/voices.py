@@ -49,6 +49,7 @@ from voxclone.runtime.voice_store import (
     utc_now_iso,
 )
 from voxclone.service.catalog import ResolvedVoice
+from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.engine.base import EngineCapabilities
@@ -688,14 +689,14 @@ class VoiceService:
         with self._deleted_lock:
             self._deleted.add(voice_id)  # running refines see this and stop
         for job in self._jobs.list(owner, limit=1000):
-            # In-process jobs (refine, report) only: speech jobs are revoked
-            # below, so they end "failed: voice_deleted", not "cancelled".
-            if job.voice_id == voice_id and not job.done and job.payload is None:
+            # Not speech jobs: they are revoked below, so they end
+            # "failed: voice_deleted" with their audio purged, not "cancelled".
+            if job.voice_id == voice_id and not job.done and job.kind != SPEECH_JOB_KIND:
                 self._publish(self._jobs.request_cancel(job.id, owner))
         # Saved blends made from it go in the same transaction (their style is
         # derived from this voice's recording, DESIGN.md §1.5).
         record, *derived = self._store.delete_with_derived(voice_id, owner)
-        self._jobs.delete_for_voice(voice_id)
+        self._jobs.delete_for_voice(voice_id, keep_kinds=(SPEECH_JOB_KIND,))
         if self._revoke_jobs is not None:
             try:
                 self._revoke_jobs([gone.id for gone in (record, *derived)])
