@@ -59,6 +59,13 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+class BadRequest(VoxcloneError):
+    """The request itself is malformed: a header sent twice, a body unsafe to parse."""
+
+    status = 400
+    code = "bad_request"
+
+
 class InvalidInput(VoxcloneError):
     """The request is well-formed but a value is outside what is allowed."""
 
@@ -72,7 +79,8 @@ class PayloadTooLarge(VoxcloneError):
 
 
 class UnsupportedMedia(VoxcloneError):
-    """Audio that cannot be decoded, or a format we do not produce."""
+    """Audio that cannot be decoded, a format we do not produce, or a request
+    body of a Content-Type the route does not read (``limit`` lists those it does)."""
 
     status = 415
     code = "unsupported_media"

@@ -33,10 +33,11 @@ from voxclone.api import (
     routes_voices,
 )
 from voxclone.api.auth import Authenticator
+from voxclone.api.body_guard import BodyGuardMiddleware, text_body_limit
 from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
+from voxclone.api.header_guard import HeaderHygieneMiddleware
 from voxclone.api.host_guard import HostGuardMiddleware
-from voxclone.api.input_guard import JSONGuardMiddleware
 from voxclone.api.observability import RequestContextMiddleware
 from voxclone.api.streaming import StreamSlots
 from voxclone.bootstrap import Runtime, build_rate_limiter
@@ -205,16 +206,20 @@ def create_app(
 
     install_error_handlers(app)
     install_offline_docs(app)
-    for module in (
-        routes_admin,
-        routes_tts,
-        routes_openai,
-        routes_captions,
-        routes_voices,
-        routes_jobs,
-        routes_lexicon,
-    ):
-        app.include_router(module.router)
+    api_routers = [
+        module.router
+        for module in (
+            routes_admin,
+            routes_tts,
+            routes_openai,
+            routes_captions,
+            routes_voices,
+            routes_jobs,
+            routes_lexicon,
+        )
+    ]
+    for api_router in api_routers:
+        app.include_router(api_router)
     if STATIC_DIR.is_dir():
         # Mounted last: routes registered above always match first.
         app.router.routes.append(
@@ -231,8 +236,15 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["X-Request-ID", "X-Cache", "Retry-After"],
         )
-    # Inside the size limit, which bounds what it buffers.
-    app.add_middleware(JSONGuardMiddleware)
+    # Inside the size limit. It reads each route's body kinds from the routers
+    # (the routes in include order, as the app's router tries them; FastAPI
+    # versions differ in how app.router holds included routes) and holds JSON
+    # and URL-encoded bodies to what the longest text needs.
+    app.add_middleware(
+        BodyGuardMiddleware,
+        routes=[route for api_router in api_routers for route in api_router.routes],
+        text_body_bytes=text_body_limit(settings.max_text_chars),
+    )
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.max_upload_mb * (1 << 20)))
     # Before the body is read: a foreign page's request costs nothing.
     app.add_middleware(
@@ -241,5 +253,7 @@ def create_app(
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=[*settings.allowed_origins, *settings.cors_origins],
     )
+    # First of the guards: every one after it sees each decisive header once.
+    app.add_middleware(HeaderHygieneMiddleware)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     return app

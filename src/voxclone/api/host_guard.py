@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from fastapi.responses import JSONResponse
 
 from voxclone.api.errors import error_body
+from voxclone.api.header_guard import header_values
 
 # Probes answer without data; orchestrators call them by address, not name.
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})
@@ -133,6 +134,12 @@ class HostGuardMiddleware:
     def refusal(self, scope: dict[str, Any]) -> str | None:
         """Why this request is refused, or None."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        hosts = header_values(scope, b"host")
+        if len(hosts) > 1:
+            # The dict above keeps the last copy, the app reads the first: with
+            # two, a foreign name could hide behind a loopback one. The header
+            # guard refuses repeats first (400); this holds without it.
+            return "the request has more than one Host header"
         keys = self._keys_active()
         host_header = headers.get("host", "")
         parsed = split_host(host_header)

@@ -5,7 +5,8 @@ later, far from the request: ``NaN``/``Infinity`` and numbers that overflow to
 infinity (a JSON response cannot even carry them back in an error), lone
 UTF-16 surrogates from ``"\\ud800"`` escapes (every later ``.encode()`` fails),
 and nesting deep enough to exhaust the interpreter's recursion limit. Every
-JSON request body is parsed once here, bounded, and refused with a 400 that
+JSON request body is parsed once here (by ``body_guard.BodyGuardMiddleware``,
+which decides which bodies are JSON), bounded, and refused with a 400 that
 names the offending field; routes then parse a body known to be clean.
 
 Form fields and query parameters cannot carry these (they arrive as UTF-8
@@ -18,10 +19,6 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
-
-from fastapi.responses import JSONResponse
-
-from voxclone.api.errors import error_body
 
 # Deeper than any request model (TTSRequest is flat); far below the recursion limit.
 MAX_JSON_DEPTH = 32
@@ -105,63 +102,3 @@ def check_json(raw: bytes) -> None:
         return
     # Big integers stay exact in Python; the models' ranges refuse them.
     _check_tree(tree)
-
-
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    # No content type: /v1/tts reads such a body as JSON.
-    return not media or media == "application/json" or media.endswith("+json")
-
-
-class JSONGuardMiddleware:
-    """Buffer a JSON request body, check it with ``check_json``, then replay it.
-
-    Runs inside the body-size limit, so the buffer is bounded by it. After the
-    body, ``receive`` is the server's again, so routes still hear a client
-    disconnect.
-    """
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
-            return
-        content_type = ""
-        for name, value in scope.get("headers", ()):
-            if name == b"content-type":
-                content_type = value.decode("latin-1")
-        if not _is_json(content_type):
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                # The client left before sending its body: nothing to answer.
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        if body:
-            try:
-                check_json(body)
-            except UnsafeJSON as exc:
-                response = JSONResponse(
-                    error_body("bad_request", exc.message, field=exc.field or "body"),
-                    status_code=400,
-                )
-                await response(scope, receive, send)
-                return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import Principal, TTSCaller
+from voxclone.api.body_guard import FORM_KINDS, MediaKind, media_kind, unsupported
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_captions import captioned_response, captioned_stream
@@ -160,10 +161,11 @@ async def _parse_body(
     request: Request,
 ) -> tuple[TTSRequest, bytes | None, dict[str, str]]:
     """(request, inline reference clip or None, consent fields sent with the clip)."""
-    content_type = request.headers.get("content-type", "")
-    if content_type.startswith("multipart/form-data") or content_type.startswith(
-        "application/x-www-form-urlencoded"
-    ):
+    # The same classification as the body guard, which already refused the
+    # types this route does not read and checked JSON bodies.
+    content_type = request.headers.get("content-type")
+    kind = media_kind(content_type)
+    if kind in FORM_KINDS:
         form = await request.form(max_files=1, max_fields=_MAX_FORM_FIELDS)
         fields: dict[str, Any] = {}
         reference: bytes | None = None
@@ -182,7 +184,7 @@ async def _parse_body(
             # Consent fields belong to the clip; without one they are unknown fields.
             consent = {k: str(fields.pop(k)) for k in CONSENT_FIELDS if k in fields}
         raw: Any = fields
-    elif content_type.startswith("application/json") or not content_type:
+    elif kind is MediaKind.JSON:
         try:
             raw = await request.json()
         except ValueError:
@@ -190,7 +192,7 @@ async def _parse_body(
         reference = None
         consent = {}
     else:
-        raise InvalidInput("send application/json or multipart/form-data", field="content-type")
+        raise unsupported(content_type, FORM_KINDS | {MediaKind.JSON})
     try:
         return TTSRequest.model_validate(raw), reference, consent
     except ValidationError as exc:
