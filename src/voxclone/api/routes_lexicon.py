@@ -3,6 +3,11 @@
 Entries belong to the key's owner and apply to that owner's speech requests
 in the text frontend. Reading needs ``voices:read``, changing ``voices:write``
 (the scopes of the voice library, which it sits beside).
+
+An entry is addressed as ``/v1/lexicon/{language}/{word}`` where the word is
+the rest of the path: entries such as ``and/or`` or ``24/7`` can be created,
+so they must be readable and deletable too (sent as ``and/or`` or ``and%2For``,
+which the server decodes to the same path before routing).
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ async def put_entry(
 
 
 @router.get(
-    "/v1/lexicon/{language}/{word}",
+    "/v1/lexicon/{language}/{word:path}",
     summary="One pronunciation entry",
     response_model=LexiconEntryOut,
 )
@@ -85,7 +90,7 @@ async def get_entry(
 
 
 @router.delete(
-    "/v1/lexicon/{language}/{word}",
+    "/v1/lexicon/{language}/{word:path}",
     summary="Remove a pronunciation entry",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,

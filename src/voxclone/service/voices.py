@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -37,7 +37,7 @@ from voxclone.errors import (
     VoxcloneError,
 )
 from voxclone.runtime.inline_log import InlineVoiceLog
-from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
+from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore, SqlJobStore
 from voxclone.runtime.voice_store import (
     BLEND_SOURCE,
     LEGACY_ENGINE,
@@ -49,7 +49,21 @@ from voxclone.runtime.voice_store import (
     utc_now_iso,
 )
 from voxclone.service.catalog import ResolvedVoice
+from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
+from voxclone.service.report_jobs import (
+    RESUMED_NOTE,
+    ReportInputs,
+    ReportLease,
+    ReportQueue,
+    ReportTask,
+    mark_pending,
+    settled_before,
+    stand_in_reference,
+    stranded_voices,
+    task_of,
+)
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
+from voxclone.service.speech_jobs import default_worker_id
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.engine.base import EngineCapabilities
@@ -74,8 +88,6 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 REFINE_JOB_KIND = "refine"
-# The background half of a ``wait=false`` enrollment: calibration, tone, report.
-REPORT_JOB_KIND = "report"
 MAX_REFINE_BUDGET_S = 1800.0
 STATEMENT_MAX_CHARS = 2000
 INLINE_CACHE_ENTRIES = 32
@@ -217,9 +229,23 @@ class VoiceService:
             else None
         )
         self._executor = ThreadPoolExecutor(max_workers=refine_workers, thread_name_prefix="refine")
-        # Its own worker: a report job (~5 s) must not queue behind a refinement (minutes).
-        self._reports = ThreadPoolExecutor(max_workers=1, thread_name_prefix="report")
         self._closing = threading.Event()
+        # The background half of ``wait=False`` enrollments, durable across
+        # crashes (service/report_jobs.py); None: this process cannot measure
+        # clones (no style engine) or has no durable queue, so enrollment waits.
+        self._report_queue = (
+            ReportQueue(
+                jobs,
+                job_events,
+                measure=self._run_report,
+                after=self._after_report,
+                closing=self._closing,
+                worker_id=default_worker_id(),
+                on_start=self._resume_stranded_reports,
+            )
+            if cloner is not None and isinstance(jobs, SqlJobStore)
+            else None
+        )
         self._deleted_lock = threading.Lock()
         self._deleted: set[str] = set()
         # voice id -> (voice, unix time it expires)
@@ -236,6 +262,8 @@ class VoiceService:
         self._sweeper: threading.Thread | None = None
         # Audio of inline voices a previous process made and never purged.
         self._purge_orphaned_inline()
+        if self._report_queue is not None:
+            self._report_queue.start()  # last: its thread calls back into this service
 
     def start_inline_sweeper(self) -> None:
         """Purge expired inline voices in the background, even when no request comes."""
@@ -312,7 +340,8 @@ class VoiceService:
         and runs the renders in a report job: pitch calibration, tone match and
         the quality report (~5 s), which then replace the style as version 2.
         A requested refinement starts after that job. Prompt engines always
-        wait (their prompt is the clone; there is nothing to defer)."""
+        wait (their prompt is the clone; there is nothing to defer), and so
+        does a service without a durable job queue."""
         consent = _checked_consent(req.consent)
         prompt_engine = self._prompt_cloning(self._engine_for(req.model))
         if prompt_engine is not None and req.refine:
@@ -320,6 +349,7 @@ class VoiceService:
                 "refinement searches a style space; this engine clones from a prompt",
                 field="refine",
             )
+        req = self._checked_fields(req, prompt_engine)
         references = self._references((req.audio, *req.extra_audio))
         if prompt_engine is not None:
             reference = combine_references(references)
@@ -328,6 +358,7 @@ class VoiceService:
             )
         engine, model_id, model_version = self._style_identity()
         pipeline = self._pipeline_or_fail()
+        wait = wait or self._report_queue is None
         started = time.perf_counter()
         voice_print = pipeline.voice_print(references)
         cloned = pipeline.draft(
@@ -341,7 +372,7 @@ class VoiceService:
         if req.keep_clone:
             quality["keep_clone"] = True  # so that adding a recording keeps it too
         if not wait:
-            quality["report_pending"] = True
+            mark_pending(quality, references)
         record = self._create(
             req,
             consent,
@@ -357,19 +388,28 @@ class VoiceService:
         if wait:
             refine_job = self.start_refine(record.id, req.owner) if req.refine else None
             return Enrollment(record, None, refine_job)
-        report_job = self._new_job(REPORT_JOB_KIND, record)
+        assert self._report_queue is not None
         refine_job = self._new_job(REFINE_JOB_KIND, record) if req.refine else None
-        self._reports.submit(
-            self._run_report,
-            report_job.id,
-            record,
-            references,
-            cloned,
-            req.match_tone,
-            req.keep_clone,
-            None if refine_job is None else refine_job.id,
+        report_job = self._report_queue.submit(
+            record.id,
+            record.owner,
+            record.version,
+            ReportInputs(references, cloned),
+            match_tone=req.match_tone,
+            keep_clone=req.keep_clone,
+            refine_job_id=None if refine_job is None else refine_job.id,
         )
         return Enrollment(record, report_job, refine_job)
+
+    def _checked_fields(self, req: EnrollRequest, prompt: PromptCloning | None) -> EnrollRequest:
+        """``req`` with its language as stored, once every field the store would
+        refuse after the cloning work has been checked (service/enroll_checks.py)."""
+        check_name_free(self._store, req.name, req.owner)
+        check_given_by(req.consent.given_by)
+        caps = prompt.capabilities if prompt is not None else self._style_caps
+        if caps is None or not caps.languages:  # wired without engine names (older tests)
+            return req
+        return replace(req, language=voice_language(req.language, caps.languages))
 
     def _new_job(self, kind: str, record: VoiceRecord) -> JobRecord:
         job = self._jobs.create(kind=kind, owner=record.owner, voice_id=record.id)
@@ -759,81 +799,154 @@ class VoiceService:
         except NotFound:
             return True
 
-    def _run_report(
-        self,
-        job_id: str,
-        record: VoiceRecord,
-        references: Sequence[ReferenceAudio],
-        draft: ClonedVoice,
-        match_tone: bool,
-        keep_clone: bool,
-        refine_job_id: str | None,
+    # -- report jobs (service/report_jobs.py runs them) -------------------------------
+    def _run_report(self, task: ReportTask, lease: ReportLease) -> VoiceRecord:
+        """Measure a ``wait=False`` enrollment's voice and store the result as
+        its next version; raises when it did not (the queue ends or retries it)."""
+        if self._should_stop(task.job.id, task.voice_id):
+            raise Cancelled("cancelled")
+        record = self._store.get(task.voice_id, task.owner, include_reference_audio=False)
+        if record.version != task.version or record.quality.get("report_pending") is not True:
+            return self._report_outdated(lease, record)
+        lease.update(progress=0.0, message="calibrating pitch and tone")
+        if task.inputs is not None:
+            references, draft = task.inputs.references, task.inputs.draft
+        else:
+            references, draft = self._stored_report_inputs(record)
+        cloned = self._pipeline_or_fail().finish(
+            draft, match_tone=task.match_tone, allow_stock=not task.keep_clone
+        )
+        quality = self._quality(references, cloned)
+        if task.keep_clone:
+            quality["keep_clone"] = True
+        if task.inputs is None and len(references[0].samples16k) == 0:
+            quality["report_resumed"] = RESUMED_NOTE
+        if self._should_stop(task.job.id, task.voice_id):
+            raise Cancelled("cancelled")
+        try:
+            # Written only over the version it measured: checking first and
+            # writing after let a recording added in between be overwritten.
+            stored = self._store.update_style(
+                record.id,
+                record.owner,
+                style=cloned.voice.style.astype(np.float32),
+                quality=quality,
+                source="instant",
+                tone_db=None if cloned.tone is None else cloned.tone.gain_db,
+                if_version=record.version,
+            )
+        except VoiceChanged:
+            # A recording was added (a full clone of its own) or a refinement
+            # landed meanwhile: this measurement is of a voice that is gone.
+            current = self._store.get(record.id, record.owner, include_reference_audio=False)
+            return self._report_outdated(lease, current)
+        self._on_voice_changed(record.id)
+        lease.finish(
+            state="succeeded",
+            progress=100.0,
+            message="measured",
+            result={
+                "voice_id": record.id,
+                "version": stored.version,
+                "similarity": quality.get("similarity"),
+                "wer": quality.get("wer"),
+                "warnings": quality.get("warnings", []),
+            },
+        )
+        return stored
+
+    @staticmethod
+    def _report_outdated(lease: ReportLease, current: VoiceRecord) -> VoiceRecord:
+        lease.finish(
+            state="succeeded",
+            message="the voice changed meanwhile; its newer version stands",
+            result={"voice_id": current.id, "version": current.version},
+        )
+        return current
+
+    def _stored_report_inputs(
+        self, record: VoiceRecord
+    ) -> tuple[Sequence[ReferenceAudio], ClonedVoice]:
+        """What a report needs when the enrolling process is gone: the draft
+        again from the stored print, and the recording itself where it was kept
+        (one clip), else its stored summary (report_jobs.stand_in_reference)."""
+        voice_print = _stored_print(record)
+        if voice_print is None:
+            raise InvalidInput("this voice has no stored print to measure", field="voice_id")
+        draft = self._pipeline_or_fail().draft(voice_print)
+        if record.quality.get("clips", 1) == 1:
+            kept = self._store.get(record.id, record.owner, include_reference_audio=True)
+            if kept.reference_audio:
+                with contextlib.suppress(VoxcloneError):  # refused now: use the summary
+                    return [self._load_reference(kept.reference_audio)], draft
+        return [stand_in_reference(record.quality, voice_print)], draft
+
+    def _after_report(
+        self, task: ReportTask, measured: VoiceRecord | None, failure: str | None
     ) -> None:
-        """The deferred half of a ``wait=False`` enrollment, then the refinement asked for."""
-
-        def measure() -> VoiceRecord:
-            if self._should_stop(job_id, record.id):
-                raise Cancelled("cancelled")
-            self._update(
-                job_id, state="running", progress=0.0, message="calibrating pitch and tone"
-            )
-            cloned = self._pipeline_or_fail().finish(
-                draft, match_tone=match_tone, allow_stock=not keep_clone
-            )
-            quality = self._quality(references, cloned)
-            if keep_clone:
-                quality["keep_clone"] = True
-            if self._should_stop(job_id, record.id):
-                raise Cancelled("cancelled")
-            try:
-                # Written only over the version it measured: checking first and
-                # writing after let a recording added in between be overwritten.
-                stored = self._store.update_style(
-                    record.id,
-                    record.owner,
-                    style=cloned.voice.style.astype(np.float32),
-                    quality=quality,
-                    source="instant",
-                    tone_db=None if cloned.tone is None else cloned.tone.gain_db,
-                    if_version=record.version,
-                )
-            except VoiceChanged:
-                # A recording was added (a full clone of its own) or a refinement
-                # landed meanwhile: this measurement is of a voice that is gone.
-                current = self._store.get(record.id, record.owner, include_reference_audio=False)
-                self._finish(
-                    job_id,
-                    state="succeeded",
-                    message="the voice changed meanwhile; its newer version stands",
-                    result={"voice_id": record.id, "version": current.version},
-                )
-                return current
-            self._on_voice_changed(record.id)
-            self._finish(
-                job_id,
-                state="succeeded",
-                progress=100.0,
-                message="measured",
-                result={
-                    "voice_id": record.id,
-                    "version": stored.version,
-                    "similarity": quality.get("similarity"),
-                    "wer": quality.get("wer"),
-                    "warnings": quality.get("warnings", []),
-                },
-            )
-            return stored
-
-        measured = self._guarded(job_id, "measuring the clone", measure)
-        if refine_job_id is None:
+        """After a report job ended: start the refinement asked for, or, when
+        no measurement came, settle the voice (or forget the job of a deleted one)."""
+        gone = measured is None and not self._settle_unmeasured(task, failure or "no report")
+        if gone and isinstance(self._jobs, SqlJobStore):
+            with contextlib.suppress(NotFound):  # the voice is gone: its job goes too
+                self._jobs.delete(task.job.id, None)
+        if task.refine_job_id is None:
+            return
+        try:
+            refine = self._jobs.get(task.refine_job_id, None)
+        except NotFound:
+            return
+        if refine.done:  # e.g. failed by a restart while the report waited
             return
         if measured is not None:
-            self._executor.submit(self._run_refine, refine_job_id, measured, self._refine_budget_s)
+            self._executor.submit(self._run_refine, refine.id, measured, self._refine_budget_s)
         else:
             self._finish(
-                refine_job_id,
+                refine.id,
                 state="cancelled",
                 message="not started: the clone's measurement did not finish",
+            )
+
+    def _settle_unmeasured(self, task: ReportTask, why: str) -> bool:
+        """The draft stays the voice, no longer ``report_pending`` (False: the
+        voice is gone). Nothing happens to a voice that changed meanwhile."""
+        try:
+            record = self._store.get(task.voice_id, task.owner, include_reference_audio=False)
+        except NotFound:
+            return False
+        if record.quality.get("report_pending") is not True or record.style is None:
+            return True
+        quality = {k: v for k, v in record.quality.items() if k != "report_pending"}
+        quality["report_error"] = why
+        with contextlib.suppress(VoiceChanged):
+            self._store.update_style(
+                record.id,
+                record.owner,
+                style=record.style,
+                quality=quality,
+                source=record.source,
+                if_version=record.version,
+            )
+            self._on_voice_changed(record.id)
+        return True
+
+    def _resume_stranded_reports(self) -> None:
+        """At start: a voice still waiting for a report that no job will make
+        gets a report job now, or is settled when its last one failed for good
+        (a report that crashed every worker must not be tried at every start)."""
+        assert self._report_queue is not None and isinstance(self._jobs, SqlJobStore)
+        for voice, last in stranded_voices(
+            self._store, self._jobs, settled_before=settled_before()
+        ):
+            if last is not None and last.payload is not None and last.state != "succeeded":
+                self._settle_unmeasured(task_of(last, None), last.message or "the report failed")
+                continue
+            self._report_queue.submit(
+                voice.id,
+                voice.owner,
+                voice.version,
+                None,
+                keep_clone=bool(voice.quality.get("keep_clone", False)),
             )
 
     def _run_refine(self, job_id: str, record: VoiceRecord, budget_s: float) -> None:
@@ -973,7 +1086,8 @@ class VoiceService:
 
     def close(self) -> None:
         self._closing.set()
-        self._reports.shutdown(wait=True, cancel_futures=True)
+        if self._report_queue is not None:
+            self._report_queue.close()
         self._executor.shutdown(wait=True, cancel_futures=True)
         if self._sweeper is not None:
             self._sweeper.join(timeout=5)

@@ -1,0 +1,192 @@
+"""A ``wait=false`` enrollment whose process dies mid-report is measured by the
+next process (issue 37: its report job was failed at restart and the voice
+stayed ``report_pending`` forever).
+
+The crash is real: a child process enrolls on a SQLite file, hangs inside its
+report (the atlas never answers) and is killed with SIGKILL. A new service on
+the same file then finishes the report: after the dead worker's lease expires,
+or, when no job is left to claim, from its start-up look for stranded voices.
+The cloning models are stand-ins (report_fakes.py); everything else is real.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import report_fakes
+from report_fakes import DRAFT_STYLE, SPOKEN_STYLE, enroll_request
+
+from voxclone.errors import NotFound
+from voxclone.runtime.job_store import SqlJobStore
+from voxclone.service import report_jobs
+from voxclone.service.voices import VoiceService
+
+CHILD_LEASE_S = 0.6
+
+
+@pytest.fixture(autouse=True)
+def _fast_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_jobs, "LEASE_S", CHILD_LEASE_S)
+    monkeypatch.setattr(report_jobs, "POLL_S", 0.2)
+
+
+def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _killed_mid_report(db: Path) -> tuple[str, str]:
+    """(voice id, report job id) of an enrollment whose process was killed
+    while its report job ran."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    child = subprocess.Popen(
+        [sys.executable, str(Path(report_fakes.__file__)), str(db), str(CHILD_LEASE_S)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None
+        voice_id, job_id = child.stdout.readline().split()
+        with SqlJobStore(db, recover_on_open=False) as jobs:
+            _until(lambda: jobs.get(job_id, None).state == "running")
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
+    return voice_id, job_id
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "voices.sqlite3"
+
+
+@pytest.fixture()
+def services() -> Iterator[list[VoiceService]]:
+    made: list[VoiceService] = []
+    yield made
+    for svc in made:
+        svc.close()
+        svc._jobs.close()  # type: ignore[attr-defined]
+        svc._store.close()  # type: ignore[attr-defined]
+
+
+def _assert_measured(svc: VoiceService, voice_id: str) -> dict[str, Any]:
+    record = _until(lambda: (r := svc.get(voice_id, "owner-a")).version == 2 and r)
+    assert "report_pending" not in record.quality
+    assert np.allclose(record.style, SPOKEN_STYLE)  # the draft (0.25) was measured
+    # The stand-in reference: the report of the stored print, the recording's
+    # stored warnings and SNR kept, similarity measured by the (fake) encoder.
+    assert record.quality["similarity"] == pytest.approx(1.0)
+    assert record.quality["snr_db"] == pytest.approx(31.5)
+    assert "short: 3.0 s of speech" in record.quality["warnings"]
+    assert record.quality["report_resumed"] == report_jobs.RESUMED_NOTE
+    return dict(record.quality)
+
+
+def test_a_report_killed_mid_run_is_finished_after_its_lease_expires(
+    db: Path, services: list[VoiceService]
+) -> None:
+    voice_id, job_id = _killed_mid_report(db)
+    svc = report_fakes.service(db)  # the next process on the same database
+    services.append(svc)
+    draft = svc.get(voice_id, "owner-a")
+    assert draft.quality["report_pending"] is True and np.allclose(draft.style, DRAFT_STYLE)
+    job = _until(lambda: (j := svc.get_job(job_id, "owner-a")).state == "succeeded" and j)
+    assert job.attempts == 2  # the killed worker's attempt, then this one
+    assert job.result["voice_id"] == voice_id and job.result["version"] == 2
+    _assert_measured(svc, voice_id)
+
+
+@pytest.mark.parametrize("left", ["no_job", "interrupted_legacy_job"])
+def test_a_pending_voice_without_a_live_report_job_is_measured_at_start(
+    db: Path, services: list[VoiceService], left: str
+) -> None:
+    """``no_job``: killed between storing the draft and queuing its job.
+    ``interrupted_legacy_job``: the in-memory report job of earlier versions,
+    failed at restart ("interrupted by restart") and never run again."""
+    voice_id, job_id = _killed_mid_report(db)
+    with SqlJobStore(db, recover_on_open=False) as jobs:
+        jobs.delete(job_id, None)
+        if left == "interrupted_legacy_job":
+            legacy = jobs.create(kind="report", owner="owner-a", voice_id=voice_id)
+            jobs.update(legacy.id, state="running", message="calibrating pitch and tone")
+    time.sleep(CHILD_LEASE_S)  # the draft is older than a lease: no enrollment is queuing
+    restarted = SqlJobStore(db)  # a single server's start: fails in-memory jobs left over
+    if left == "interrupted_legacy_job":
+        assert restarted.get(legacy.id, None).state == "failed"
+    svc = report_fakes.service(db, jobs=restarted)
+    services.append(svc)
+    _assert_measured(svc, voice_id)
+
+    def reports() -> list[str]:
+        return [j.state for j in restarted.list("owner-a") if j.kind == "report" and j.payload]
+
+    assert _until(lambda: (states := reports()) and all(s != "running" for s in states) and states)
+    assert reports() == ["succeeded"]
+
+
+def test_a_report_that_fails_for_good_settles_the_voice(
+    db: Path, services: list[VoiceService]
+) -> None:
+    svc = report_fakes.service(db, mode="refuse")
+    services.append(svc)
+    enrolled = svc.start_enrollment(enroll_request(), wait=False)
+    assert enrolled.report_job is not None
+    job = _until(lambda: (j := svc.get_job(enrolled.report_job.id, "owner-a")).done and j)
+    assert job.state == "failed" and job.error["field"] == "voice"
+    record = _until(lambda: (r := svc.get(enrolled.record.id, "owner-a")).version == 2 and r)
+    assert "report_pending" not in record.quality  # no longer waiting for nothing
+    assert record.quality["report_error"] == "the atlas refuses this voice"
+    assert np.allclose(record.style, DRAFT_STYLE)  # the draft stays the voice
+
+
+def test_the_enrolling_process_measures_its_own_recording(
+    db: Path, services: list[VoiceService]
+) -> None:
+    svc = report_fakes.service(db)
+    services.append(svc)
+    enrolled = svc.start_enrollment(enroll_request(), wait=False)
+    assert enrolled.record.quality["report_pending"] is True
+    assert enrolled.report_job is not None and enrolled.report_job.kind == "report"
+    job = _until(lambda: (j := svc.get_job(enrolled.report_job.id, "owner-a")).done and j)
+    assert job.state == "succeeded" and job.attempts == 1
+    record = svc.get(enrolled.record.id, "owner-a")
+    assert record.version == 2 and "report_resumed" not in record.quality
+
+
+def test_a_voice_deleted_mid_report_leaves_no_report_job(
+    db: Path, services: list[VoiceService]
+) -> None:
+    svc = report_fakes.service(db, mode="block")
+    services.append(svc)
+    enrolled = svc.start_enrollment(enroll_request(), wait=False)
+    assert enrolled.report_job is not None
+    job_id = enrolled.report_job.id
+    _until(lambda: svc.get_job(job_id, "owner-a").state == "running")
+    svc.delete(enrolled.record.id, "owner-a")
+    atlas = svc._pipeline_or_fail().cloner.atlas
+    atlas.release.set()  # type: ignore[attr-defined]  # the report goes on, sees the delete
+
+    def gone() -> bool:
+        try:
+            svc.get_job(job_id, "owner-a")
+        except NotFound:
+            return True
+        return False
+
+    _until(gone)
