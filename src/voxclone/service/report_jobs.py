@@ -63,6 +63,7 @@ RESUMED_NOTE = (
     "the recording was not kept, so it was not checked again for several speakers"
 )
 _PAGE = 500
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # runtime/voice_store.utc_now_iso's
 
 
 @dataclass(frozen=True)
@@ -139,12 +140,13 @@ def stand_in_reference(quality: dict[str, Any], voice_print: VoicePrint) -> Refe
 
 
 def stranded_voices(
-    store: VoiceStore, jobs: SqlJobStore, *, settled_before: datetime
+    store: VoiceStore, jobs: SqlJobStore, *, settled_before: str
 ) -> Iterator[tuple[VoiceSummary, JobRecord | None]]:
     """Voices still ``report_pending`` with no report job queued or running,
-    each with its latest report job (None: it has none). Voices changed after
-    ``settled_before`` are left alone: their enrollment may be queuing its job."""
-    cutoff = settled_before.isoformat()
+    each with its latest report job (None: it has none). Voices changed at or
+    after ``settled_before`` (a store timestamp) are left alone: their
+    enrollment may be queuing its job."""
+    cutoff = settled_before
     offset = 0
     while True:
         page = store.list(None, limit=_PAGE, offset=offset)
@@ -173,8 +175,8 @@ class ReportLease:
     def update(self, **fields: Any) -> None:
         self._events.publish(self._jobs.update_claimed(self.job.id, self._worker, **fields))
 
-    def finish(self, **fields: Any) -> None:
-        self.update(**fields)
+    # A terminal state, written the same way (update_claimed then releases the lease).
+    finish = update
 
     def release(self) -> None:
         """Back to the queue without spending the attempt (this process stops)."""
@@ -385,7 +387,8 @@ class ReportQueue:
         self._after(task, None, why)
 
 
-def settled_before(now: float | None = None) -> datetime:
-    """Voices changed since this are too fresh for :func:`stranded_voices`."""
+def settled_before(now: float | None = None) -> str:
+    """Voices changed since this are too fresh for :func:`stranded_voices` (in
+    the voice store's timestamp format, ``utc_now_iso``, so that they compare)."""
     moment = datetime.fromtimestamp(time.time() if now is None else now, UTC)
-    return moment - timedelta(seconds=LEASE_S)
+    return (moment - timedelta(seconds=LEASE_S)).strftime(ISO_FORMAT)
