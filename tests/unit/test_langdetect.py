@@ -107,3 +107,40 @@ def test_longer_latin_runs_in_cjk_text_are_detected() -> None:
 def test_hangul_inside_english_is_its_own_run() -> None:
     runs = split_language_runs("Hello 안녕 world", "en-us")
     assert [language for language, _ in runs] == ["en-us", "ko", "en-us"]
+
+
+# Short English with foreign names, which trigrams read as French, Italian,
+# Spanish or Portuguese (bench/langdetect_short.py; before: 30 of 42 English).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mister Nguyen is here.",  # French 0.65: the lexicon's "Nguyen" was then skipped
+        "The train to Lyon.",  # French 0.97
+        "Send it to Dubois.",  # Portuguese 0.82
+        "Meet Giovanni at noon.",  # Italian 0.76
+        "Camille sent the photos.",  # Spanish 0.80
+        "Order pizza margherita.",  # Italian 0.98, and no grammar word either way
+    ],
+)
+def test_short_english_with_foreign_names_stays_english(text: str) -> None:
+    assert detect_language(text) == "en-us"
+
+
+def test_the_preferred_language_is_kept_unless_the_text_says_otherwise() -> None:
+    detector = LanguageDetector()
+    # The voice's language wins on short or ambiguous text ...
+    assert detector.detect_language("Mister Nguyen is here.", prefer="en-gb") == "en-gb"
+    assert detector.detect_language("Paolo e Lucia.", prefer="it") == "it"
+    # ... and gives way to text whose own grammar words are another language's.
+    assert detector.detect_language("Je ne sais pas.", prefer="en-us") == "fr"
+    assert detector.detect_language("Carlos is coming tonight.", prefer="es") == "en-us"
+    # A voice of a non-Latin language reading Latin text: the guess (or the default).
+    assert detector.detect_language("Bonjour à tous, merci.", prefer="ja") == "fr"
+
+
+def test_function_words_ignore_names_and_count_elisions() -> None:
+    from voxclone.synth.text.langdetect import function_words
+
+    assert function_words("Mister Nguyen is here.", "en-us") == 2
+    assert function_words("Mister Nguyen is here.", "fr") == 0
+    assert function_words("C'est l'heure d'y aller.", "fr") == 4  # c, est, l, d

@@ -10,10 +10,22 @@ confidence text falls back to the default (en-us) rather than to a coin flip.
 Mixed text ("Say こんにちは to her") is cut into runs of one script each;
 digits, spaces and punctuation join the run they follow, so "価格は500円"
 stays one Japanese run.
+
+A Latin-script text stays in the *preferred* language (the voice's, else the
+configured default) unless the text itself says otherwise. Trigrams alone
+misread short English with foreign names ("Mister Nguyen is here." scored
+French 0.65, "Order pizza margherita." Italian 0.98), so the guess must be
+backed by the text's own grammar words (:data:`_FUNCTION_WORDS`: "is",
+"the", "to" are English; "je", "pas" French): it switches only when the
+guessed language's function words outnumber the preferred one's, or, with
+none of either, when the text is long (:data:`_LONG_ENOUGH_WORDS`) and the
+guess confident. Measured with bench/langdetect_short.py (docs/benchmarks.md,
+"Language detection on short phrases").
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import unicodedata
 from typing import Any
@@ -29,6 +41,59 @@ _MIN_WORDS_TO_GUESS = 3
 _SHORT_TEXT_WORDS = 4
 _SHORT_TEXT_MIN_CONFIDENCE = 0.9
 LATIN_LANGUAGES = ("en-us", "en-gb", "es", "fr", "it", "pt-br")
+# Without function words of either language, a guess this many words long (and
+# past the guesser's own confidence bar) may still switch the language.
+_LONG_ENOUGH_WORDS = 8
+
+
+def _words(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+# The most frequent short words of each language (articles, prepositions,
+# pronouns, auxiliaries, greetings): evidence no name or place carries.
+# Words two languages share count for both, so they weigh nothing between them.
+_FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    "en": _words(
+        "the a an and or but of to in on at for with from by as is are was were be been "
+        "am it its this that these those you your he she his her we our they their i my "
+        "me not no do does did have has had will would can could here there what where "
+        "when who how please hello hi thanks thank good yes s t ll re ve"
+    ),
+    "es": _words(
+        "el la los las un una unos unas y o pero de del al a en con por para que es son "
+        "está están estás era fue yo tú él ella nosotros usted no sí muy hola gracias "
+        "buenos buenas dónde cómo qué cuándo"
+    ),
+    "fr": _words(
+        "le la les un une des et ou mais de du au aux à en dans avec pour par sur que qui "
+        "est sont était je tu il elle nous vous ils elles ne pas oui non très bonjour "
+        "merci ce cette ces c d l j qu"
+    ),
+    "it": _words(
+        "il lo la i gli le un una uno e o ma di del della dei delle da in con per su sul "
+        "nel che è sono era io tu lui lei noi voi non sì molto ciao grazie buongiorno come "
+        "dove quando questo questa tutto"
+    ),
+    "pt": _words(
+        "o a os as um uma uns umas e ou mas de do da dos das em no na nos nas com por para "
+        "que é são está estou eu você ele ela nós não sim muito olá obrigado obrigada bom "
+        "boa dia onde como tudo até"
+    ),
+}
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _family(language: str) -> str:
+    """en-us and en-gb are one language here; pt-br is Portuguese."""
+    return language.split("-")[0]
+
+
+def function_words(text: str, language: str) -> int:
+    """How many of ``text``'s words are function words of ``language``."""
+    vocabulary = _FUNCTION_WORDS.get(_family(language), frozenset())
+    return sum(1 for word in _WORD.findall(text.lower()) if word in vocabulary)
+
 
 # Scripts we classify letters into. "neutral" = digits, spaces, punctuation, symbols.
 _KANA, _HAN, _DEVANAGARI, _HANGUL, _LATIN, _OTHER, _NEUTRAL = (
@@ -129,8 +194,13 @@ class LanguageDetector:
     def warm(self) -> None:
         self._latin.warm()
 
-    def detect_language(self, text: str) -> str:
-        """The main language of ``text``: the script with the most letters decides."""
+    def detect_language(self, text: str, prefer: str | None = None) -> str:
+        """The main language of ``text``: the script with the most letters decides.
+
+        ``prefer`` (the voice's language; default: the configured default) is
+        kept for Latin-script text unless the text says otherwise (see the
+        module's docstring).
+        """
         counts: dict[str, int] = {}
         for char in text:
             script = script_of(char)
@@ -146,8 +216,22 @@ class LanguageDetector:
             # lingua encodes to UTF-8: a lone surrogate (which names no
             # language anyway) must not make detection fail.
             clean = text.encode("utf-8", "replace").decode("utf-8")
-            return self._latin.guess(clean) or self._default
+            return self._latin_language(clean, prefer or self._default)
         return _SCRIPT_LANGUAGE[script]
+
+    def _latin_language(self, text: str, prefer: str) -> str:
+        guess = self._latin.guess(text)
+        if prefer not in LATIN_LANGUAGES:
+            # A Japanese voice reading English: nothing to keep.
+            return guess or self._default
+        if guess is None or _family(guess) == _family(prefer):
+            return prefer
+        theirs, ours = function_words(text, guess), function_words(text, prefer)
+        if theirs > ours:
+            return guess
+        if theirs == ours == 0 and len(text.split()) >= _LONG_ENOUGH_WORDS:
+            return guess
+        return prefer
 
     def split_language_runs(self, text: str, default: str) -> list[tuple[str, str]]:
         """Cut ``text`` into (language, text) runs.
@@ -205,9 +289,10 @@ def _detector() -> LanguageDetector:
         return _shared
 
 
-def detect_language(text: str) -> str:
-    """Main language of ``text`` as one of our codes (en-us when unsure)."""
-    return _detector().detect_language(text)
+def detect_language(text: str, prefer: str | None = None) -> str:
+    """Main language of ``text`` as one of our codes: ``prefer`` (default en-us)
+    when unsure or when the text does not clearly say otherwise."""
+    return _detector().detect_language(text, prefer)
 
 
 def split_language_runs(text: str, default: str) -> list[tuple[str, str]]:
