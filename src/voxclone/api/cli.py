@@ -81,7 +81,13 @@ def _parser() -> argparse.ArgumentParser:
 
     voices = sub.add_parser("voices", help="list, show, delete or blend voices")
     vsub = voices.add_subparsers(dest="voices_command", required=True)
-    vsub.add_parser("list", help="built-in and cloned voices")
+    listing = vsub.add_parser("list", help="built-in and cloned voices")
+    listing.add_argument(
+        "--language",
+        "-l",
+        help="only voices of this language (en-us, en-gb, es, fr, hi, it, ja, pt-br, zh; "
+        "'en' for both Englishes)",
+    )
     show = vsub.add_parser("show", help="details and quality report of a cloned voice")
     show.add_argument("voice")
     delete = vsub.add_parser(
@@ -173,12 +179,11 @@ def _server_for_say(args: argparse.Namespace, settings: Settings) -> str | None:
 def _say_via_server(args: argparse.Namespace, url: str, text: str) -> bool:
     """Speak through the server at ``url``; False if the configured local
     server refuses this CLI (then speak in-process)."""
-    from voxclone.api.cli_remote import RemoteError, speak_remote
+    from voxclone.api.cli_say_remote import say_via_server
 
-    explicit = args.server is not None
     body = {
-        "text": text,
         "voice": args.voice,
+        "model": args.model,
         "language": args.language,
         "speed": args.speed,
         "pitch": args.pitch,
@@ -188,47 +193,15 @@ def _say_via_server(args: argparse.Namespace, url: str, text: str) -> bool:
         "format": _format_from(args.output, args.format),
         "sample_rate": args.rate,
         "timestamps": True if args.subtitles else None,
+        "ssml": args.ssml,
     }
-    if args.ssml is not None:
-        body["ssml"] = args.ssml
-    try:
-        result = speak_remote(url, body)
-    except RemoteError as exc:
-        if not explicit and exc.status in (401, 403):
-            # The local server wants a key we do not have: speaking in-process needs none.
-            print(f"voxclone: {url} needs an API key; speaking in-process", file=sys.stderr)
-            return False
-        raise
-    audio = result.audio
-    if args.subtitles:
-        audio = _write_remote_subtitles(args.subtitles, audio)
-    Path(args.output).write_bytes(audio)
-    print(
-        f"wrote {args.output} ({len(audio)} bytes, {result.content_type}) via {url}",
-        file=sys.stderr,
-    )
-    return True
+    return say_via_server(args, url, text, body)
 
 
 def _write_subtitles(path: str, words: Any) -> None:
-    from voxclone.synth.text.wordtimes import to_srt, to_vtt
+    from voxclone.api.cli_say_remote import write_subtitles
 
-    text = to_vtt(words) if Path(path).suffix.lower() == ".vtt" else to_srt(words)
-    Path(path).write_text(text, encoding="utf-8")
-    print(f"wrote {path} ({len(words)} words)", file=sys.stderr)
-
-
-def _write_remote_subtitles(path: str, answer: bytes) -> bytes:
-    """The server's captioned JSON: write the subtitles, return the audio."""
-    import base64
-    import json
-
-    from voxclone.synth.text.wordtimes import WordTime
-
-    data = json.loads(answer)
-    words = [WordTime(t["word"], t["start_time"], t["end_time"]) for t in data["timestamps"]]
-    _write_subtitles(path, words)
-    return base64.b64decode(data["audio"])
+    write_subtitles(path, words)
 
 
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
@@ -296,14 +269,9 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
     library = build_library(settings)
     try:
         if args.voices_command == "list":
-            for item in library.catalog.listing(owner=None):
-                kind = "built-in" if item.builtin else f"cloned v{item.version}"
-                also = f" (also: {', '.join(item.aliases)})" if item.aliases else ""
-                print(
-                    f"{item.id:24s} {item.name:20s} {item.engine:10s} {kind:12s} "
-                    f"{item.description}{also}"
-                )
-            return 0
+            from voxclone.api.cli_voices import print_voices
+
+            return print_voices(library.catalog.listing(owner=None), args.language)
         if args.voices_command == "blend":
             from voxclone.service.saved_blends import save_blend
 
