@@ -2,9 +2,15 @@
 
 While no key exists the server is in single-user mode: every request runs
 as owner ``local`` with every scope (the server then only binds to loopback;
-see ``server.py``). As soon as one key has been created, every API request
-needs ``Authorization: Bearer vox_…`` — still after all keys are revoked, so
-revoking a leaked last key locks the server instead of opening it.
+see ``server.py``). A ``vox_…`` key sent to such a server is refused (401): it
+cannot be one of its keys, and accepting it would hide that the client talks
+to another server than it thinks, or that its keys were lost. Any other
+bearer token (the placeholder an OpenAI client must send) is ignored.
+
+As soon as one key has been created, every API request needs
+``Authorization: Bearer vox_…`` — still after all keys are revoked, so
+revoking a leaked last key locks the server instead of opening it (the 401
+then says so, as do ``voxclone keys revoke`` and the start-up log).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from fastapi import Depends, Request
 from voxclone.api.ratelimit import enforce_rate_limit
 from voxclone.errors import Forbidden, Unauthorized
 from voxclone.runtime.keys import (
+    KEY_PREFIX,
     SCOPE_TTS,
     SCOPE_VOICES_READ,
     SCOPE_VOICES_WRITE,
@@ -90,9 +97,16 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None) -> Principal:
         if not self.keys_active():
+            scheme, _, token = (authorization or "").partition(" ")
+            if scheme.lower() == "bearer" and token.strip().startswith(KEY_PREFIX):
+                raise Unauthorized(
+                    "this server has no API keys, so the key sent is not one of its keys: "
+                    "send no Authorization header, or create keys on this server with "
+                    "'voxclone keys create'"
+                )
             return LOCAL_PRINCIPAL
         if not authorization:
-            raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
+            raise Unauthorized(self._key_required())
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("use 'Authorization: Bearer <key>'")
@@ -100,6 +114,15 @@ class Authenticator:
         if record is None:
             raise Unauthorized("the API key is not valid or has been revoked")
         return Principal(owner=record.owner, scopes=record.scopes, key_id=record.id)
+
+    def _key_required(self) -> str:
+        message = "an API key is required: send 'Authorization: Bearer <key>'"
+        if not self.require_keys and self.keys.count_active() == 0:
+            message += (
+                "; every key of this server has been revoked, so it refuses all API requests "
+                "until a new one is created with 'voxclone keys create'"
+            )
+        return message
 
 
 def authenticate_request(request: Request) -> Principal:

@@ -45,6 +45,28 @@ def _active_keys(settings: Settings) -> int:
         store.close()
 
 
+def keys_notice(settings: Settings) -> str | None:
+    """What the start-up log says about API keys when none is active (None
+    when one is): key-less single-user mode, or every key revoked."""
+    store = KeyStore(settings.key_database_target)
+    try:
+        if store.count_active():
+            return None
+        ever = bool(store.list(include_revoked=True))
+    finally:
+        store.close()
+    if ever or settings.require_keys:
+        return (
+            "NO ACTIVE API KEYS: every key has been revoked, so every API request is "
+            f"refused (401) until one is created with 'voxclone keys create'; listening on "
+            f"loopback {settings.host} only. The server does not return to key-less mode."
+        )
+    return (
+        "NO API KEYS: every request runs as 'local' with full rights; listening on "
+        f"loopback {settings.host} only. Create a key before exposing this server."
+    )
+
+
 def check_exposure(settings: Settings) -> str | None:
     """The reason this configuration must not start, or None if it may."""
     if bool(settings.ssl_certfile) != bool(settings.ssl_keyfile):
@@ -72,12 +94,9 @@ def serve(settings: Settings) -> int:
         print(f"voxclone: error: {problem}", file=sys.stderr)
         return EXIT_REFUSED
     configure_logging(settings.log_format)
-    if _active_keys(settings) == 0:
-        log.warning(
-            "NO API KEYS: every request runs as 'local' with full rights; "
-            "listening on loopback %s only. Create a key before exposing this server.",
-            settings.host,
-        )
+    notice = keys_notice(settings)
+    if notice is not None:
+        log.warning("%s", notice)
 
     import uvicorn
 
