@@ -3,20 +3,27 @@
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.installed
+# One stamp per set of packages: serving (make run / install), then the test
+# tools (make test / lint) and the benchmark comparisons (make bench) on top.
+STAMP       := $(VENV)/.installed
+TEST_STAMP  := $(VENV)/.installed-test
+BENCH_STAMP := $(VENV)/.installed-bench
 APT_PKGS := redis-server chromium iproute2 util-linux postgresql
 # Only `make image` needs these (CI's `make test` does not build images).
 IMAGE_APT_PKGS := podman runc debootstrap
 
-.PHONY: run serve test test-fast lint bench bench-quick install voice-packs system-deps clean mutants \
+.PHONY: run serve test test-fast lint bench bench-quick install test-deps bench-deps voice-packs \
+	system-deps clean mutants \
 	image image-base image-deps image-wheels image-run image-stop image-smoke
 
 # pip's own progress (one line per package, a bar per download) instead of
 # -q silence: the first install takes minutes and a person should see it move.
 PIP := $(BIN)/pip install --progress-bar on
 
+# What serving needs, nothing more: the test extra (Ray, Playwright, moto,
+# mutmut, schemathesis, ...) is ~0.8 GB more and only `make test` wants it.
 $(STAMP): pyproject.toml
-	@echo "==> voxclone: creating $(VENV) and installing dependencies (first time: a few minutes)"
+	@echo "==> voxclone: creating $(VENV) and installing what the service needs (first time: a few minutes)"
 	$(PY) -m venv $(VENV)
 	@echo "==> [1/3] upgrading pip"
 	$(PIP) --upgrade pip
@@ -25,11 +32,26 @@ $(STAMP): pyproject.toml
 	@echo "==> [2/3] installing torch (CPU build)"
 	$(PIP) "torch==2.13.0"
 	@echo "==> [3/3] installing voxclone and its dependencies"
-	$(PIP) -e ".[test]"
+	$(PIP) -e .
 	touch $(STAMP)
 	@echo "==> install done"
 
+# The test and lint tools (pyproject's [test] extra), on top of the service.
+$(TEST_STAMP): $(STAMP)
+	@echo "==> installing the test tools ([test] extra: pytest, ruff, mypy, Playwright, Ray, ...)"
+	$(PIP) -e ".[test]"
+	touch $(TEST_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	@echo "==> installing the benchmark comparisons ([bench] extra)"
+	$(PIP) -e ".[bench]"
+	touch $(BENCH_STAMP)
+
 install: $(STAMP) voice-packs
+
+test-deps: $(TEST_STAMP)
+
+bench-deps: $(BENCH_STAMP)
 
 # Kokoro's other voice packs (npm kokoro-js, SHA-256 pinned) widen the voices
 # cloning can reach, most for male speakers (docs/benchmarks.md, "More voice
@@ -43,35 +65,35 @@ system-deps:
 	@bash scripts/install_system_deps.sh $(APT_PKGS)
 
 # Run the service on embedded defaults (SQLite + memory/disk cache, 127.0.0.1:8000).
+# exec: no shell between make and the server. Ctrl-C stops the server, which
+# exits 0 after its clean shutdown (api/server.py), so make reports no error.
 run serve: install
-	$(BIN)/voxclone serve
+	exec $(BIN)/voxclone serve
 
 # Everything: unit, integration (real Redis), API, e2e, browser (real Chromium).
-test: install system-deps
+test: install test-deps system-deps
 	$(BIN)/python -m pytest -q --durations=30
 
-test-fast: install
+test-fast: install test-deps
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not e2e"
 
 # Mutation testing of the privacy- and contract-critical modules ([tool.mutmut]
 # in pyproject.toml); before a release, not in every CI run. MUTANTS narrows the
 # run to mutant names (globs), e.g. MUTANTS='voxclone.service.catalog*'.
 MUTANTS ?=
-mutants: install
+mutants: install test-deps
 	rm -rf mutants
 	nice -n 10 $(BIN)/mutmut run --max-children 2 $(MUTANTS)
 	$(BIN)/mutmut results
 
-lint: install
+lint: test-deps
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy src
 
-bench-quick: install
-	$(BIN)/pip install -q -e ".[bench]"
+bench-quick: install bench-deps
 	$(BIN)/python bench/run_all.py --quick
 
-bench: install
-	$(BIN)/pip install -q -e ".[bench]"
+bench: install bench-deps
 	$(BIN)/python bench/run_all.py
 
 # ---- container image (Containerfile, scripts/container/, docs/deploy.md) ----
@@ -137,7 +159,7 @@ image-stop:
 	$(PODMAN) stop -t 30 $(IMAGE_NAME)
 
 # Release check (docs/deploy.md): build, run, speak, clone, restart, stop.
-image-smoke: install
+image-smoke: install test-deps
 	VOXCLONE_IMAGE=$(IMAGE) $(BIN)/python -m pytest -q -m slow tests/container/test_image_smoke.py
 
 clean:

@@ -8,12 +8,20 @@ then binds only to loopback; asking for any other address without keys is
 refused with exit code 2 before anything listens, unless
 ``VOXCLONE_BOOTSTRAP_ADMIN_KEY`` lets the first start create an admin key
 (``api/first_key.py``; the container image does).
+
+Ctrl-C is the ordinary way to stop a server started by hand (``make run``):
+it exits 0 after the graceful shutdown (uvicorn re-raises the signal, which
+made ``make`` report "Error 130"), and at once while the models are still
+loading, instead of waiting seconds for the loader thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import os
+import signal
 import sys
 import threading
 import time
@@ -114,15 +122,39 @@ def serve(settings: Settings) -> int:
         server_header=False,
         timeout_graceful_shutdown=10,
     )
-    server = uvicorn.Server(config)
+    server = _server(config, app)
     threading.Thread(
         target=_announce_when_ready,
         args=(server, app, settings),
         name="voxclone-ready-line",
         daemon=True,
     ).start()
-    server.run()
+    # uvicorn raises the Ctrl-C it has just shut down for again: the stop was clean.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    print("voxclone: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _server(config: Any, app: Any) -> Any:
+    """uvicorn's server, stopping at once on Ctrl-C while the models load."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            state = app.state
+            loading = state.runtime is None and not getattr(state, "startup_error", None)
+            if sig == signal.SIGINT and loading:
+                # Nothing is served yet, and what the loader writes (database
+                # migrations, the optimized model's cache) survives a kill, as
+                # it must anyway: a person pressing Ctrl-C should not wait.
+                print(
+                    "voxclone: stopped while the models were loading", file=sys.stderr, flush=True
+                )
+                os._exit(0)
+            super().handle_exit(sig, frame)
+
+    return Server(config)
 
 
 def _blob_store_problem(settings: Settings) -> str | None:
