@@ -89,12 +89,18 @@ def _parser() -> argparse.ArgumentParser:
         "'en' for both Englishes)",
     )
     show = vsub.add_parser("show", help="details and quality report of a cloned voice")
-    show.add_argument("voice")
+    show.add_argument("voice", help="the voice's name or id")
     delete = vsub.add_parser(
         "delete",
         help="delete a cloned voice and its cached audio (and saved blends made from it)",
     )
-    delete.add_argument("voice")
+    delete.add_argument("voice", help="the voice's name or id")
+    for named in (show, delete):
+        named.add_argument(
+            "--owner",
+            default=LOCAL_OWNER,
+            help="whose voice a name means (default: local; an id finds any owner's)",
+        )
     blend = vsub.add_parser(
         "blend", help="save a blend such as 'alice(2)+clear_male(1)' as a library voice"
     )
@@ -207,6 +213,31 @@ def _write_subtitles(path: str, words: Any) -> None:
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
     text = _read_text(args.text)
     url = _server_for_say(args, settings)
+    try:
+        return _say(args, settings, text, url)
+    except VoxcloneError as exc:
+        from voxclone.api.cli_suggest import voice_missing, with_suggestion
+
+        if not args.voice or not voice_missing(exc):
+            raise
+        raise with_suggestion(exc, args.voice, _voice_names(settings, url, exc)) from None
+
+
+def _voice_names(settings: Settings, url: str | None, exc: VoxcloneError) -> list[str]:
+    """Names to suggest for a voice that was not found where it was looked up;
+    none if they cannot be had (a hint is not worth a second error)."""
+    from voxclone.api.cli_remote import RemoteError
+    from voxclone.api.cli_suggest import local_voice_names, server_voice_names
+
+    try:
+        if url is not None and isinstance(exc, RemoteError):
+            return server_voice_names(url)
+        return local_voice_names(settings, LOCAL_OWNER)
+    except Exception:
+        return []
+
+
+def _say(args: argparse.Namespace, settings: Settings, text: str, url: str | None) -> int:
     engine_load = None
     if url is None:
         from voxclone.engine_setup import EngineLoad
@@ -285,11 +316,23 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
             )
             print(f"saved {record.id} ({record.name}): blend of {args.expression.strip()}")
             return 0
+        # An id finds the voice whatever its owner; a name is the owner's.
         found = library.catalog.find_stored(args.voice, owner=None)
         if found is None:
+            found = library.catalog.find_stored(args.voice, owner=args.owner)
+        if found is None:
+            from voxclone.errors import InvalidInput, NotFound
+
             if args.voice in library.catalog.builtin_names:
-                raise VoxcloneError(f"'{args.voice}' is a built-in voice")
-            raise VoxcloneError(f"voice '{args.voice[:64]}' not found")
+                raise InvalidInput(f"'{args.voice}' is a built-in voice", field="voice")
+            from voxclone.api.cli_suggest import did_you_mean
+
+            stored = [v.name for v in library.store.list(args.owner)]
+            raise NotFound(
+                f"voice '{args.voice[:64]}' not found among {args.owner}'s voices"
+                + did_you_mean(args.voice, stored),
+                field="voice",
+            )
         store = library.store
         if args.voices_command == "show":
             import json

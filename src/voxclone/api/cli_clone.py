@@ -90,13 +90,24 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
-    from voxclone.bootstrap import build_runtime
-    from voxclone.service.voices import ConsentInput, EnrollRequest
-
     if (args.name is None) == (args.add_to is None):
         print("give either --name (a new voice) or --add-to VOICE", file=sys.stderr)
         return 2
+    problem = _consent_problem(args)
+    if problem is not None:
+        print(f"voxclone: error: {problem}", file=sys.stderr)
+        return 2
     clips = [Path(path).read_bytes() for path in args.reference]
+    try:
+        return _clone(args, settings, clips)
+    except VoxcloneError as exc:
+        raise _in_flag_terms(exc) from None
+
+
+def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> int:
+    from voxclone.bootstrap import build_runtime
+    from voxclone.service.voices import ConsentInput, EnrollRequest
+
     if _clone_via_server(args, settings, clips):
         return 0
     runtime = build_runtime(settings, warmup=False)
@@ -221,6 +232,47 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
     _explain_stock_voice(summary["quality"])
     print(json.dumps(summary, indent=1))
     return True
+
+
+# Consent fields in the words of the HTTP form and the service, and this
+# command's flags for them (longest first: "consent" is in the others).
+_CONSENT_FIELDS = frozenset(
+    {"consent", "consent_statement", "consent.statement", "given_by", "consent.given_by"}
+)
+_FLAG_WORDS = (
+    ('consent="true"', "--consent"),
+    ("consent.statement", "--consent-statement"),
+    ("consent_statement", "--consent-statement"),
+    ("consent.given_by", "--given-by"),
+    ("given_by", "--given-by"),
+)
+
+
+def _consent_problem(args: argparse.Namespace) -> str | None:
+    """Why a new voice may not be cloned as asked, in this command's words."""
+    if args.add_to is not None:
+        return None  # more recordings of a voice whose consent is on record
+    if not args.consent:
+        return (
+            "cloning a voice needs the speaker's consent: add --consent to confirm that "
+            "they agreed (--consent-statement TEXT records what they agreed to, "
+            "--given-by NAME who agreed)"
+        )
+    if not args.consent_statement.strip():
+        return "--consent-statement must not be empty (leave it out for the default attestation)"
+    return None
+
+
+def _in_flag_terms(exc: VoxcloneError) -> VoxcloneError:
+    """A consent error from the server or the service, naming this command's
+    flags instead of field names (consent_statement -> --consent-statement)."""
+    if exc.field in _CONSENT_FIELDS:
+        message = exc.message
+        for word, flag in _FLAG_WORDS:
+            message = message.replace(word, flag)
+        exc.message = message
+        exc.args = (message,)
+    return exc
 
 
 def _flag(value: bool) -> str:
