@@ -38,6 +38,7 @@ DEFAULT_COMMANDS = {
     "peers": "python bench/peers.py",
     "ttfa": "python bench/ttfa.py",
     "builtin_voices": "python bench/choose_builtins.py",
+    "voice_table": "python bench/voice_table.py",
     "clone_eval": "python bench/clone_eval.py",
     "controls": "python bench/controls_eval.py",
     "load": "python bench/load.py",
@@ -685,7 +686,7 @@ CLONE_SUBSECTIONS = {
     "report_calibration": "Quality-report warnings calibrated on real references",
     "atlas_size": "Atlas size: 250, 500 and 1,000 voices",
 }
-KNOWN_MARKDOWN = {"clone_eval", "controls", "load", *CLONE_SUBSECTIONS}
+KNOWN_MARKDOWN = {"clone_eval", "controls", "load", "voice_table", *CLONE_SUBSECTIONS}
 
 
 def result_block(
@@ -781,6 +782,9 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         + image(out_page, plots["ttfa_stages"], "TTFA stages"),
         speed_cloning(data, runs),
         section_builtins(data, runs),
+        section_markdown(
+            "Voice table: every built-in voice in its language", "voice_table", data, markdown, runs
+        ),
         section_markdown(
             "Cloning",
             "clone_eval",

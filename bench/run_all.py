@@ -58,6 +58,8 @@ SCRIPTS: tuple[Script, ...] = (
     Script("soak", "bench/soak.py", (), None, 900),
     Script("long_text", "bench/long_text.py", (), None, 3600),
     Script("builtin_voices", "bench/choose_builtins.py", (), None, 1800),
+    # Every built-in voice in its language (DNSMOS, WER, rate, pitch): ~15 min.
+    Script("voice_table", "bench/voice_table.py", (), None, 3600),
     Script("controls", "bench/controls_eval.py", (), None, 1800),
 )
 

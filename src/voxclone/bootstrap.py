@@ -47,6 +47,7 @@ from voxclone.synth.audio.encode import load_codecs
 from voxclone.synth.engine.base import Engine, SynthItem
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.langdetect import detect_language
+from voxclone.synth.voice.builtin import EARLIER_DEFAULT_VOICE
 
 if TYPE_CHECKING:
     import redis
@@ -372,10 +373,23 @@ def build_library(settings: Settings) -> VoiceLibrary:
 
 
 def _default_voice(settings: Settings, engine: Engine) -> str:
+    """The engine's default voice: the configured one, else the engine's own
+    (its American English default, else its first built-in)."""
     builtins = engine.builtin_voices()
-    if settings.default_voice in builtins or not builtins:
+    if settings.default_voice and (settings.default_voice in builtins or not builtins):
         return settings.default_voice
-    return next(iter(builtins))
+    for name, voice in builtins.items():
+        if settings.default_language in voice.default_for:
+            return name
+    return next(iter(builtins), settings.default_voice or EARLIER_DEFAULT_VOICE)
+
+
+def _language_defaults(settings: Settings, catalog: VoiceCatalog) -> dict[str, dict[str, str]]:
+    """Per engine, the measured default voice of each language; none when the
+    operator configured one default voice for every language."""
+    if settings.default_voice:
+        return {}
+    return {name: catalog.language_defaults(name) for name in catalog.engine_names}
 
 
 def build_runtime(
@@ -452,6 +466,7 @@ def build_runtime(
         {name: stack.speech for name, stack in stacks.items()},
         catalog,
         default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
+        language_defaults=_language_defaults(settings, catalog),
     )
     events = JobEvents()
     runtime = Runtime(

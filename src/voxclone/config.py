@@ -45,7 +45,11 @@ class Settings(BaseSettings):
     # Threads of the extra session that runs a stream's first chunk alone on an
     # idle server (0 = off, saves ~100 MB): 0.73 s vs 1.25 s for 5 words.
     fast_lane_threads: int = 2
-    default_voice: str = "clear_female"
+    # The voice of a request that names none. Empty: each language's measured
+    # default (af_heart for American English, ef_dora for Spanish, ...;
+    # synth/voice/standard_voices.py), clear_female without the standard voices.
+    # A name here speaks every language.
+    default_voice: str = ""
     default_language: str = "en-us"
 
     # Limits

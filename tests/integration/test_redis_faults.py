@@ -243,7 +243,8 @@ def test_voice_deleted_while_redis_is_down_is_purged_when_it_returns(
     )
     runtime = build_runtime(settings, warmup=False)
     try:
-        builtin = runtime.catalog.resolve(settings.default_voice, None)
+        default = runtime.speech.default_voice(runtime.speech.default_engine)
+        builtin = runtime.catalog.resolve(default, None)
         voice = runtime.voice_store.create(
             VoiceRecord(
                 id="",

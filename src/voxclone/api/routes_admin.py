@@ -12,7 +12,6 @@ from voxclone.api.auth import AnyCaller, authenticate_request
 from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep
 from voxclone.api.errors import error_body, retry_after_header
 from voxclone.api.ratelimit import rate_limiter_status
-from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
@@ -152,7 +151,11 @@ async def info(
         },
         "builtin_voices": runtime.catalog.builtin_names,
         "builtin_voices_by_engine": runtime.catalog.builtins_by_engine(),
-        "default_voice": settings.default_voice,
+        # The default engine's voice for requests that name none (English),
+        # and where the language has its own default, that one.
+        "default_voice": runtime.speech.default_voice(runtime.speech.default_engine)
+        or settings.default_voice,
+        "default_voices_by_language": runtime.speech.language_defaults(),
         "limits": {
             "max_text_chars": settings.max_text_chars,
             "max_upload_mb": settings.max_upload_mb,
@@ -162,7 +165,7 @@ async def info(
         },
         "openai": {
             "models": runtime.speech.model_names,
-            "voice_aliases": OPENAI_VOICE_ALIASES,
+            "voice_aliases": runtime.catalog.openai_aliases(),
         },
         "owner": principal.owner,
         "scopes": sorted(principal.scopes),

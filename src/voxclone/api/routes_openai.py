@@ -7,7 +7,10 @@ Unmodified OpenAI clients work against this server:
   picks that engine (``GET /v1/models`` lists them); other names get a 400
   that lists them.
 * ``voice``: one of our voices (built-in name, cloned voice id or name), or
-  one of OpenAI's voice names, mapped by :data:`OPENAI_VOICE_ALIASES`:
+  one of OpenAI's voice names: each speaks with a native English voice of
+  its sex (``alloy`` → ``af_heart``, ``onyx`` → ``am_onyx``, …;
+  synth/voice/standard_voices.py, measured in docs/benchmarks.md "Voice
+  table"). Without the standard voices installed, :data:`OPENAI_VOICE_ALIASES`:
   alloy, ballad, coral, fable, nova, sage, shimmer → ``clear_female``;
   ash, echo, onyx, verse → ``clear_male``. A cloned voice with the same name
   as an alias wins, so users can override an alias.
@@ -61,7 +64,8 @@ OPENAI_MODELS: tuple[str, ...] = OPENAI_ALIASES
 OPENAI_FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 PCM_RATE = 24_000
 
-# Defined with the built-in voices (synth/voice/builtin.py); the catalog resolves them.
+# The mapping of the earlier seven voices (synth/voice/builtin.py); a running
+# server answers with its catalog's (``VoiceCatalog.openai_aliases``).
 OPENAI_VOICE_ALIASES: dict[str, str] = openai_aliases()
 
 # Words in ``instructions`` that pick an emotion preset, besides the preset names.
@@ -110,7 +114,10 @@ def _resolve_voice_name(runtime: Runtime, voice: str, owner: str, engine: str) -
         runtime.catalog.resolve(voice, owner, engine)
         return voice
     except NotFound:
-        alias = OPENAI_VOICE_ALIASES.get(voice.lower())
+        # The catalog's mapping; else the earlier seven's names (an engine
+        # whose voices declare no OpenAI aliases).
+        key = voice.lower()
+        alias = runtime.catalog.openai_aliases().get(key) or OPENAI_VOICE_ALIASES.get(key)
         if alias is None:
             raise
         return alias if alias in runtime.catalog.builtins_by_engine()[engine] else None
@@ -126,9 +133,11 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
             limit=list(OPENAI_FORMATS),
         )
     speed = _openai_speed(body.speed) if "speed" in body.model_fields_set else None
+    # No voice (the captioned route's default): the language's default voice.
+    voice = None if body.voice is None else _resolve_voice_name(runtime, body.voice, owner, engine)
     return SpeechRequest(
         text=body.input,
-        voice=_resolve_voice_name(runtime, body.voice, owner, engine),
+        voice=voice,
         model=engine,
         controls=SpeechControls(speed=speed, emotion=emotion_from_instructions(body.instructions)),
         format=fmt,
@@ -231,10 +240,13 @@ async def audio_voices(
                 engine=v.engine,
                 model_id=v.model_id,
                 aliases=list(v.aliases),
+                sex=v.sex,
+                accent=v.accent,
+                default_for=list(v.default_for),
             )
             for v in listing
         ],
-        aliases=dict(OPENAI_VOICE_ALIASES),
+        aliases=runtime.catalog.openai_aliases(),
     )
 
 

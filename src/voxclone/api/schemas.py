@@ -107,7 +107,8 @@ class CaptionedSpeechRequest(OpenAISpeechRequest):
     """OpenAI's speech body, answered with word timestamps (``/v1/audio/speech/captioned``)."""
 
     model: str = "kokoro"
-    voice: str = "clear_female"
+    # None: the request language's default voice, as in /v1/tts.
+    voice: str | None = None  # type: ignore[assignment]
     stream: bool = False
 
 

@@ -21,7 +21,7 @@ from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.service.blends import BlendPart, BlendTerm, blend_style, parse_blend
 from voxclone.synth.audio.tone import ToneFilter
 from voxclone.synth.engine.base import Engine
-from voxclone.synth.voice.builtin import openai_aliases
+from voxclone.synth.voice.standard_voices import OPENAI_VOICE_NAMES
 
 # Loaded prompts kept per (voice id, version): loading one deserializes the
 # engine's conditioning state, which a request should not pay every time.
@@ -83,6 +83,9 @@ class VoiceListing:
     engine: str = ""
     model_id: str = ""
     aliases: tuple[str, ...] = ()  # other names that select this voice
+    sex: str | None = None  # "F", "M" (built-ins; None: unknown)
+    accent: str | None = None  # what a listener hears, e.g. "British English"
+    default_for: tuple[str, ...] = ()  # languages that speak with it when no voice is named
 
 
 class VoiceCatalog:
@@ -104,22 +107,37 @@ class VoiceCatalog:
         # the user's voices (they were built-in names then, and stored configs
         # use them); OpenAI's names after them, so a user's own voice called
         # "alloy" wins.
-        openai_names = set(openai_aliases())
+        openai_names = set(OPENAI_VOICE_NAMES)
         self._legacy: dict[str, dict[str, str]] = {}
         self._openai: dict[str, dict[str, str]] = {}
+        # Per engine, language -> the built-in a request in it speaks with
+        # when it names no voice (the engine's measured defaults).
+        self._language_defaults: dict[str, dict[str, str]] = {}
         for engine_name, voices in self._builtins.items():
             legacy = self._legacy.setdefault(engine_name, {})
             openai = self._openai.setdefault(engine_name, {})
+            defaults = self._language_defaults.setdefault(engine_name, {})
             for name, info in voices.items():
                 for alias in info.aliases:
                     if alias not in voices:
                         (openai if alias in openai_names else legacy)[alias] = name
+                for language in info.default_for:
+                    defaults.setdefault(language, name)
 
     @property
     def aliases(self) -> dict[str, str]:
         """Every other name that selects a built-in of the default engine -> its name."""
         engine = self.default_engine
         return {**self._legacy[engine], **self._openai[engine]}
+
+    def openai_aliases(self, engine: str | None = None) -> dict[str, str]:
+        """OpenAI's voice names -> the built-in each speaks with (default engine)."""
+        return dict(self._openai[engine or self.default_engine])
+
+    def language_defaults(self, engine: str | None = None) -> dict[str, str]:
+        """Language -> the built-in voice that speaks it when a request names
+        none (empty: the engine has no per-language defaults)."""
+        return dict(self._language_defaults[engine or self.default_engine])
 
     @property
     def default_engine(self) -> str:
@@ -304,6 +322,9 @@ class VoiceCatalog:
                     for alias, target in table.items()
                     if target == name
                 ),
+                sex=info.sex if info.sex in ("F", "M") else None,
+                accent=info.accent,
+                default_for=info.default_for,
             )
             for engine, voices in self._builtins.items()
             for name, info in voices.items()

@@ -58,6 +58,7 @@ class SpeechRouter:
         *,
         aliases: tuple[str, ...] = OPENAI_ALIASES,
         default_voices: Mapping[str, str] | None = None,
+        language_defaults: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         if not services:
             raise ValueError("a speech router needs at least one engine")
@@ -65,6 +66,10 @@ class SpeechRouter:
         self._catalog = catalog
         self._aliases = aliases
         self._default_voices = dict(default_voices or {})
+        # Per engine, language -> voice for requests that name none (the
+        # catalog's measured defaults); else the engine's default voice.
+        self._language_defaults = {e: dict(m) for e, m in (language_defaults or {}).items()}
+
 
     # -- models ---------------------------------------------------------------
     @property
@@ -125,7 +130,7 @@ class SpeechRouter:
             return self._service(chosen), req
         if req.voice is None:
             chosen = engine or self.default_engine
-            name = self._default_voices.get(chosen)
+            name = self.default_voice(chosen, req)
             if name is None:
                 return self._service(chosen), req
             voice = self._catalog.resolve(name, req.owner, chosen)
@@ -133,6 +138,21 @@ class SpeechRouter:
             voice = self._catalog.resolve(req.voice, req.owner, engine)
             chosen = engine or voice.engine or self.default_engine
         return self._service(chosen), replace(req, voice_override=voice)
+
+    def language_defaults(self, engine: str | None = None) -> dict[str, str]:
+        """Language -> the voice a request in it that names none speaks with."""
+        return dict(self._language_defaults.get(engine or self.default_engine, {}))
+
+    def default_voice(self, engine: str, req: SpeechRequest | None = None) -> str | None:
+        """The voice ``req`` speaks with when it names none: the default of its
+        language (given, else detected) where the engine has one, else the
+        engine's default voice."""
+        by_language = self._language_defaults.get(engine)
+        if by_language and req is not None:
+            name = by_language.get(self._service(engine).language_of(req))
+            if name is not None:
+                return name
+        return self._default_voices.get(engine)
 
     def _service(self, engine: str) -> SpeechService:
         service = self._services.get(engine)

@@ -273,7 +273,12 @@ class SpeechService:
             )
         return req.voice_override
 
-    def _language_for(self, req: SpeechRequest, voice: ResolvedVoice) -> str:
+    def language_of(self, req: SpeechRequest) -> str:
+        """The language ``req`` is spoken in: its own, else detected from the
+        text, else the default (the router picks a default voice by it)."""
+        return self._language_for(req, None)
+
+    def _language_for(self, req: SpeechRequest, voice: ResolvedVoice | None) -> str:
         if req.language:
             language = req.language.lower()
             if language == "en":

@@ -583,7 +583,7 @@ function renderVoiceSelect() {
     }));
   const groups = [
     ["Your voices", state.clonedVoices],
-    ["Built-in voices", builtins],
+    ...builtinGroups(builtins),
     ["OpenAI voice names", aliases],
   ];
   // The option shows the name only: a long description is cut off in the
@@ -608,6 +608,23 @@ function renderVoiceSelect() {
   if (known(previous)) select.value = previous;
   else if (known(state.info.defaultVoice)) select.value = state.info.defaultVoice;
   updateVoiceHelp();
+}
+
+// Built-in voices by the accent they speak with ("Built-in · British English"),
+// in the server's order (each language's default first); voices of no
+// particular language (the earlier blends) come last.
+function builtinGroups(builtins) {
+  const groups = new Map();
+  for (const voice of builtins) {
+    const label = voice.accent ? `Built-in · ${voice.accent}` : "Built-in voices";
+    if (!groups.has(label)) groups.set(label, []);
+    groups.get(label).push(voice);
+  }
+  const other = groups.get("Built-in voices");
+  groups.delete("Built-in voices");
+  const ordered = [...groups.entries()];
+  if (other) ordered.push([ordered.length ? "Built-in · other voices" : "Built-in voices", other]);
+  return ordered;
 }
 
 function updateVoiceHelp() {

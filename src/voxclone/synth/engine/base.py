@@ -136,6 +136,9 @@ class EngineVoice:
     sex: str = "?"
     # Other names that select this voice (earlier names, OpenAI's voice names).
     aliases: tuple[str, ...] = ()
+    accent: str | None = None  # what a listener hears, e.g. "British English"
+    # Languages that speak with this voice when a request names none.
+    default_for: tuple[str, ...] = ()
 
 
 class Tokenizer(Protocol):

@@ -1,4 +1,13 @@
-"""Built-in voices: two clear blends plus the five shipped Kokoro packs, by plain names.
+"""Built-in voices: Kokoro's standard voices by their standard names, plus the
+earlier seven (two clear blends and the five shipped packs under plain names).
+
+With Kokoro's other voice packs installed (engine/kokoro/voice_packs.py, ``make
+install``), every pack is a built-in voice under its standard name (``af_heart``,
+``ef_dora``, ...; synth/voice/standard_voices.py), with each language's measured
+default. The earlier plain names keep selecting exactly the same style: ``yuki``
+is ``jf_gongitsune``'s pack, ``clear_female`` the same blend as before.
+
+Without those packs (an offline install) the catalog is the earlier seven:
 
 The blends were picked by ``bench/choose_builtins.py`` (Whisper tiny.en
 round-trip WER on 8 Harvard sentences; results in
@@ -16,6 +25,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxclone.synth.voice.standard_voices import (
+    CHARACTER_VOICES,
+    LANGUAGE_DEFAULTS,
+    OPENAI_FEMALE,
+    OPENAI_MALE,
+    OPENAI_STANDARD,
+    catalog_order,
+    parse_standard,
+)
+
 
 @dataclass(frozen=True)
 class BuiltinVoice:
@@ -26,12 +45,10 @@ class BuiltinVoice:
     # Other names that select this voice: earlier names (stored configs and
     # scripts keep working) and OpenAI's voice names.
     aliases: tuple[str, ...] = ()
+    language: str | None = None  # the language it is native in (None: the earlier seven)
+    accent: str | None = None  # what a listener hears, e.g. "British English"
+    default_for: tuple[str, ...] = ()  # languages that speak with it when no voice is named
 
-
-# OpenAI's voice names, for unmodified OpenAI clients: their female-sounding
-# names speak with clear_female, their male-sounding ones with clear_male.
-OPENAI_FEMALE = ("alloy", "ballad", "coral", "fable", "nova", "sage", "shimmer")
-OPENAI_MALE = ("ash", "echo", "onyx", "verse")
 
 BLENDS: tuple[BuiltinVoice, ...] = (
     # Equal blend of the four female packs: 1.6 % WER (best single pack 5.1 %).
@@ -94,6 +111,9 @@ PACKS: tuple[BuiltinVoice, ...] = (
     ),
 )
 
+# The default voice before the standard voices, and still without them.
+EARLIER_DEFAULT_VOICE = "clear_female"
+
 PACK_SEX = {
     "jf_alpha": "F",
     "jf_gongitsune": "F",
@@ -102,16 +122,26 @@ PACK_SEX = {
     "jm_kumo": "M",
 }
 
+# The built-in voices cloning compares a clone with (the stock check and the
+# quality report's closest built-in, through the atlas's labelled rows): the
+# earlier seven, whatever the catalog offers. Their thresholds
+# (pipeline.STOCK_PREFERENCE, quality_report's margins) were fitted against
+# these seven, and each one compared costs a probe render per enrollment.
+# Re-fitting them to the standard voices is open work.
+CLONING_COMPARISON_VOICES: tuple[str, ...] = tuple(v.name for v in BLENDS + PACKS)
+
 
 def openai_aliases() -> dict[str, str]:
-    """OpenAI voice name -> the built-in voice it speaks with."""
+    """OpenAI voice name -> the voice it speaks with in the earlier seven's catalog
+    (with the standard voices installed: :data:`OPENAI_STANDARD`)."""
     return {
         alias: v.name for v in BLENDS for alias in v.aliases if alias in OPENAI_FEMALE + OPENAI_MALE
     }
 
 
 def legacy_aliases() -> dict[str, str]:
-    """Earlier built-in name (a pack id) -> its plain name today."""
+    """Earlier built-in name (a pack id) -> its plain name among the earlier seven
+    (what the atlas's labels are called: :data:`CLONING_COMPARISON_VOICES`)."""
     return {alias: v.name for v in BLENDS + PACKS for alias in v.aliases if alias in PACK_SEX}
 
 
@@ -123,8 +153,28 @@ def blend_packs(packs: dict[str, np.ndarray], recipe: dict[str, float]) -> np.nd
     return out
 
 
-def builtin_voices(packs: dict[str, np.ndarray]) -> dict[str, tuple[BuiltinVoice, np.ndarray]]:
+def has_standard_voices(packs: dict[str, np.ndarray]) -> bool:
+    """Whether ``packs`` holds standard voices beyond the five shipped Japanese ones."""
+    return any(parse_standard(name) is not None for name in packs if name not in PACK_SEX)
+
+
+def builtin_voices(
+    packs: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = None
+) -> dict[str, tuple[BuiltinVoice, np.ndarray]]:
     """Name -> (description, style pack) for every built-in voice.
+
+    ``packs`` are the model's shipped packs, ``extra`` Kokoro's other packs when
+    installed: then every pack is a voice under its standard name, followed by
+    the two clear blends; else the earlier seven (:func:`earlier_voices`).
+    """
+    everything = {**(extra or {}), **packs}
+    if not has_standard_voices(everything):
+        return earlier_voices(packs)
+    return standard_voices(everything)
+
+
+def earlier_voices(packs: dict[str, np.ndarray]) -> dict[str, tuple[BuiltinVoice, np.ndarray]]:
+    """The seven voices of the shipped packs, as before the standard voices.
 
     Blends first (the default and clearest), then the shipped packs under their
     plain names; a pack the installed model lacks is skipped, and a pack not
@@ -143,4 +193,54 @@ def builtin_voices(packs: dict[str, np.ndarray]) -> dict[str, tuple[BuiltinVoice
         if name not in known:
             info = BuiltinVoice(name, f"voice {name}", PACK_SEX.get(name, "?"), {name: 1.0})
             voices[name] = (info, pack.astype(np.float32))
+    return voices
+
+
+def standard_voices(packs: dict[str, np.ndarray]) -> dict[str, tuple[BuiltinVoice, np.ndarray]]:
+    """Every pack under its standard name (by language, each language's default
+    first), then the two clear blends; the earlier plain names (``yuki``) are
+    aliases of the pack they always were, OpenAI's names of native English voices."""
+    former = {next(iter(v.recipe)): v.name for v in PACKS}
+    voices: dict[str, tuple[BuiltinVoice, np.ndarray]] = {}
+    for name in sorted(packs, key=catalog_order):
+        standard = parse_standard(name)
+        style = np.asarray(packs[name], dtype=np.float32)
+        if standard is None:
+            voices[name] = (BuiltinVoice(name, f"voice {name}", "?", {name: 1.0}), style)
+            continue
+        default_for = tuple(lang for lang, voice in LANGUAGE_DEFAULTS.items() if voice == name)
+        aliases = tuple(a for a, voice in OPENAI_STANDARD.items() if voice == name)
+        sex = "female" if standard.sex == "F" else "male"
+        description = f"{standard.accent} {sex} voice"
+        if name in CHARACTER_VOICES:
+            description += ", a Santa Claus character"
+        if default_for:
+            description += "; the default for " + standard.accent
+        if name in former:
+            aliases = (former[name], *aliases)
+            description += f" (earlier name: {former[name]})"
+        info = BuiltinVoice(
+            name,
+            description,
+            standard.sex,
+            {name: 1.0},
+            aliases,
+            language=standard.language,
+            accent=standard.accent,
+            default_for=default_for,
+        )
+        voices[name] = (info, style)
+    for blend in BLENDS:
+        if all(pack in packs for pack in blend.recipe):
+            described = blend.description.replace("; the default", "")
+            described += "; a blend of Japanese voices"
+            if blend.name == EARLIER_DEFAULT_VOICE:
+                described += ", the earlier default"
+            info = BuiltinVoice(
+                blend.name,
+                described,
+                blend.sex,
+                blend.recipe,
+            )
+            voices[blend.name] = (info, blend_packs(packs, blend.recipe))
     return voices

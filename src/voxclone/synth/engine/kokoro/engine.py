@@ -89,6 +89,7 @@ class KokoroEngine(EngineBase):
         self._duration_output: str | None = None
         self._tokenizer: Tokenizer | None = None
         self._builtins: dict[str, EngineVoice] | None = None
+        self._extra_packs: dict[str, np.ndarray] | None = None
         self.load_seconds: float | None = None
         # Inputs vary in length, so ONNX Runtime's CPU arena keeps growing to the
         # largest seen; shrinking it after each run stopped RSS creep in the soak
@@ -138,22 +139,44 @@ class KokoroEngine(EngineBase):
     def style_packs(self) -> dict[str, np.ndarray]:
         return self.assets.packs
 
+    def extra_packs(self) -> dict[str, np.ndarray]:
+        """Kokoro's other voice packs (npm kokoro-js, voice_packs.py), read once;
+        {} when they are not installed."""
+        if self._extra_packs is None:
+            self._extra_packs = load_voice_packs(self._models_dir)
+        return self._extra_packs
+
     def atlas_packs(self) -> dict[str, np.ndarray]:
-        # The model's other packs (npm kokoro-js, voice_packs.py) widen the
-        # space the cloner searches; only the shipped five are voices. Read on
-        # demand (once, by the cloning stack): a synthesis-only process never
-        # holds their 25 MB.
-        return {**load_voice_packs(self._models_dir), **self.assets.packs}
+        # The model's other packs widen the space the cloner searches. The
+        # same arrays as the built-in voices speak with (read once).
+        return {**self.extra_packs(), **self.assets.packs}
 
     def builtin_voices(self) -> dict[str, EngineVoice]:
         if self._builtins is None:
-            from voxclone.synth.voice.builtin import builtin_voices
+            from voxclone.synth.voice.builtin import builtin_voices, has_standard_voices
 
+            extra = self.extra_packs()
+            if not has_standard_voices(extra):
+                # Once per engine, at start-up (the catalog reads the voices
+                # then); info, so a one-shot `voxclone say` prints nothing.
+                log.info(
+                    "built-in voices: only the 7 made from the shipped Japanese packs; "
+                    "Kokoro's 54 standard voices (af_heart, am_michael, ef_dora, ...) need its "
+                    "other voice packs: run `python scripts/fetch_voice_packs.py` "
+                    "(or `make install`) and restart"
+                )
             self._builtins = {
                 name: EngineVoice(
-                    name, info.description, style=style, sex=info.sex, aliases=info.aliases
+                    name,
+                    info.description,
+                    style=style,
+                    language=info.language,
+                    sex=info.sex,
+                    aliases=info.aliases,
+                    accent=info.accent,
+                    default_for=info.default_for,
                 )
-                for name, (info, style) in builtin_voices(self.assets.packs).items()
+                for name, (info, style) in builtin_voices(self.assets.packs, extra).items()
             }
         return self._builtins
 
