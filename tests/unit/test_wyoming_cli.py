@@ -152,8 +152,21 @@ def test_events_are_read_within_bounds() -> None:
         {"text": "Hello."},
         b"\x01\x02",
     )
-    # A header claiming more than the bound is refused before anything is buffered.
-    assert asyncio.run(read(frame({"type": "synthesize", "data_length": 10**12}))) is None
-    assert asyncio.run(read(frame({"type": "x"}, payload=b"\x00" * 1001))) is None
-    for bad in (b"not json\n", b"[1, 2]\n", b'{"data": {}}\n', frame({"type": "x"}, b"{}")[:-1]):
-        assert asyncio.run(read(bad)) is None
+    # A header claiming more than the bound is refused before anything is
+    # buffered; the stream cannot be read on from there (fatal).
+    from voxclone.api.wyoming_events import EventRefused
+
+    def refusal(raw: bytes) -> EventRefused:
+        with pytest.raises(EventRefused) as caught:
+            asyncio.run(read(raw))
+        return caught.value
+
+    too_long = refusal(frame({"type": "synthesize", "data_length": 10**12}))
+    assert too_long.fatal and too_long.error.code == "payload_too_large"
+    assert refusal(frame({"type": "x"}, payload=b"\x00" * 1001)).fatal
+    for bad in (b"not json\n", b"[1, 2]\n"):
+        assert refusal(bad).fatal
+    # No type: refused, but its bytes were whole, so the connection goes on.
+    assert not refusal(b'{"data": {}}\n').fatal
+    # Cut short: the client left.
+    assert asyncio.run(read(frame({"type": "x"}, b"{}")[:-1])) is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.bootstrap import Runtime
+from voxclone.errors import PayloadTooLarge
 from voxclone.service.speech import SpeechRequest
 
 SSML_WARNINGS_HEADER = "X-SSML-Warnings"
@@ -20,6 +21,17 @@ async def ssml_headers(runtime: Runtime, req: SpeechRequest) -> dict[str, str]:
     reserved) and name what it ignored in a header; nothing for plain text."""
     if not req.is_ssml:
         return {}
+    # The length limit first: a document over it was parsed in full (16.8 MB
+    # ones raised RSS 1.5 -> 2.0 GB, for good) before the 413 it was bound to
+    # get; the body guard stops bodies past ~12 bytes a character, not this.
+    limit = runtime.settings.max_text_chars
+    if len(req.text) > limit:
+        raise PayloadTooLarge(
+            f"text is longer than {limit} characters",
+            field="text",
+            limit=limit,
+            value=len(req.text),
+        )
     warnings = await run_in_threadpool(runtime.speech.ssml_warnings, req)
     if not warnings:
         return {}

@@ -11,7 +11,11 @@ Wyoming is a TCP protocol of JSON-headed events. This adapter answers:
   soon as it is complete, then ``synthesize-stopped`` (the ``synthesize`` a
   streaming client also sends, for old servers, is ignored meanwhile);
 * anything refused → an ``error`` event (``text`` = the message, ``code`` =
-  the error's code); the connection stays open for the next request.
+  the error's code); the connection stays open for the next request. Every
+  event is read and checked with the limits of an HTTP request first
+  (api/wyoming_events.py); one that cannot be read on from (a header that is
+  not JSON, lengths that are not byte counts) gets its error, then the
+  connection closes.
 
 Speech goes through the same path as HTTP streaming: the router's
 ``admit`` (refuse early when the engine is busy), ``stream`` (validation,
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 import time
@@ -50,6 +53,7 @@ from wyoming.tts import (
 )
 
 from voxclone.api.streaming import CancelFlag, StreamSlots
+from voxclone.api.wyoming_events import EventRefused, check_event, read_event
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.text.segment import split_sentences
@@ -222,33 +226,6 @@ class WyomingTts:
         return chunks, release
 
 
-async def read_event(reader: asyncio.StreamReader, max_bytes: int) -> Event | None:
-    """One event (header line, optional JSON data, optional payload); None at
-    the end of the stream or for anything malformed or longer than
-    ``max_bytes``, which ends the connection."""
-    try:
-        line = await reader.readline()  # the reader's own limit bounds it (64 KiB)
-        if not line:
-            return None
-        header = json.loads(line)
-        data = header.get("data") or {}
-        data_length = int(header.get("data_length") or 0)
-        payload_length = int(header.get("payload_length") or 0)
-        if not 0 <= data_length <= max_bytes or not 0 <= payload_length <= max_bytes:
-            log.warning("Wyoming event larger than %d bytes; closing the connection", max_bytes)
-            return None
-        if data_length:
-            extra = json.loads(await reader.readexactly(data_length))
-            data = {**data, **extra}
-        payload = await reader.readexactly(payload_length) if payload_length else None
-        event_type = header["type"]
-        if not isinstance(event_type, str) or not isinstance(data, dict):
-            return None
-        return Event(type=event_type, data=data, payload=payload)
-    except (ValueError, KeyError, TypeError, AttributeError, asyncio.IncompleteReadError):
-        return None  # not Wyoming (bad JSON, a line over the limit, cut short)
-
-
 def _ssml_flag(text_format: str | SynthesizeTextFormat | None) -> bool | None:
     """Wyoming's ``text_format``: "ssml" forces SSML; otherwise the product's
     rule applies (SSML when the text starts with ``<speak>``)."""
@@ -274,6 +251,11 @@ class WyomingHandler(AsyncEventHandler):
 
     # -- reading side ---------------------------------------------------------------
     async def handle_event(self, event: Event) -> bool:
+        try:
+            check_event(event, self.tts.config.max_text_chars)
+        except VoxcloneError as exc:
+            await self._refuse(event, exc)
+            return True
         if Describe.is_type(event.type):
             await self._queue(_Job("describe"), count=True)
         elif SynthesizeStart.is_type(event.type):
@@ -301,6 +283,21 @@ class WyomingHandler(AsyncEventHandler):
         else:
             log.debug("ignoring Wyoming event %s", event.type)
         return True
+
+    async def _refuse(self, event: Event, error: VoxcloneError) -> None:
+        """Answer a refused event in its turn (after the work queued before it).
+        A refused stream start or chunk fails its stream: its stop still gets
+        synthesize-stopped, and nothing of it is spoken."""
+        if SynthesizeStart.is_type(event.type):
+            self.stream = _TextStream(None, None, failed=True)
+        elif SynthesizeChunk.is_type(event.type) and self.stream is not None:
+            if self.stream.failed:
+                return  # its error was sent
+            self.stream.failed = True
+            self.stream.pending = ""
+        elif Synthesize.is_type(event.type) and self.stream is not None:
+            return  # ignored inside a stream anyway
+        await self._queue(_Job("fail", error=error), count=True)
 
     async def _queue(self, job: _Job, *, count: bool = False) -> None:
         if count:
@@ -362,7 +359,14 @@ class WyomingHandler(AsyncEventHandler):
         with an error event instead of ending the connection."""
         try:
             while True:
-                event = await read_event(self.reader, self.tts.max_event_bytes)
+                try:
+                    event = await read_event(self.reader, self.tts.max_event_bytes)
+                except EventRefused as refused:
+                    if refused.fatal:  # answered now: closing stops the worker
+                        await self._send_error(refused.error)
+                        break
+                    await self._refuse(Event(type=refused.event_type), refused.error)
+                    continue
                 if event is None:
                     break
                 try:

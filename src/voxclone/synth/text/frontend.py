@@ -15,7 +15,9 @@ clients use; SSML ``<phoneme>`` becomes the same form) are taken out of the
 text after cleaning and replaced by one private-use character each, which
 normalization, sentence splitting and budget cutting leave alone; when a
 piece is phonemized, the text around each of them goes to the G2P and the
-character itself becomes the given IPA in the engine's alphabet.
+character itself becomes the given IPA in the engine's alphabet. IPA with
+no sound the engine speaks is refused while the text is prepared, before any
+audio (synth/text/inline_phonemes.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from voxclone.errors import InvalidInput, UnsupportedLanguage
+from voxclone.synth.text.inline_phonemes import INLINE_PHONEME, check_speakable, inline_words
 from voxclone.synth.text.langdetect import detect_language, split_language_runs
 from voxclone.synth.text.lexicon import Lexicon
 from voxclone.synth.text.normalize_en import normalize_english
@@ -60,8 +63,6 @@ STREAM_FIRST_CHUNK_TOKENS = 20
 STREAM_FIRST_CHUNK_MIN_WORDS = 2
 
 
-# [word](/IPA/): the word may be empty, the IPA may not; neither crosses a line.
-INLINE_PHONEME = re.compile(r"\[([^\[\]\n]{0,100})\]\(/([^/()\n]{1,200})/\)")
 # Private-use code points stand for the inline phonemes of one request.
 _MARK_BASE = 0xE000
 _MAX_MARKS = 6400
@@ -94,9 +95,14 @@ class _Marks:
         return bool(self.entries) and _MARK.search(text) is not None
 
 
-def _extract_inline(text: str, marks: _Marks) -> str:
+def _extract_inline(
+    text: str, marks: _Marks, check: Callable[[str, str], None] | None = None
+) -> str:
     def replace(match: re.Match[str]) -> str:
-        return marks.add(match.group(1).strip(), match.group(2).strip())
+        word, ipa = match.group(1).strip(), match.group(2).strip()
+        if check is not None:
+            check(word, ipa)
+        return marks.add(word, ipa)
 
     return INLINE_PHONEME.sub(replace, text) if "](/" in text else text
 
@@ -219,8 +225,8 @@ class TextFrontend:
         cleaned = clean_text(text)
         marks = _Marks()
         if language == AUTO:
-            language = self._detect(INLINE_PHONEME.sub(r"\1", cleaned))
-        cleaned = _extract_inline(cleaned, marks)
+            language = self._detect(inline_words(cleaned))
+        cleaned = _extract_inline(cleaned, marks, self._ipa_check(language))
         if lexicon:
             # After the inline phonemes: a word the text spells out itself wins.
             cleaned = lexicon.apply(cleaned, marks.add)
@@ -234,6 +240,19 @@ class TextFrontend:
             if any(ch.isalnum() for ch in normalized) or marks.has(normalized):
                 sentences.append(normalized.strip())
         return language, sentences, marks
+
+    def _ipa_check(self, language: str) -> Callable[[str, str], None] | None:
+        """What refuses inline IPA that would say nothing (before any audio);
+        None for an engine that speaks the word instead of IPA."""
+        g2p = self._g2p
+        if not isinstance(g2p, IpaInput):
+            return None
+
+        def check(word: str, ipa: str) -> None:
+            phonemes = g2p.from_ipa(ipa, language)
+            check_speakable(word, ipa, phonemes, lambda ch: bool(self._g2p.token_ids(ch)))
+
+        return check
 
     def _runs(self, sentence: str, language: str) -> list[tuple[str, str]]:
         runs = self._split_runs(sentence, language) or [(language, sentence)]

@@ -595,7 +595,15 @@ def _money_words(sign: str, symbol: str, amount: str, scale: str | None) -> str:
     if scale:
         return f"{prefix}{_number_text_to_words(amount)} {_SCALE_WORDS[scale]} {many}"
     whole, _, fraction = amount.replace(",", "").partition(".")
-    if fraction and len(fraction) <= 2 and cent is not None and cents is not None:
+    # Dollars and cents only for an amount a cardinal can say; a longer run of
+    # digits is read digit by digit below (int() refuses over 4,300 digits).
+    if (
+        fraction
+        and len(fraction) <= 2
+        and len(whole) <= _MAX_CARDINAL_DIGITS
+        and cent is not None
+        and cents is not None
+    ):
         whole_value = int(whole) if whole else 0
         minor = int(fraction.ljust(2, "0"))
         parts = []

@@ -3,7 +3,15 @@
 ``parse_ssml`` reads ``<speak>`` documents with defusedxml, with DTDs refused
 outright: a document type declaration is where entity-expansion bombs
 ("billion laughs") and external entities live, and SSML never needs one, so
-the parser stops at it before expanding anything (memory stays flat).
+the parser stops at it before expanding anything (memory stays flat). The
+tree builder counts elements and nesting as the parser meets them and stops
+at the limit, so a document of millions of empty tags costs the first few
+thousand, not a tree of millions (12.9 s of CPU for 4 M before the count).
+
+What a document may ask for is bounded at parse time too, before any
+synthesis: each break (MAX_BREAK_S) and all of them together (the silence
+budget, ``check_silence``), and prosody values to ranges a person means
+(a volume of +7000 dB overflowed a float).
 
 The result is a list of items in speaking order: ``SsmlText`` (plain text
 plus the voice, language and prosody it is spoken with) and ``SsmlBreak``
@@ -21,16 +29,40 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
-from xml.etree.ElementTree import Element, ParseError
+from xml.etree.ElementTree import Element, ParseError, TreeBuilder
 
-from voxclone.errors import InvalidSsml
+from voxclone.errors import InvalidSsml, PayloadTooLarge
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 # A break longer than this is refused: the joiner's own ceiling for a pause.
 MAX_BREAK_S = 10.0
-# Deeper nesting than this is no speech markup a person writes; refusing it
-# keeps the walk's recursion bounded.
-MAX_DEPTH = 64
+# Nesting a person writes is speak > p > s > voice > prosody > emphasis >
+# say-as: about 7 levels; 32 leaves room for generated markup and keeps the
+# walk's recursion (two frames a level) far from the interpreter's limit.
+MAX_DEPTH = 32
+# The longest text (max_text_chars, 100,000 by default) marked up sentence by
+# sentence (<s>, a <break> and a <prosody> or <say-as> in each of ~1,500
+# sentences) is ~6,000 elements; 10,000 is a tag every ten characters. Counted
+# while parsing, so a bigger document stops there (~10 ms) with no tree built.
+MAX_ELEMENTS = 10_000
+# Silence the breaks of one document may add up to: at least this much (five
+# minutes: a guided-meditation script's pauses), and beyond it no more than the
+# document's own speech lasts at the normal pace (SPOKEN_CHARS_PER_S: Kokoro
+# says 16-17 characters a second of Harvard sentences, pauses included; 15
+# leans long). So markup can at most double the audio a
+# text of its length gives, where 1,000 ten-second breaks in a 20 KB request
+# made 10,000 s (480 MB of WAV, +1.8 GB of server memory).
+SILENCE_FLOOR_S = 300.0
+SPOKEN_CHARS_PER_S = 15.0
+# <prosody> ranges: the service clamps speed, pitch and energy to its own
+# narrower ranges; values beyond these are mistakes (or attacks: +7000 dB is
+# 10^350, past a float) and are refused rather than silently clamped.
+RATE_RANGE = (0.1, 10.0)  # multiplier: 10% to 1000%
+PITCH_OCTAVES = (-2.0, 2.0)  # ±24 st; as a percentage -75% to +300%
+VOLUME_DB = (-40.0, 40.0)
+VOLUME_FACTOR = (0.0, 10.0)  # as a percentage: 0% to 1000%
+# say-as date parts longer than a year's or a day's digits are no date: read as written.
+_DATE_PART_DIGITS = {"y": 4, "m": 2, "d": 2}
 
 # SSML 1.1 §3.2.3 leaves the strengths' lengths to the processor; these follow
 # the punctuation pauses the joiner uses (comma ≈ medium, sentence ≈ strong).
@@ -173,7 +205,8 @@ def as_document(text: str) -> str:
 
 
 def parse_ssml(text: str) -> SsmlDocument:
-    """Parse ``text`` (an SSML document); InvalidInput naming line and column when malformed."""
+    """Parse ``text`` (an SSML document); InvalidInput naming line and column when
+    malformed, PayloadTooLarge past MAX_ELEMENTS or the silence budget."""
     root = _parse_xml(text)
     if _local(root.tag) != "speak":
         raise InvalidSsml(
@@ -184,15 +217,96 @@ def parse_ssml(text: str) -> SsmlDocument:
     language = root.get(XML_LANG)
     walker.walk(root, _Context(language=language), depth=0)
     walker.flush()
-    return SsmlDocument(tuple(walker.items), language, tuple(walker.warnings))
+    doc = SsmlDocument(tuple(walker.items), language, tuple(walker.warnings))
+    check_silence(doc)
+    return doc
+
+
+def ssml_silence_s(doc: SsmlDocument) -> float:
+    """Seconds of silence ``doc``'s breaks ask for, all together."""
+    return sum(item.seconds for item in doc.items if isinstance(item, SsmlBreak))
+
+
+def ssml_spoken_chars(doc: SsmlDocument) -> int:
+    """Characters of text ``doc`` speaks (before normalization expands numbers)."""
+    return sum(len(item.text) for item in doc.items if isinstance(item, SsmlText))
+
+
+def silence_budget_s(spoken_chars: int) -> float:
+    """The most break silence a document speaking ``spoken_chars`` characters may hold."""
+    return max(SILENCE_FLOOR_S, spoken_chars / SPOKEN_CHARS_PER_S)
+
+
+def check_silence(doc: SsmlDocument) -> None:
+    """PayloadTooLarge (413) when ``doc``'s breaks add up to more than its budget."""
+    silence = ssml_silence_s(doc)
+    budget = silence_budget_s(ssml_spoken_chars(doc))
+    if silence > budget:
+        raise PayloadTooLarge(
+            f"the SSML breaks add up to {silence:.0f} s of silence; at most {budget:.0f} s "
+            f"(the longer of {SILENCE_FLOOR_S:.0f} s and as long as the text takes to say)",
+            field="text",
+            limit=round(budget, 1),
+            value=round(silence, 1),
+        )
+
+
+def check_output_s(doc: SsmlDocument, *, limit_s: float, speed: float = 1.0) -> None:
+    """PayloadTooLarge (413) when ``doc`` would last longer than ``limit_s``
+    (Settings.max_output_s): its text at ``speed`` (the request's speed
+    multiplier) plus its breaks, which are not scaled by speed."""
+    speech = ssml_spoken_chars(doc) / (SPOKEN_CHARS_PER_S * max(speed, 1e-3))
+    total = speech + ssml_silence_s(doc)
+    if total > limit_s:
+        raise PayloadTooLarge(
+            f"the SSML would give about {total:.0f} s of audio; at most {limit_s:.0f} s "
+            "per request (max_output_s)",
+            field="text",
+            limit=limit_s,
+            value=round(total, 1),
+        )
+
+
+class _CountingBuilder(TreeBuilder):
+    """A tree builder that refuses the element past MAX_ELEMENTS or MAX_DEPTH as
+    the parser meets it (the exception stops expat there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements = 0
+        self.depth = 0
+
+    def start(self, tag: Any, attrs: Any) -> Element:
+        self.elements += 1
+        self.depth += 1
+        if self.elements > MAX_ELEMENTS:
+            raise PayloadTooLarge(
+                f"SSML has more than {MAX_ELEMENTS} elements",
+                field="text",
+                limit=MAX_ELEMENTS,
+            )
+        if self.depth > MAX_DEPTH:
+            raise InvalidSsml(
+                f"SSML is nested deeper than {MAX_DEPTH} elements", field="text", limit=MAX_DEPTH
+            )
+        return super().start(tag, attrs)
+
+    def end(self, tag: Any) -> Element:
+        self.depth -= 1
+        return super().end(tag)
 
 
 def _parse_xml(text: str) -> Element:
-    import defusedxml.ElementTree as safe_et
     from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import DefusedXMLParser
 
+    parser = DefusedXMLParser(
+        target=_CountingBuilder(), forbid_dtd=True, forbid_entities=True, forbid_external=True
+    )
     try:
-        return safe_et.fromstring(text, forbid_dtd=True, forbid_entities=True)
+        parser.feed(text)
+        root: Element = parser.close()
+        return root
     except ParseError as exc:
         line, column = getattr(exc, "position", (0, 0))
         # expat's message ends with its own "line 1, column 5"; say it once, 1-based.
@@ -272,6 +386,8 @@ class _Walker:
 
     # -- the tree -------------------------------------------------------------
     def walk(self, element: Element, context: _Context, depth: int) -> None:
+        # _CountingBuilder refused deeper trees while parsing; this guards a
+        # tree built some other way.
         if depth > MAX_DEPTH:
             raise InvalidSsml(
                 f"SSML is nested deeper than {MAX_DEPTH} elements", field="text", limit=MAX_DEPTH
@@ -379,8 +495,8 @@ class _Walker:
         word = raw.strip().lower()
         if word in words:
             return words[word]
-        value = parse(raw)
-        if value is None or not math.isfinite(value):
+        value = parse(raw)  # raises InvalidSsml when outside its range
+        if value is None:
             self.warn(f"<prosody {name}='{raw[:24]}'> not understood; ignored")
             return None
         return float(value)
@@ -432,37 +548,75 @@ class _Walker:
         return f"[{word.replace('[', '').replace(']', '')}](/{ph}/)"
 
 
+def _out_of_range(name: str, raw: str, low: str, high: str) -> InvalidSsml:
+    return InvalidSsml(
+        f"<prosody {name}='{raw.strip()[:24]}'> is outside {low} to {high}",
+        field="text",
+        limit={"attribute": name, "min": low, "max": high},
+        value=raw.strip()[:24],
+    )
+
+
+def _within(value: float, bounds: tuple[float, float]) -> bool:
+    return math.isfinite(value) and bounds[0] <= value <= bounds[1]
+
+
 def _rate_value(raw: str) -> float | None:
+    """A speaking-rate multiplier; InvalidSsml outside RATE_RANGE."""
     match = _PERCENT.fullmatch(raw)
     if match:
         sign, number = match.group(1), float(match.group(2))
-        if sign:  # relative change: +20% is 1.2 times as fast
-            return 1.0 + (number if sign == "+" else -number) / 100.0
-        return number / 100.0  # absolute: 50% is half the normal rate
-    match = _NUMBER.fullmatch(raw)
-    return float(match.group(1)) if match else None
+        # Relative with a sign (+20% is 1.2 times as fast), else absolute (50%: half).
+        rate = 1.0 + (number if sign == "+" else -number) / 100.0 if sign else number / 100.0
+    else:
+        plain = _NUMBER.fullmatch(raw)
+        if plain is None:
+            return None
+        rate = float(plain.group(1))
+    if not _within(rate, RATE_RANGE):
+        low, high = (f"{100 * r:g}%" for r in RATE_RANGE)
+        raise _out_of_range("rate", raw, low, high)
+    return rate
 
 
 def _pitch_value(raw: str) -> float | None:
+    """A pitch shift in octaves; InvalidSsml outside PITCH_OCTAVES."""
+    low, high = PITCH_OCTAVES
     match = _SEMITONES.fullmatch(raw)
     if match:
-        return float(match.group(1)) / 12.0
+        octaves = float(match.group(1)) / 12.0
+        if not _within(octaves, PITCH_OCTAVES):
+            raise _out_of_range("pitch", raw, f"{12 * low:+g}st", f"{12 * high:+g}st")
+        return octaves
     match = _PERCENT.fullmatch(raw)
     if match:
         sign, number = match.group(1), float(match.group(2))
         factor = 1.0 + (-number if sign == "-" else number) / 100.0
-        return math.log2(factor) if factor > 0 else None
+        if not (math.isfinite(factor) and 2.0**low <= factor <= 2.0**high):
+            raise _out_of_range(
+                "pitch", raw, f"{100 * (2.0**low - 1):+g}%", f"{100 * (2.0**high - 1):+g}%"
+            )
+        return math.log2(factor)
     return None
 
 
 def _volume_value(raw: str) -> float | None:
+    """An energy multiplier; InvalidSsml outside VOLUME_DB or VOLUME_FACTOR
+    (checked before 10^(dB/20), which overflows a float past ~6,000 dB)."""
     match = _DECIBELS.fullmatch(raw)
     if match:
-        return float(10.0 ** (float(match.group(1)) / 20.0))
+        db = float(match.group(1))
+        if not _within(db, VOLUME_DB):
+            raise _out_of_range("volume", raw, f"{VOLUME_DB[0]:+g}dB", f"{VOLUME_DB[1]:+g}dB")
+        return float(10.0 ** (db / 20.0))
     match = _PERCENT.fullmatch(raw)
     if match:
         sign, number = match.group(1), float(match.group(2))
-        return 1.0 + (-number if sign == "-" else number) / 100.0 if sign else number / 100.0
+        factor = 1.0 + (-number if sign == "-" else number) / 100.0 if sign else number / 100.0
+        if not _within(factor, VOLUME_FACTOR):
+            low, high = (f"{100 * f:g}%" for f in VOLUME_FACTOR)
+            raise _out_of_range("volume", raw, low, high)
+        return factor
     return None
 
 
@@ -488,7 +642,7 @@ def _telephone(text: str) -> str:
 
 def _date(text: str, fmt: str, english: bool) -> str | None:
     parts = [p for p in re.split(r"[-/.\s]+", text) if p]
-    if not english or not parts or not all(p.isdigit() for p in parts):
+    if not english or not parts or not all(p.isascii() and p.isdigit() for p in parts):
         return None
     if not fmt:
         fmt = "ymd" if len(parts) == 3 and len(parts[0]) == 4 else "mdy"
@@ -496,6 +650,8 @@ def _date(text: str, fmt: str, english: bool) -> str | None:
     if len(fmt) != len(parts) or set(fmt) - set("ymd"):
         return None
     values = dict(zip(fmt, parts, strict=True))
+    if any(len(values[part]) > _DATE_PART_DIGITS[part] for part in values):
+        return None  # 5,000 digits are no year: read as written (digit by digit)
     from voxclone.synth.text.normalize_en import MONTHS, date_to_words, year_to_words
 
     year = values.get("y")

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxclone.synth.text.inline_phonemes import inline_words
+
 # Stripped from a reported word's ends; symbols that are read aloud stay
 # ("$5", "50%", "#1").
 _EDGE_PUNCT = "\"'()[]{}<>.,;:!?¡¿…“”‘’«»—–-*_/\\|~`^"
@@ -120,7 +122,9 @@ class OriginalWordMapper:
         # ``expand``: the language's normalizer, to share an expanded run
         # ("1984, Dr." → "nineteen eighty-four, Doctor") among its words.
         self._expand = expand
-        self._orig = [t for t in original.split() if _key(t)]
+        # An inline phoneme is its word on screen: "tomato", not
+        # "tomato](/təˈmɑːtoʊ" (the markup split at its spaces, edges stripped).
+        self._orig = [t for t in inline_words(original).split() if _key(t)]
         self._keys = [_key(t) for t in self._orig]
         self._cursor = 0  # first original word not yet reported
         self._pending: list[WordTime] = []  # spoken words not matched yet
