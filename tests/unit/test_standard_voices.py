@@ -278,3 +278,21 @@ def test_installed_packs_become_voices_and_no_line(
     assert style is not None and np.array_equal(style, ALL["ef_dora"])
     # The cloner's atlas reads the same arrays, not a second copy.
     assert engine.atlas_packs()["ef_dora"] is engine.extra_packs()["ef_dora"]
+
+
+def test_cloning_compares_with_the_earlier_seven_whatever_the_catalog() -> None:
+    """The stock check and the report's closest built-in use the atlas's labelled
+    rows: the earlier seven, under their earlier names, with or without the
+    standard voices (their thresholds were fitted on these seven)."""
+    from importlib import resources
+
+    from voxclone.synth.voice.atlas import VoiceAtlas
+
+    with resources.as_file(resources.files("voxclone.synth.voice") / "data" / "atlas.npz") as f:
+        shipped = np.load(f)
+        names = [str(n) for n in shipped["pack_names"]]
+    for packs in ({**EXTRA, **SHIPPED}, SHIPPED):
+        basis = {name: packs[name] for name in names if name in packs}
+        atlas = VoiceAtlas.load(basis)
+        compared = {atlas.builtin_name(int(i)) for i in np.flatnonzero(atlas.is_builtin)}
+        assert compared == set(CLONING_COMPARISON_VOICES)
