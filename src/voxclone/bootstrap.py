@@ -460,6 +460,7 @@ def build_runtime(
             detect_language=detect_language,
             hooks=metric_hooks(metrics) if metrics is not None else None,
             lexicon=lexicon.entries,
+            max_output_s=settings.max_output_s,
         )
         stacks[name] = EngineStack(engine, scheduler, speech)
     router = SpeechRouter(
@@ -468,6 +469,12 @@ def build_runtime(
         default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
         language_defaults=_language_defaults(settings, catalog),
     )
+    if warmup:
+        # A serving process: one measured call per engine, at background
+        # priority, so admission plans with this machine's speed from the
+        # first burst on (until then it assumes a fast machine and refuses
+        # only what even that could not do).
+        threading.Thread(target=router.calibrate, name="voxclone-calibrate", daemon=True).start()
     events = JobEvents()
     runtime = Runtime(
         settings,

@@ -1,8 +1,10 @@
 """What a deadline means for a stream, through the HTTP routes (real runtime).
 
 The default engine's scheduler is given a known rate (0.01 s a character on
-one worker, 0.0125 pessimistic) and a reservation of 800 characters that
-nothing renders: 5 s of work ahead on two workers. The decisions are then
+one worker, the median of its measured calls) and two reservations of 500
+characters that nothing renders: 5 s of work ahead on each of the two
+workers, which a new request's first chunk waits behind too (each is a
+request's first chunk). The decisions are then
 pure arithmetic, so they hold however fast or loaded the machine is:
 
 * a stream whose client named its deadline (``X-Request-Deadline``) must end
@@ -33,13 +35,14 @@ def busy_scheduler(runtime: Runtime) -> Iterator[Scheduler]:
     scheduler = runtime.default.scheduler
     saved = scheduler.rate
     rate = WorkRate()
-    rate.observe(1.0, 100)  # 0.01 s/char measured, 0.0125 planned with
+    rate.observe(1.0, 100)  # 0.01 s/char measured and planned with
     scheduler.rate = rate
-    held = scheduler.admit(800, None)  # 800 x 0.0125 / 2 workers = 5 s ahead
+    held = [scheduler.admit(500, None) for _ in range(2)]  # 500 x 0.01 = 5 s each
     try:
         yield scheduler
     finally:
-        held.release()
+        for admission in held:
+            admission.release()
         scheduler.rate = saved
 
 
@@ -55,10 +58,11 @@ def _assert_refused(client: TestClient, path: str, body: dict, **kwargs: object)
 
 def test_stream_with_client_deadline_must_finish_by_it(make_app, busy_scheduler) -> None:
     assert len(LONG_TEXT) > 1900
-    # Starts after ~5 s + one 510-character chunk (~11.4 s): within 20 s; but
-    # the rest takes until ~20.7 s, past 85 % of 20 s.
+    # Starts after ~5.2 s (the work ahead + its 20-unit first chunk): within
+    # 15 s; but the rest (~2,100 spoken units in sentence chunks, two at a
+    # time once the 5 s ahead drained) takes until ~15.8 s, past 85 % of 15 s.
     with TestClient(make_app(stream_first_audio_s=60)) as client:
-        deadline = {"X-Request-Deadline": "20"}
+        deadline = {"X-Request-Deadline": "15"}
         _assert_refused(client, "/v1/tts", {"text": LONG_TEXT, "stream": True}, headers=deadline)
         openai = {"model": "tts-1", "input": LONG_TEXT, "voice": "alloy"}
         _assert_refused(client, "/v1/audio/speech", openai, headers=deadline)
@@ -66,7 +70,7 @@ def test_stream_with_client_deadline_must_finish_by_it(make_app, busy_scheduler)
 
 def test_stream_without_client_deadline_is_bounded_by_first_audio(make_app, busy_scheduler) -> None:
     body = {"text": LONG_TEXT, "stream": True}
-    # First audio ~11.4 s away: over a 5 s first-audio budget ...
+    # First audio ~5.2 s away: over 85 % of a 5 s first-audio budget ...
     with TestClient(make_app(stream_first_audio_s=5)) as client:
         _assert_refused(client, "/v1/tts", body)
     # ... within a 60 s one, and with no client deadline the end is not bounded.

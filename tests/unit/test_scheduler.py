@@ -192,6 +192,32 @@ def test_background_work_waits_for_live_chunks(engine: FakeEngine, make_schedule
     assert engine.seen == [999, 1, 2, 20, 21]
 
 
+def test_tenants_take_turns_within_a_priority(engine: FakeEngine, make_scheduler) -> None:
+    # Alice's job queued six chunks before Bob's one-chunk job arrived. Before:
+    # FIFO, Bob's chunk ran after all six (the probe: a 5-word job waited over
+    # 60 s behind three 2,160-character jobs). Now Bob's goes after one of Alice's.
+    sched = make_scheduler(engine, workers=1)
+    held = hold_worker(engine, sched)
+    alice = [
+        sched.submit(item(t), priority=PRIORITY_BACKGROUND, tenant="alice") for t in range(10, 16)
+    ]
+    bob = sched.submit(item(50), priority=PRIORITY_BACKGROUND, tenant="bob")
+    engine.gate.set()
+    for fut in [held, *alice, bob]:
+        fut.result(WAIT_S)
+    assert engine.seen == [999, 10, 50, 11, 12, 13, 14, 15]
+
+
+def test_one_tenant_alone_keeps_fifo_order(engine: FakeEngine, make_scheduler) -> None:
+    sched = make_scheduler(engine, workers=1)
+    held = hold_worker(engine, sched)
+    futures = [sched.submit(item(t), tenant="alice") for t in (1, 2, 3)]
+    engine.gate.set()
+    for fut in [held, *futures]:
+        fut.result(WAIT_S)
+    assert engine.seen == [999, 1, 2, 3]
+
+
 # ------------------------------------------------------- deadlines, cancellation
 
 

@@ -100,6 +100,8 @@ async def metrics(request: Request) -> Response:
         m.scheduler_dropped.set(stats.dropped)
         m.scheduler_rejected.set(stats.rejected)
         m.engine_items.set(stats.completed)
+        m.engine_seconds_per_unit.set(stats.seconds_per_char)
+        m.engine_rate_samples.set(stats.rate_samples)
     detail = _dependencies(request.app.state)
     limiter = detail["rate_limiter"]
     if limiter.get("backend") == "redis":

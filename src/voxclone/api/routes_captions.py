@@ -34,6 +34,7 @@ from voxclone.api.routes_openai import _to_speech_request
 from voxclone.api.schemas import CaptionedSpeechRequest
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.bootstrap import Runtime
+from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.text.wordtimes import WordTime, to_srt, to_vtt
 
@@ -54,16 +55,13 @@ async def captioned_response(
 ) -> Response:
     """The whole file with its word times (JSON), or only its subtitles."""
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    admission = runtime.speech.admit(req, deadline, stream=False)
-    try:
-        result = await run_until_disconnect(
-            request,
-            lambda flag: runtime.speech.synthesize_captioned(
-                req, cancelled=flag, deadline=deadline, admission=admission
-            ),
-        )
-    finally:
-        admission.release()
+    terms = AdmissionTerms(deadline)
+    result = await run_until_disconnect(
+        request,
+        lambda flag: runtime.speech.synthesize_captioned(
+            req, cancelled=flag, deadline=deadline, admission=terms
+        ),
+    )
     if caption_format == "srt":
         return Response(to_srt(result.words), media_type="application/x-subrip; charset=utf-8")
     if caption_format == "vtt":
@@ -95,21 +93,17 @@ def _sse(parts: Iterator[tuple[bytes, list[WordTime]]], fmt: str) -> Iterator[by
 
 async def captioned_stream(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    admission = runtime.speech.admit(
-        req, deadline, stream=True, first_audio_s=request.app.state.settings.stream_first_audio_s
+    terms = AdmissionTerms(
+        deadline, must_finish=False, first_audio_s=request.app.state.settings.stream_first_audio_s
     )
 
     def start(flag: CancelFlag) -> tuple[str, Iterator[bytes]]:
         _, parts = runtime.speech.stream_captioned(
-            req, cancelled=flag, deadline=deadline, admission=admission
+            req, cancelled=flag, deadline=deadline, admission=terms
         )
         return "text/event-stream", _sse(parts, req.format)
 
-    try:
-        stream = await open_audio_stream(request, start)
-    except BaseException:
-        admission.release()
-        raise
+    stream = await open_audio_stream(request, start)
     return stream.response(
         stream.audio, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
     )

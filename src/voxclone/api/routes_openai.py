@@ -52,6 +52,7 @@ from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import InvalidInput, NotFound
+from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.router import OPENAI_ALIASES, ModelInfo
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
@@ -191,15 +192,20 @@ async def audio_speech(
     runtime: RuntimeDep,
 ) -> Response:
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    # Admission first, on the event loop, before the voice lookup and text
-    # preparation in a thread: an overloaded server refuses in microseconds.
-    # The engine comes from ``model`` alone (an OpenAI alias: the default one).
-    admission = runtime.speech.admit(
-        SpeechRequest(text=body.input, model=body.model, owner=principal.owner),
+    # The service admits after the cache and identical streams in flight
+    # (coalesce first, admit second), pricing the text as it will be spoken.
+    terms = AdmissionTerms(
         deadline,
-        stream=True,
         must_finish=client_set_deadline(request),
         first_audio_s=request.app.state.settings.stream_first_audio_s,
+    )
+    # A flood is refused here, before any thread, in microseconds (the text
+    # priced at half its length; identical bodies skip it: they may share).
+    terms = runtime.speech.precheck(
+        SpeechRequest(text=body.input, model=body.model, owner=principal.owner),
+        terms,
+        stream=True,
+        request_key=f"openai:{principal.owner}:{body.model_dump_json()}",
     )
     try:
         req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
@@ -208,11 +214,11 @@ async def audio_speech(
         stream = await open_audio_stream(
             request,
             lambda flag: runtime.speech.stream(
-                req, cancelled=flag, deadline=deadline, admission=admission
+                req, cancelled=flag, deadline=deadline, admission=terms
             ),
         )
     except BaseException:
-        admission.release()
+        terms.release()  # the service never took it over
         raise
     if body.stream_format == "sse":
         return stream.response(

@@ -24,6 +24,7 @@ from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden, InvalidInput
+from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.keys import SCOPE_VOICES_WRITE
 from voxclone.runtime.voice_store import OWNER_MAX_CHARS
 from voxclone.service.speech import SpeechRequest
@@ -105,18 +106,21 @@ async def whole_file_response(request: Request, runtime: Runtime, req: SpeechReq
     """The whole file; stops rendering if the client leaves or the deadline passes."""
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     headers = await ssml_headers(runtime, req)
-    # Reserve engine time here, on the event loop: an overloaded server refuses
-    # in microseconds instead of after a worker thread has validated and planned.
-    admission = runtime.speech.admit(req, deadline, stream=False)
+    # The service admits after the cache and the renders in flight: a hit or
+    # an identical request is never refused; a render of its own is priced
+    # as it will be spoken (503 when the work ahead would make it late).
+    # A flood is refused here, before any thread, in microseconds (and the
+    # request's lower bound reserved, so a flood arriving at once sees itself).
+    terms = runtime.speech.precheck(req, AdmissionTerms(deadline), stream=False)
     try:
         result = await run_until_disconnect(
             request,
             lambda flag: runtime.speech.synthesize(
-                req, cancelled=flag, deadline=deadline, admission=admission
+                req, cancelled=flag, deadline=deadline, admission=terms
             ),
         )
     finally:
-        admission.release()
+        terms.release()
     return Response(
         content=result.audio,
         media_type=result.content_type,
@@ -129,25 +133,24 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
     started = time.perf_counter()
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     headers = await ssml_headers(runtime, req)
-    # Refuse before any thread: by first audio, and by the whole stream when
-    # the client said when it gives up.
-    admission = runtime.speech.admit(
-        req,
+    # Admitted by first audio, and by the whole stream when the client said
+    # when it gives up (after the cache and identical streams in flight).
+    terms = AdmissionTerms(
         deadline,
-        stream=True,
         must_finish=client_set_deadline(request),
         first_audio_s=request.app.state.settings.stream_first_audio_s,
     )
+    terms = runtime.speech.precheck(req, terms, stream=True)
     try:
         stream = await open_audio_stream(
             request,
             lambda flag: runtime.speech.stream(
-                req, cancelled=flag, deadline=deadline, admission=admission
+                req, cancelled=flag, deadline=deadline, admission=terms
             ),
             started=started,
         )
     except BaseException:
-        admission.release()
+        terms.release()  # the service never took it over
         raise
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.

@@ -178,6 +178,18 @@ class Metrics:
             namespace=ns,
             registry=reg,
         )
+        self.engine_seconds_per_unit = Gauge(
+            "engine_seconds_per_unit",
+            "Engine seconds per unit of spoken text on one worker that admission plans with.",
+            namespace=ns,
+            registry=reg,
+        )
+        self.engine_rate_samples = Gauge(
+            "engine_rate_samples_total",
+            "Engine calls the planning rate was learned from (0: still the cold prior).",
+            namespace=ns,
+            registry=reg,
+        )
         self.engine_items = Gauge(
             "engine_items_total",
             "Chunks the engine rendered since start.",

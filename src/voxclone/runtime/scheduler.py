@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded, PayloadTooLarge
-from voxclone.runtime.admission import HEADROOM, WorkRate, estimate
+from voxclone.runtime.admission import HEADROOM, FirstAhead, WorkRate, estimate
 from voxclone.synth.engine.base import Engine, SynthItem
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,18 @@ PRIORITY_BACKGROUND = 2
 # admits a text up to REPROBE_MARGIN x what the old rate says fits.
 RATE_STALE_S = 30.0
 REPROBE_MARGIN = 4.0
+# Tenants remembered for fair queueing before the ones with nothing queued are forgotten.
+_MAX_TENANT_ROUNDS = 1024
 
 
 @dataclass(order=True)
 class _Work:
     priority: int
+    # Fair queueing between tenants within one priority: a tenant's next item
+    # gets the round after its previous one (or after the round being served,
+    # if it had nothing queued), so tenants take turns chunk by chunk and one
+    # tenant's backlog delays another's work by about one chunk per worker.
+    round: int
     seq: int
     item: SynthItem = field(compare=False)
     future: Future[np.ndarray] = field(compare=False)
@@ -104,26 +111,47 @@ class Admission:
     failed, cancelled), so abandoned requests stop counting at once.
     """
 
-    __slots__ = ("deadline", "must_finish", "remaining", "priority", "_scheduler", "__weakref__")
+    __slots__ = (
+        "deadline",
+        "must_finish",
+        "remaining",
+        "first_pending",
+        "priority",
+        "tenant",
+        "_scheduler",
+        "__weakref__",
+    )
 
     def __init__(
-        self, scheduler: Scheduler, chars: float, deadline: float | None, must_finish: bool
+        self,
+        scheduler: Scheduler,
+        chars: float,
+        deadline: float | None,
+        must_finish: bool,
+        first_chars: float = 0.0,
+        tenant: str | None = None,
     ) -> None:
         self.deadline = deadline  # scheduler clock; None: the scheduler's default timeout
         self.must_finish = must_finish and deadline is not None
         self.remaining = float(chars)
+        # The request's first chunk until it is done: it jumps the queue, so a
+        # new request's first chunk waits for it (and for running calls) only.
+        self.first_pending = min(float(chars), float(first_chars))
         # None: the request's chunks get the usual priorities (first chunk first).
         self.priority: int | None = None
+        self.tenant = tenant  # whose work it is (fair queueing between tenants)
         self._scheduler = scheduler
 
     def consume(self, chars: float) -> None:
         with self._scheduler._cond:
             self.remaining = max(0.0, self.remaining - chars)
+            self.first_pending = 0.0
 
     def release(self) -> None:
         with self._scheduler._cond:
             self.remaining = 0.0
-            self._scheduler._admissions.discard(self)
+            self.first_pending = 0.0
+            self._scheduler._admissions.pop(self, None)
 
 
 class WindowAdmission(Admission):
@@ -138,8 +166,10 @@ class WindowAdmission(Admission):
 
     __slots__ = ("_left", "_window")
 
-    def __init__(self, scheduler: Scheduler, chars: float, window: float) -> None:
-        super().__init__(scheduler, min(chars, window), None, False)
+    def __init__(
+        self, scheduler: Scheduler, chars: float, window: float, tenant: str | None = None
+    ) -> None:
+        super().__init__(scheduler, min(chars, window), None, False, tenant=tenant)
         # Every chunk yields to live requests' chunks.
         self.priority = PRIORITY_BACKGROUND
         self._left = float(chars)
@@ -227,7 +257,13 @@ class Scheduler:
         self._failed = 0
         self._dropped = 0
         self._engine_seconds = 0.0
-        self._admissions: set[Admission] = set()
+        self._served_round = 0  # the fair-queueing round being served
+        self._tenant_round: dict[str, int] = {}  # each tenant's last round queued
+        # Open admissions, oldest first (a dict keeps insertion order).
+        self._admissions: dict[Admission, None] = {}
+        # Engine calls now running: seq -> (scheduler clock at start, units,
+        # whether it is a request's first chunk).
+        self._running: dict[int, tuple[float, float, bool]] = {}
         self.rate = rate if rate is not None else WorkRate()
         self._headroom = headroom
         self._measured_at: float | None = None  # scheduler clock of the last learned call
@@ -252,6 +288,7 @@ class Scheduler:
         cost: float | None = None,
         on_piece: Callable[[np.ndarray], None] | None = None,
         timing: WorkTiming | None = None,
+        tenant: str | None = None,
     ) -> Future[np.ndarray]:
         """Queue one item. ``admitted`` marks a later chunk of a request whose
         first chunk was accepted: it skips the capacity check, so a request is
@@ -263,7 +300,8 @@ class Scheduler:
         the engine's speed. ``on_piece`` is called from the worker with each
         piece the engine streams (``Engine.stream``) before the future resolves;
         a cancelled item stops at the next piece. ``timing`` is filled in as the
-        item is queued, starts and ends."""
+        item is queued, starts and ends. ``tenant`` (the owner the work is
+        for) takes turns with other tenants' items of the same priority."""
         if timing is not None:
             timing.submitted = time.perf_counter()
         if not self._breaker.allow():
@@ -285,6 +323,7 @@ class Scheduler:
                 self._queue,
                 _Work(
                     priority,
+                    self._next_round_locked(tenant),
                     next(self._seq),
                     item,
                     future,
@@ -297,6 +336,17 @@ class Scheduler:
             )
             self._cond.notify()
         return future
+
+    def _next_round_locked(self, tenant: str | None) -> int:
+        key = tenant or ""
+        turn = max(self._served_round, self._tenant_round.get(key, 0)) + 1
+        self._tenant_round[key] = turn
+        if len(self._tenant_round) > _MAX_TENANT_ROUNDS:
+            # Tenants whose turn has passed have nothing queued: forget them.
+            self._tenant_round = {
+                t: r for t, r in self._tenant_round.items() if r > self._served_round
+            }
+        return turn
 
     def ensure_capacity(self) -> None:
         """Refuse at once when a new request could not be queued (cheap pre-check)."""
@@ -321,26 +371,43 @@ class Scheduler:
         return sum(a.remaining for a in self._admissions)
 
     def _backlog_locked(self) -> float:
-        """Estimated seconds until a new request's first chunk would start."""
+        """Estimated seconds until a new request's later chunks would start."""
         return self._reserved_locked() * self.rate.pessimistic / max(1, len(self._threads))
+
+    def _first_ahead_locked(self, rate: float) -> FirstAhead:
+        """What a new first chunk waits for: what the running calls have left
+        (at ``rate``) and the first chunks admitted before it. A first chunk
+        that is running counts as running (the oldest pending ones are the
+        ones the workers took)."""
+        now = self._clock()
+        running = [
+            max(0.0, cost - (now - started) / rate) for started, cost, _ in self._running.values()
+        ]
+        first_running = sum(1 for _, _, first in self._running.values() if first)
+        queued = [a.first_pending for a in self._admissions if a.first_pending > 0]
+        return FirstAhead(running, queued[first_running:])
 
     def check_wait(self, deadline: float) -> None:
         """Raise Overloaded when the admitted work alone would keep a new
         request from starting by ``deadline`` (cheap: no lock on the engine)."""
         self.ensure_capacity()
         with self._cond:
-            wait = self._backlog_locked()
+            rate = self.rate.pessimistic
+            wait = self._first_ahead_locked(rate).start(len(self._threads)) * rate
             allowed = deadline - self._clock()
             if wait > allowed:
                 self._rejected += 1
-                raise self._busy(wait, allowed, wait - allowed)
+                raise self._busy(
+                    f"its first audio would start in about {wait:.1f} s", allowed, wait - allowed
+                )
 
-    def _busy(self, wait: float, allowed: float, late: float) -> Overloaded:
-        # The wait shrinks by a second every second: retrying after ``late``
-        # seconds is when the same request would just fit.
+    def _busy(self, needed: str, allowed: float, late: float) -> Overloaded:
+        # ``late`` is by how much the estimate misses the budget; the work
+        # ahead drains by a second every second, so that is when the same
+        # request would just fit.
         return Overloaded(
-            f"server is busy: about {wait:.0f} s of queued work, more than this "
-            f"request's deadline of {max(0.0, allowed):.0f} s allows; retry shortly",
+            f"server is busy: {needed}, more than the {max(0.0, allowed):.1f} s this "
+            f"request's deadline allows; retry in {max(1, math.ceil(late))} s",
             retry_after=float(max(1, math.ceil(late))),
         )
 
@@ -353,73 +420,212 @@ class Scheduler:
         first_audio_s: float | None = None,
         piece_chars: float | None = None,
         parallel: int = 2,
+        first_piece_chars: float | None = None,
+        tenant: str | None = None,
+        replacing: Admission | None = None,
     ) -> Admission:
-        """Reserve ``chars`` of rendering for a request due by ``deadline``.
+        """Reserve ``chars`` units of rendering for a request due by ``deadline``.
 
-        Refuses at once (503 + Retry-After) when, with the work already
-        admitted, the request could not finish by its deadline
-        (``must_finish``: whole files, streams whose client set a deadline)
-        or could not deliver its first audio within ``first_audio_s`` (and
-        never after the deadline). Cheap: a sum over the open admissions under
-        a lock that workers hold only for bookkeeping; no I/O.
+        Refuses at once (503 + Retry-After) only when, with the work already
+        admitted, the estimate at the learned rate (:func:`estimate`) says the
+        request would be late: not finished by ``deadline`` x the headroom
+        (``must_finish``: whole files, streams whose client set a deadline),
+        or its first audio later than ``first_audio_s`` x the headroom. Cheap:
+        sums over the open admissions and running calls under a lock that
+        workers hold only for bookkeeping; no I/O.
 
         ``piece_chars`` is the longest chunk the text becomes (default: all of
-        it), ``parallel`` how many of its chunks run at once (the look-ahead).
-        An idle scheduler always admits, so a cold prior that is too slow for
-        this machine never locks a request out, and the first call calibrates
-        it. A text too long for its deadline even alone gets 413 (retrying
-        would never help), judged only with a measured rate. Without a
-        deadline only the queue bound applies; the reservation still counts
-        in the backlog others see.
+        it), ``first_piece_chars`` its first chunk (default: a whole piece),
+        ``parallel`` how many of its chunks run at once (the look-ahead).
+        Before any call was measured the rate is an optimistic prior, so a
+        cold server refuses only what even a fast machine could not do. A
+        text too long for its deadline even alone gets 413 (retrying would
+        never help), judged with the fastest reading of the rate. Without a deadline
+        only the queue bound applies; the reservation still counts in the
+        backlog others see.
+
+        ``replacing``: a provisional admission of the same request (taken by
+        :meth:`precheck` on a lower bound) that this one replaces, judged
+        without it; it is released either way.
         """
-        self.ensure_capacity()
+        try:
+            self.ensure_capacity()
+        except BaseException:
+            if replacing is not None:
+                replacing.release()
+            raise
         workers = max(1, len(self._threads))
         piece = chars if piece_chars is None else min(chars, piece_chars)
+        first = piece if first_piece_chars is None else min(piece, first_piece_chars)
         with self._cond:
+            if replacing is not None:
+                replacing.remaining = replacing.first_pending = 0.0
+                self._admissions.pop(replacing, None)
             if deadline is not None:
                 allowed = deadline - self._clock()
                 reserved = self._reserved_locked()
-                if must_finish and self.rate.calibrated:
+                if must_finish:
                     # A rate measured during a load spike would refuse the same
                     # text forever (nothing admitted, nothing re-measured): an
-                    # idle scheduler whose last measurement is old refuses only
-                    # texts far too long and lets a borderline one re-measure.
+                    # idle scheduler whose last measurement is old (or that has
+                    # none: the prior is a fast machine's) refuses only texts
+                    # far too long and lets a borderline one re-measure.
                     stale = self._measured_at is None or (
                         self._clock() - self._measured_at > RATE_STALE_S
                     )
                     margin = REPROBE_MARGIN if reserved == 0 and stale else 1.0
                     self._refuse_too_long(chars, piece, allowed * margin, workers, parallel)
-                if reserved > 0:
-                    est = estimate(
-                        reserved_chars=reserved,
-                        chars=chars,
-                        piece_chars=piece,
-                        seconds_per_char=self.rate.pessimistic,
-                        workers=workers,
-                        parallel=parallel,
+                if reserved > 0 or self._running:
+                    self._refuse_if_late(
+                        chars, piece, first, allowed, workers, parallel, must_finish, first_audio_s
                     )
-                    budget = allowed * self._headroom
-                    first_budget = budget
-                    if first_audio_s is not None:
-                        first_budget = min(budget, first_audio_s * self._headroom)
-                    late = est.first_audio_s - first_budget
-                    if must_finish:
-                        late = max(late, est.finish_s - budget)
-                    if late > 0:
-                        self._rejected += 1
-                        raise self._busy(est.wait_s, allowed, late)
-            admission = Admission(self, chars, deadline, must_finish)
-            self._admissions.add(admission)
+            admission = Admission(
+                self, chars, deadline, must_finish, first_chars=first, tenant=tenant
+            )
+            self._admissions[admission] = None
         return admission
 
-    def admit_window(self, chars: float, window: float) -> Admission:
+    def precheck(
+        self,
+        chars: float,
+        deadline: float,
+        *,
+        must_finish: bool,
+        first_audio_s: float | None,
+        piece_chars: float,
+        parallel: int = 2,
+        first_piece_chars: float | None = None,
+    ) -> Admission:
+        """Raise Overloaded when a request of at least ``chars`` units would be
+        late, as :meth:`admit` would; else reserve ``chars`` provisionally
+        (cheap: for the event loop, before any thread; the caller passes a
+        lower bound, and replaces the reservation once the request is priced:
+        :meth:`admit` ``replacing=``), so a flood arriving at once sees itself."""
+        self.ensure_capacity()
+        workers = max(1, len(self._threads))
+        small = min(chars, piece_chars)
+        first = small if first_piece_chars is None else min(small, first_piece_chars)
+        with self._cond:
+            if self._reserved_locked() > 0 or self._running:
+                self._refuse_if_late_however_cut(
+                    chars, small, first, deadline, workers, parallel, must_finish, first_audio_s
+                )
+            admission = Admission(self, chars, deadline, must_finish, first_chars=first)
+            self._admissions[admission] = None
+        return admission
+
+    def _refuse_if_late_however_cut(
+        self,
+        chars: float,
+        small: float,
+        first: float,
+        deadline: float,
+        workers: int,
+        parallel: int,
+        must_finish: bool,
+        first_audio_s: float | None,
+    ) -> None:
+        """Overloaded when a request of ``chars`` is late however its text is
+        cut (lock held)."""
+        allowed = deadline - self._clock()
+        # Late only if late however the text is cut: in small pieces (all
+        # but the first wait behind the admitted work, two at a time) and
+        # as one chunk (it jumps the queue like every first chunk).
+        refusals = [
+            self._lateness(
+                chars,
+                size,
+                min(first, size),
+                allowed,
+                workers,
+                parallel,
+                must_finish,
+                first_audio_s,
+            )
+            for size in (small, chars)
+        ]
+        late = [r for r in refusals if r is not None]
+        if len(late) == len(refusals):
+            self._rejected += 1
+            raise min(late, key=lambda r: r.retry_after or 0.0)
+
+    def _refuse_if_late(
+        self,
+        chars: float,
+        piece: float,
+        first: float,
+        allowed: float,
+        workers: int,
+        parallel: int,
+        must_finish: bool,
+        first_audio_s: float | None,
+    ) -> None:
+        """Overloaded when the estimate misses the request's budgets (lock held)."""
+        refusal = self._lateness(
+            chars, piece, first, allowed, workers, parallel, must_finish, first_audio_s
+        )
+        if refusal is not None:
+            self._rejected += 1
+            raise refusal
+
+    def _lateness(
+        self,
+        chars: float,
+        piece: float,
+        first: float,
+        allowed: float,
+        workers: int,
+        parallel: int,
+        must_finish: bool,
+        first_audio_s: float | None,
+    ) -> Overloaded | None:
+        """The refusal the estimate calls for, if any (lock held)."""
+        rate = self.rate.pessimistic
+        est = estimate(
+            reserved_chars=self._reserved_locked(),
+            chars=chars,
+            piece_chars=piece,
+            seconds_per_char=rate,
+            workers=workers,
+            parallel=parallel,
+            first_ahead=self._first_ahead_locked(rate),
+            first_piece_chars=first,
+        )
+        budget = allowed * self._headroom
+        if must_finish and est.finish_s > budget:
+            return self._busy(
+                f"with the work already admitted it would be done in about {est.finish_s:.1f} s",
+                budget,
+                est.finish_s - budget,
+            )
+        first_budget = budget
+        if first_audio_s is not None:
+            first_budget = min(budget, first_audio_s * self._headroom)
+        if est.first_audio_s > first_budget:
+            return self._busy(
+                f"with the work already admitted its first audio would come in about "
+                f"{est.first_audio_s:.1f} s",
+                first_budget,
+                est.first_audio_s - first_budget,
+            )
+        return None
+
+    def admit_window(self, chars: float, window: float, tenant: str | None = None) -> Admission:
         """Admit background work of ``chars`` that keeps at most ``window`` of them
         queued at once (:class:`WindowAdmission`); no deadline, never refused here
         (the queue bound still applies when its chunks are submitted)."""
-        admission = WindowAdmission(self, chars, window)
+        admission = WindowAdmission(self, chars, window, tenant)
         with self._cond:
-            self._admissions.add(admission)
+            self._admissions[admission] = None
         return admission
+
+    def calibrate(self, item: SynthItem, cost: float) -> float:
+        """Run one real call at background priority so the rate is measured
+        before the first burst (the server does this once after start-up);
+        returns the seconds it took."""
+        started = time.perf_counter()
+        self.submit(item, priority=PRIORITY_BACKGROUND, cost=cost).result()
+        return time.perf_counter() - started
 
     def _refuse_too_long(
         self, chars: float, piece: float, allowed: float, workers: int, parallel: int
@@ -443,8 +649,8 @@ class Scheduler:
         fits = int(max(0.0, allowed) / per_char)
         raise PayloadTooLarge(
             f"this text needs at least {alone.finish_s:.0f} s of synthesis, more than the "
-            f"request deadline of {max(0.0, allowed):.0f} s; stream it or send at most "
-            f"about {fits} characters",
+            f"request deadline of {max(0.0, allowed):.0f} s; send at most about {fits} "
+            "characters, or submit it as a speech job (POST /v1/jobs/speech)",
             field="text",
             limit=fits,
             value=int(chars),
@@ -498,6 +704,7 @@ class Scheduler:
             if self._stopping:
                 return None
             batch = [heapq.heappop(self._queue)]
+            self._served_round = max(self._served_round, batch[0].round)
             if (
                 self._fast_lane
                 and batch[0].priority == PRIORITY_FIRST_CHUNK
@@ -514,6 +721,7 @@ class Scheduler:
                 while len(batch) < self._max_batch:
                     if self._queue:
                         batch.append(heapq.heappop(self._queue))
+                        self._served_round = max(self._served_round, batch[-1].round)
                         continue
                     remaining = until - self._clock()
                     if remaining <= 0:
@@ -588,6 +796,24 @@ class Scheduler:
         for work in live:
             if work.timing is not None:
                 work.timing.started = started
+        with self._cond:
+            now = self._clock()
+            for work in live:
+                self._running[work.seq] = (
+                    now,
+                    work.cost,
+                    work.priority == PRIORITY_FIRST_CHUNK,
+                )
+        try:
+            self._call_engine(live, items, exclusive, started)
+        finally:
+            with self._cond:
+                for work in live:
+                    self._running.pop(work.seq, None)
+
+    def _call_engine(
+        self, live: list[_Work], items: list[SynthItem], exclusive: bool, started: float
+    ) -> None:
         try:
             if len(live) == 1 and live[0].on_piece is not None:
                 outputs = [self._streamed(live[0])]

@@ -9,6 +9,7 @@ post-processed, joined and encoded before the next one is awaited.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import queue
 import re
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
+from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache, cache_key
 from voxclone.runtime.cache_guard import put_while_current
 from voxclone.runtime.scheduler import (
@@ -35,6 +37,7 @@ from voxclone.runtime.scheduler import (
     WorkTiming,
 )
 from voxclone.runtime.singleflight import SingleFlight
+from voxclone.runtime.stream_share import SharedStream, StreamShares
 from voxclone.service.blends import is_blend_id
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
@@ -50,12 +53,18 @@ from voxclone.synth.controls import (
     SpeechControls,
 )
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
-from voxclone.synth.text.frontend import Chunk, TextFrontend
+from voxclone.synth.text.frontend import (
+    STREAM_FIRST_CHUNK_TOKENS,
+    Chunk,
+    Spoken,
+    TextFrontend,
+)
 from voxclone.synth.text.lexicon import Lexicon, Pronunciation, for_language
 from voxclone.synth.text.ssml import (
     SsmlBreak,
     SsmlDocument,
     as_document,
+    check_output_s,
     looks_like_ssml,
     parse_ssml,
     ssml_language,
@@ -65,6 +74,16 @@ from voxclone.synth.text.wordtimes import WordTime
 log = logging.getLogger(__name__)
 
 LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
+# How much longer than its raw text a request's spoken form may be (after
+# SSML <sub>/<phoneme>, lexicon and number expansion): what it is charged for
+# must stay near what it sent. Ordinary text grows by a few per cent (digits
+# read as words about 5-7x, but they are a small share of real text).
+MAX_EXPANSION = 4
+# What the start-up calibration call speaks: one ordinary sentence (~60
+# characters, one chunk), long enough that per-call overhead does not swamp it.
+CALIBRATION_TEXT = "The calibration sentence measures how fast this machine speaks."
+# Either an admission taken earlier, or the terms to take one on.
+Admit = Admission | AdmissionTerms | None
 # A streamed FLAC header cannot carry the final frame count, which many
 # readers need in a downloaded file: whole FLAC files are encoded in one go.
 WHOLE_FILE_FORMATS = frozenset({"flac"})
@@ -191,11 +210,15 @@ class SpeechService:
         default_voice: str = "clear_female",
         default_language: str = "en-us",
         max_text_chars: int = 100_000,
-        detect_language: Callable[[str], str] | None = None,
+        detect_language: Callable[[str, str], str] | None = None,
         hooks: ServiceHooks | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
+        max_output_s: float = 4 * 3600.0,
     ) -> None:
         self._frontend = frontend
+        # The longest audio one request may ask for, silence included
+        # (Settings.max_output_s): SSML breaks cost no engine time but memory.
+        self._max_output_s = max_output_s
         self._catalog = catalog
         self._scheduler = scheduler
         self._caps = capabilities
@@ -208,6 +231,7 @@ class SpeechService:
         # An owner's pronunciation entries (runtime/lexicon_store.py), read per request.
         self._lexicon_source = lexicon
         self._flights = SingleFlight()
+        self._streams = StreamShares()
 
     @property
     def sample_rate(self) -> int:
@@ -241,7 +265,10 @@ class SpeechService:
         voice = self._voice_for(req)
         language = self._language_for(req, voice)
         if req.is_ssml:
-            self._ssml_voices(req, self._document(req))  # unknown voices: 4xx now
+            doc = self._document(req)
+            self._ssml_voices(req, doc)  # unknown voices: 4xx now
+            speed = req.controls.resolve().speed
+            check_output_s(doc, limit_s=self._max_output_s, speed=speed)
         return voice, language
 
     def _document(self, req: SpeechRequest) -> SsmlDocument:
@@ -293,7 +320,10 @@ class SpeechService:
                 )
             return language
         if self._detect is not None:
-            return self._detect(_spoken(req))
+            # Short or ambiguous text keeps the voice's language (else the
+            # default): "Mister Nguyen is here." is not French (langdetect.py).
+            prefer = (voice.language if voice is not None else None) or self._default_language
+            return self._detect(_spoken(req), prefer)
         return self._default_language
 
     def _key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
@@ -365,7 +395,7 @@ class SpeechService:
         progress: Callable[[int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
-        admission: Admission | None = None,
+        admission: Admit = None,
     ) -> SpeechResult:
         """Whole file. ``progress`` receives the characters of text done per chunk.
 
@@ -373,10 +403,12 @@ class SpeechService:
         (its client disconnected): the render stops at the next chunk, unless
         an identical request still waits for the same shared render.
         ``deadline`` (``time.monotonic()`` clock) is when the file must be
-        done: a request that the queued work would push past it is refused
-        at once, and its chunks still queued at the deadline are dropped.
-        ``admission`` is one taken earlier with :meth:`admit` (the HTTP route
-        takes it on the event loop, so refusals never wait for a thread).
+        done; its chunks still queued at the deadline are dropped.
+        ``admission``: the terms to admit the request on (:class:`AdmissionTerms`),
+        or one taken earlier with :meth:`admit`. Coalesce first, admit second:
+        a cache hit and a request identical to a render in flight are never
+        refused; only a request that needs a render of its own is priced and
+        admitted, and refused (503) when the work ahead would make it late.
         """
         voice, language = self._validate(req)
         ctype = content_type(req.format)
@@ -385,9 +417,9 @@ class SpeechService:
         if cache is not None:
             hit = cache.get_entry(key)
             if hit is not None:
-                if admission is not None:
-                    admission.release()
+                _release(admission)
                 return SpeechResult(hit[0].data, ctype, hit[1])
+        terms = admission if admission is not None else AdmissionTerms(deadline)
 
         def render(abandoned: Callable[[], bool]) -> bytes:
             # A request that missed the cache just before an identical render
@@ -396,7 +428,9 @@ class SpeechService:
                 late_hit = cache.get_entry(key)
                 if late_hit is not None:
                     return late_hit[0].data
-            data = self._render_file(req, voice, language, progress, abandoned, deadline, admission)
+            # Only the leader of the shared render is admitted.
+            taken = self._take(req, voice, language, terms, stream=False)
+            data = self._render_file(req, voice, language, progress, abandoned, deadline, taken)
             if cache is not None:
                 # Not kept when the voice was deleted or changed meanwhile.
                 put_while_current(
@@ -412,7 +446,10 @@ class SpeechService:
 
         # Identical concurrent requests share one synthesis, which stops only
         # when all of them have gone.
-        audio = self._flights.do_cancellable(key, render, cancelled)
+        try:
+            audio = self._flights.do_cancellable(key, render, cancelled)
+        finally:
+            _release(admission)  # a follower needed none (releasing twice is harmless)
         return SpeechResult(audio, ctype, "miss")
 
     def _render_file(
@@ -475,15 +512,17 @@ class SpeechService:
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
-        admission: Admission | None = None,
+        admission: Admit = None,
     ) -> CaptionedResult:
         """The whole file and its word timestamps (not cached: the cache keeps audio only)."""
         voice, language = self._validate(req)
         try:
             track = self._word_track(req, language)
+            taken = self._take(
+                req, voice, language, admission or AdmissionTerms(deadline), stream=False
+            )
         except BaseException:
-            if admission is not None:
-                admission.release()
+            _release(admission)
             raise
         pieces = list(
             self.render_pieces(
@@ -493,7 +532,7 @@ class SpeechService:
                 fast_start=False,
                 cancelled=cancelled,
                 deadline=deadline,
-                admission=admission,
+                admission=taken,
                 words=track,
             )
         )
@@ -511,16 +550,20 @@ class SpeechService:
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
-        admission: Admission | None = None,
+        admission: Admit = None,
     ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
         """Validate now, then (content type, iterator of (encoded audio, the
         words whose speech has been sent by the end of that audio))."""
         voice, language = self._validate(req)
-        track = self._word_track(req, language)
-        if admission is None:
-            admission = self._admit(req.text, deadline, must_finish=False)
-        parts = self._captioned_parts(req, voice, language, track, cancelled, admission)
-        weakref.finalize(parts, admission.release)
+        try:
+            track = self._word_track(req, language)
+            terms = admission or AdmissionTerms(deadline, must_finish=False)
+            taken = self._take(req, voice, language, terms, stream=True)
+        except BaseException:
+            _release(admission)
+            raise
+        parts = self._captioned_parts(req, voice, language, track, cancelled, taken)
+        weakref.finalize(parts, taken.release)
         return content_type(req.format), parts
 
     def _captioned_parts(
@@ -565,16 +608,18 @@ class SpeechService:
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
-        admission: Admission | None = None,
+        admission: Admit = None,
     ) -> tuple[str, Iterator[bytes]]:
         """Validate now (so errors become 4xx), then return (content type, byte iterator).
 
-        ``deadline`` bounds the start: a stream that the queued work would
-        keep from starting by then is refused at once (here, so it is a 503
-        and not a stream that ends early). Once audio flows, the client sets
-        the pace and a disconnect (``cancelled``) stops it. HTTP routes admit
-        before calling this (:meth:`admit`), also by the stream's end when
-        the client named a deadline.
+        Coalesce first, admit second: a cache hit answers at once, and a
+        request identical to a stream in flight follows that render (every
+        part from the start, then live) instead of queueing its own; neither
+        is refused. Otherwise the request is priced and admitted on
+        ``admission`` (:class:`AdmissionTerms`; default: it must start by
+        ``deadline``), here, so a refusal is a 503 and not a stream that ends
+        early. Once audio flows, the client sets the pace and a disconnect
+        (``cancelled``) stops the render once every listener of it has gone.
         """
         voice, language = self._validate(req)
         ctype = content_type(req.format)
@@ -583,16 +628,32 @@ class SpeechService:
             assert self._cache is not None
             hit = self._cache.get_entry(key)
             if hit is not None:
-                if admission is not None:
-                    admission.release()
+                _release(admission)
                 return ctype, iter([hit[0].data])
-        if admission is None:
-            admission = self._admit(_spoken(req), deadline, must_finish=False)
-        chunks = self._stream_and_cache(req, voice, language, key, ctype, cancelled, admission)
-        # A generator closed before its first step never runs its ``finally``:
-        # free the reservation when it is dropped, whether it ran or not.
-        weakref.finalize(chunks, admission.release)
-        return ctype, chunks
+        follower = self._streams.follow(key, cancelled)
+        if follower is not None:
+            _release(admission)
+            return ctype, follower
+        terms = admission if admission is not None else AdmissionTerms(deadline, must_finish=False)
+        taken = self._take(req, voice, language, terms, stream=True)
+
+        def render(shared: SharedStream) -> Iterator[bytes]:
+            chunks = self._stream_and_cache(
+                req, voice, language, key, ctype, shared.abandoned, taken
+            )
+            # A generator closed before its first step never runs its
+            # ``finally``: free the reservation when it is dropped, run or not.
+            weakref.finalize(chunks, taken.release)
+            return chunks
+
+        try:
+            reader, led = self._streams.lead(key, render, cancelled)
+        except BaseException:
+            taken.release()
+            raise
+        if not led:
+            taken.release()  # an identical stream started meanwhile: following it
+        return ctype, reader
 
     def _stream_and_cache(
         self,
@@ -653,7 +714,7 @@ class SpeechService:
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
         if admission is None:
-            admission = self._admit(_spoken(req), deadline, must_finish=True)
+            admission = self._take(req, voice, language, AdmissionTerms(deadline), stream=False)
         # A frame engine's pieces go out as the model makes them when nothing
         # needs the whole chunk: a stream (whole files gain nothing) whose
         # voice has no tone filter and whose controls need no DSP (tempo and
@@ -831,9 +892,10 @@ class SpeechService:
                 cancelled=gone,
                 admitted=not first,
                 deadline=due,
-                cost=float(len(chunk.text)),
+                cost=float(_units(chunk)),
                 on_piece=None if pieces is None else pieces.put,
                 timing=timing if first else None,
+                tenant=admission.tenant,
             )
             if pieces is not None:
                 # Every piece is queued before the future resolves: this ends them.
@@ -855,7 +917,7 @@ class SpeechService:
                     yield from _pieces_until_done(planned, pieces, gone)
                 pending.popleft()
                 audio = future.result()
-                admission.consume(len(planned.chunk.text))
+                admission.consume(_units(planned.chunk))
                 while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
                     pass
                 yield planned, (_NO_AUDIO if pieces is not None else audio), True
@@ -911,27 +973,103 @@ class SpeechService:
         finally:
             encoder.close()
 
-    def _admit(
+    def price(self, req: SpeechRequest, voice: ResolvedVoice, language: str) -> Spoken:
+        """What ``req`` costs to speak, in the unit the scheduler learns its rate
+        in: the characters of its spoken form, after SSML (<sub> aliases,
+        <phoneme> strings), the caller's lexicon and number expansion, each
+        inline phoneme counted as its IPA (:meth:`TextFrontend.spoken_size`),
+        with its first and longest chunk. Raw characters undercharged a
+        1-character <sub> with a 1,500-character alias 1,500x, and pricing a
+        paragraph as one chunk made every request behind it look late.
+        Cheap (no phonemes): ~1 ms per 100 characters."""
+        lexicons = self._lexicons(req)
+        if not req.is_ssml:
+            return self._frontend.spoken_size(req.text, language, lexicon=lexicons(language))
+        doc = self._document(req)
+        if doc.language and not req.language:
+            language = ssml_language(doc.language, self.languages)
+        parts = []
+        for item in doc.items:
+            if isinstance(item, SsmlBreak):
+                continue
+            lang = ssml_language(item.language, self.languages) if item.language else language
+            parts.append(self._frontend.spoken_size(item.text, lang, lexicon=lexicons(lang)))
+        spoken = [p for p in parts if p.units > 0] or [Spoken(0, 0, 0)]
+        return Spoken(
+            sum(p.units for p in spoken),
+            spoken[0].first_chunk,
+            max(p.longest_chunk for p in spoken),
+        )
+
+    def _charged(self, req: SpeechRequest, voice: ResolvedVoice, language: str) -> Spoken:
+        """:meth:`price`, refused with 413 when the spoken form outgrows the text."""
+        spoken = self.price(req, voice, language)
+        limit = MAX_EXPANSION * self._max_text
+        if spoken.units > limit:
+            raise PayloadTooLarge(
+                f"the text's spoken form (after SSML, lexicon and number expansion) is "
+                f"{spoken.units} characters, more than the {limit} a request may expand to",
+                field="text",
+                limit=limit,
+                value=spoken.units,
+            )
+        return spoken
+
+    def _take(
         self,
-        text: str,
-        deadline: float | None,
+        req: SpeechRequest,
+        voice: ResolvedVoice,
+        language: str,
+        admit: Admission | AdmissionTerms,
         *,
-        must_finish: bool,
-        first_audio_s: float | None = None,
+        stream: bool,
     ) -> Admission:
-        # Before planning: text preparation costs ~15 ms a request, and a flood
-        # of refusals should not queue behind it. Without a deadline (CLI,
-        # jobs) the request only counts towards the backlog others see.
-        # A chunk holds at most the engine's token budget (about a character
-        # a token); up to the look-ahead of them render at once.
+        """The admission ``req`` renders under: ``admit`` itself when it was
+        taken earlier, else one taken now on its terms, priced by :meth:`price`.
+        A chunk holds at most the engine's token budget (about a unit a token);
+        up to the look-ahead of them render at once; a stream's first chunk is
+        cut short for its first audio."""
+        if isinstance(admit, Admission):
+            return admit
+        try:
+            spoken = self._charged(req, voice, language)
+        except BaseException:
+            admit.release()
+            raise
+        first = STREAM_FIRST_CHUNK_TOKENS if stream else spoken.first_chunk
+        provisional = admit.provisional
         return self._scheduler.admit(
-            float(len(text)),
-            deadline,
-            must_finish=must_finish,
-            first_audio_s=first_audio_s,
-            piece_chars=float(self._caps.max_tokens),
+            float(spoken.units),
+            admit.deadline,
+            must_finish=admit.must_finish,
+            first_audio_s=admit.first_audio_s if stream else None,
+            piece_chars=float(max(1, spoken.longest_chunk)),
+            parallel=LOOKAHEAD_CHUNKS,
+            first_piece_chars=float(max(1, min(first, spoken.first_chunk or first))),
+            tenant=req.owner,
+            replacing=provisional if isinstance(provisional, Admission) else None,
+        )
+
+    def precheck(
+        self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
+    ) -> AdmissionTerms:
+        """Overloaded (503) when ``req`` would be late even at half its raw
+        text's size (spoken forms are longer, rarely shorter by half); else
+        the terms with that lower bound reserved provisionally. No voice
+        lookup, no I/O, for the event loop (:meth:`SpeechRouter.precheck`)."""
+        if terms.deadline is None:
+            return terms
+        units = 0.5 * len(_spoken(req))
+        provisional = self._scheduler.precheck(
+            units,
+            terms.deadline,
+            must_finish=terms.must_finish,
+            first_audio_s=terms.first_audio_s if stream else None,
+            # The smallest chunks it could become: a lower bound of its time.
+            piece_chars=float(min(units, STREAM_FIRST_CHUNK_TOKENS)),
             parallel=LOOKAHEAD_CHUNKS,
         )
+        return replace(terms, provisional=provisional)
 
     def admit(
         self,
@@ -942,40 +1080,41 @@ class SpeechService:
         must_finish: bool | None = None,
         first_audio_s: float | None = None,
     ) -> Admission:
-        """Reserve engine time for ``req`` before any other work (cheap, no I/O:
-        safe on the event loop). Raises Overloaded (503) when the work already
-        admitted would make it late, PayloadTooLarge (413) when it could not
-        be done by ``deadline`` even alone. The caller releases it at the end
-        (releasing twice is harmless); a cache hit releases it unused.
+        """Reserve engine time for ``req`` now (it validates and prices the
+        request: voice lookup and text preparation, so call it from a worker
+        thread). Raises Overloaded (503) when the work already admitted would
+        make it late, PayloadTooLarge (413) when it could not be done by
+        ``deadline`` even alone. The caller releases it at the end (releasing
+        twice is harmless); a cache hit or a shared render releases it unused.
+        Transports that can wait should pass :class:`AdmissionTerms` to
+        :meth:`synthesize` / :meth:`stream` instead, which coalesce first.
 
         A whole file must finish by ``deadline``. A stream must deliver its
         first audio within ``first_audio_s`` (and by ``deadline``), and must
-        also finish by ``deadline`` when ``must_finish`` (the HTTP routes set
-        it when the client named its own deadline: a client that says when
-        it gives up must not be admitted to a stream it would abandon)."""
-        if isinstance(req.text, str) and len(req.text) > self._max_text:
-            self._validate(req)  # the length error, not an admission one
+        also finish by ``deadline`` when ``must_finish``."""
+        voice, language = self._validate(req)
         finish = (not stream) if must_finish is None else (must_finish or not stream)
-        return self._admit(
-            _spoken(req),
-            deadline,
-            must_finish=finish,
-            first_audio_s=first_audio_s if stream else None,
-        )
+        terms = AdmissionTerms(deadline, finish, first_audio_s if stream else None)
+        return self._take(req, voice, language, terms, stream=stream)
 
     def admit_background(self, req: SpeechRequest) -> Admission:
-        """An admission for a speech job: it counts in the backlog live requests
-        see only as much as it keeps on the engine at once (the look-ahead),
-        not its whole (possibly book-long) text."""
+        """An admission for a speech job, priced like a live request: it counts
+        in the backlog live requests see only as much as it keeps on the engine
+        at once (the look-ahead), not its whole (possibly book-long) text."""
+        voice, language = self._validate(req)
+        units = self._charged(req, voice, language).units
         return self._scheduler.admit_window(
-            float(len(req.text)), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens)
+            float(units), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens), tenant=req.owner
         )
 
-    def check_admission(self, req: SpeechRequest, deadline: float) -> None:
-        """Cheap early refusal (no voice lookup, no cache): raise Overloaded when
-        the work already queued alone would keep this request from starting by
-        ``deadline``. Safe to call on the event loop."""
-        self._scheduler.check_wait(deadline)
+    def calibrate(self) -> float:
+        """Measure the engine's rate with one real call at background priority
+        (the server runs it once after start-up, so admission plans with this
+        machine's speed from the first burst on); returns its seconds."""
+        voice = self._catalog.resolve(self._default_voice, None, self._caps.engine)
+        chunk = next(iter(self._frontend.plan(CALIBRATION_TEXT, self._default_language)))
+        item = SynthItem(chunk.token_ids, voice.style, 1.0, prompt=voice.prompt)
+        return self._scheduler.calibrate(item, float(_units(chunk)))
 
     def plan(
         self, req: SpeechRequest, *, fast_start: bool = False
@@ -1037,6 +1176,28 @@ def _parsed(document: str) -> SsmlDocument:
 
 
 _TAG = re.compile(r"<[^<>]*>")
+
+
+def speech_request_key(req: SpeechRequest, *, stream: bool) -> str:
+    """Identical requests (same caller, text, voice name, controls, format)
+    have the same key; a request with an inline reference clip has its own."""
+    if req.voice_override is not None:
+        return f"override:{id(req)}"
+    fields = (
+        req.owner, req.text, req.voice, req.language, req.controls, req.format,
+        req.sample_rate, req.model, req.ssml, stream,
+    )  # fmt: skip
+    return hashlib.sha256(repr(fields).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _release(admission: Admit) -> None:
+    if admission is not None:
+        admission.release()
+
+
+def _units(chunk: Chunk) -> int:
+    """What a chunk costs (its spoken units; chunks built by hand may lack them)."""
+    return chunk.units or len(chunk.text)
 
 
 def _spoken(req: SpeechRequest) -> str:

@@ -94,6 +94,17 @@ class _Marks:
     def has(self, text: str) -> bool:
         return bool(self.entries) and _MARK.search(text) is not None
 
+    def units(self, text: str) -> int:
+        """What ``text`` costs to speak: its characters, each mark counted as
+        the IPA it stands for (a 1,500-symbol phoneme string is not one word)."""
+        if not self.entries:
+            return len(text)
+        extra = 0
+        for mark in _MARK.findall(text):
+            entry = self.get(mark)
+            extra += len(entry[1]) - 1 if entry is not None else 0
+        return len(text) + extra
+
 
 def _extract_inline(
     text: str, marks: _Marks, check: Callable[[str, str], None] | None = None
@@ -114,6 +125,18 @@ class Chunk:
     phonemes: str
     token_ids: tuple[int, ...]
     pause_after_s: float
+    # What the chunk costs to speak (Marks.units): admission prices requests
+    # and the scheduler learns its rate in the same unit.
+    units: int = 0
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """A text's size as it will be spoken (units: see ``_Marks.units``)."""
+
+    units: int
+    first_chunk: int  # the first chunk's units (its first sentence, up to the budget)
+    longest_chunk: int
 
 
 def _identity(text: str) -> str:
@@ -164,6 +187,17 @@ class TextFrontend:
         """
         _, sentences, marks = self._prepare(text, language, lexicon)
         return [marks.words(s) for s in sentences]
+
+    def spoken_size(self, text: str, language: str, *, lexicon: Lexicon | None = None) -> Spoken:
+        """What ``text`` costs to speak, known before any phonemes (cheap: about
+        what :meth:`prepare` costs): the characters of its sentences after the
+        lexicon and normalization (numbers read as words), each inline phoneme
+        counted as its IPA, with its first and longest sentence (a chunk is a
+        sentence, or a budget-sized piece of a longer one). Admission prices
+        a request with it."""
+        _, sentences, marks = self._prepare(text, language, lexicon)
+        sizes = [min(marks.units(s), self._budget) for s in sentences] or [0]
+        return Spoken(sum(marks.units(s) for s in sentences), sizes[0], max(sizes))
 
     def plan(
         self,
@@ -216,7 +250,9 @@ class TextFrontend:
                 # A few languages' espeak output runs long; cut rather than fail.
                 ids = ids[: self._budget]
                 text = marks.words(piece)
-                yield Chunk(index, text, phonemes, ids, sentence_pause_s(text))
+                yield Chunk(
+                    index, text, phonemes, ids, sentence_pause_s(text), units=marks.units(piece)
+                )
                 index += 1
 
     def _prepare(
