@@ -504,7 +504,7 @@ class Scheduler:
         self.ensure_capacity()
         workers = max(1, len(self._threads))
         small = min(chars, piece_chars)
-        first = small if first_piece_chars is None else min(small, first_piece_chars)
+        first = small if first_piece_chars is None else min(chars, first_piece_chars)
         with self._cond:
             if self._reserved_locked() > 0 or self._running:
                 self._refuse_if_late_however_cut(
@@ -528,14 +528,14 @@ class Scheduler:
         """Overloaded when a request of ``chars`` is late however its text is
         cut (lock held)."""
         allowed = deadline - self._clock()
-        # Late only if late however the text is cut: in small pieces (all
-        # but the first wait behind the admitted work, two at a time) and
-        # as one chunk (it jumps the queue like every first chunk).
+        # Late only if late however the rest of the text is cut: in small
+        # pieces (all but the first wait behind the admitted work, two at a
+        # time) and as one chunk after the first.
         refusals = [
             self._lateness(
                 chars,
                 size,
-                min(first, size),
+                first,
                 allowed,
                 workers,
                 parallel,

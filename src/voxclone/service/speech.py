@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
+from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache, cache_key
 from voxclone.runtime.cache_guard import put_while_current
@@ -79,6 +79,23 @@ LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
 # must stay near what it sent. Ordinary text grows by a few per cent (digits
 # read as words about 5-7x, but they are a small share of real text).
 MAX_EXPANSION = 4
+# The event-loop precheck prices a request at this share of its raw text: a
+# lower bound of its spoken units. Measured over 210 texts (the many-users
+# bench's sentences and paragraphs, README prose, numbers, runs of
+# punctuation): spoken units / characters min 0.82, 5th percentile 0.94,
+# median 1.00 (numbers read as words go up to 3.2x). At 0.5, 18 of 40 flood
+# requests passed it and were refused in a thread after up to 184 ms.
+PRECHECK_SHARE = 0.75
+# Plain texts up to this long are normalized for the precheck instead (their
+# units then differ from the real price only by the lexicon and the voice's
+# language, hence the margin): with raw shares alone, 14 of 40 flood requests
+# whose digits read as longer words passed it and were refused in a thread
+# after up to 233 ms.
+PRECHECK_NORMALIZE_CHARS = 2000
+PRECHECK_MARGIN = 0.9
+# A text's first sentence, as the precheck sees it (the planner's split is
+# finer; this is only for a lower bound of the first chunk).
+_FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?\n]")
 # What the start-up calibration call speaks: one ordinary sentence (~60
 # characters, one chunk), long enough that per-call overhead does not swamp it.
 CALIBRATION_TEXT = "The calibration sentence measures how fast this machine speaks."
@@ -1053,13 +1070,15 @@ class SpeechService:
     def precheck(
         self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
     ) -> AdmissionTerms:
-        """Overloaded (503) when ``req`` would be late even at half its raw
-        text's size (spoken forms are longer, rarely shorter by half); else
-        the terms with that lower bound reserved provisionally. No voice
-        lookup, no I/O, for the event loop (:meth:`SpeechRouter.precheck`)."""
+        """Overloaded (503) when ``req`` would be late even at
+        :data:`PRECHECK_SHARE` of its raw text's size; else the terms with that
+        lower bound reserved provisionally. No voice lookup, no I/O, for the
+        event loop (:meth:`SpeechRouter.precheck`)."""
         if terms.deadline is None:
             return terms
-        units = 0.5 * len(_spoken(req))
+        units, first = self._lower_bound(req)
+        if stream:
+            first = float(STREAM_FIRST_CHUNK_TOKENS)  # a stream's is cut short
         provisional = self._scheduler.precheck(
             units,
             terms.deadline,
@@ -1068,8 +1087,30 @@ class SpeechService:
             # The smallest chunks it could become: a lower bound of its time.
             piece_chars=float(min(units, STREAM_FIRST_CHUNK_TOKENS)),
             parallel=LOOKAHEAD_CHUNKS,
+            first_piece_chars=first,
         )
         return replace(terms, provisional=provisional)
+
+    def _lower_bound(self, req: SpeechRequest) -> tuple[float, float]:
+        """(units, first chunk's units) that ``req`` costs at least. A short
+        plain text is normalized as it will be (~1 ms per 100 characters, on
+        the event loop: bounded by PRECHECK_NORMALIZE_CHARS), without the
+        caller's lexicon (a database read) or its voice's language; anything
+        else is priced at PRECHECK_SHARE of its raw characters."""
+        spoken = _spoken(req)
+        if not req.is_ssml and len(spoken) <= PRECHECK_NORMALIZE_CHARS:
+            language = (req.language or self._default_language).lower()
+            language = "en-us" if language == "en" else language
+            try:
+                size = self._frontend.spoken_size(spoken, language)
+            except VoxcloneError:
+                pass  # the request's own error comes from validation, in a thread
+            else:
+                return PRECHECK_MARGIN * size.units, PRECHECK_MARGIN * size.first_chunk
+        sentence = _FIRST_SENTENCE.match(spoken)
+        head = len(sentence.group(0)) if sentence else len(spoken)
+        first = min(PRECHECK_SHARE * head, float(self._caps.max_tokens))
+        return PRECHECK_SHARE * len(spoken), first
 
     def admit(
         self,
