@@ -562,6 +562,13 @@ def test_users_capacity_is_the_last_level_before_the_first_failure() -> None:
     late = _users_level(2, ok, latency=31.0)  # all served, but p95 past the 30 s deadline
     assert late["within_capacity"] is False
     assert find_capacity([_users_level(1, ok), late]) == 1
+    # A stream's total time is the audio's length: only its first audio is a wait.
+    from users_report import Sample, summarize_level
+
+    long_stream = [Sample("stream", "medium", 300, 200, 45.0, first_byte_s=1.2)]
+    assert summarize_level(1, long_stream, wall_s=50.0, deadline_s=30.0)["within_capacity"]
+    slow_start = [Sample("stream", "short", 60, 200, 12.0, first_byte_s=11.0)]
+    assert not summarize_level(1, slow_start, wall_s=20.0, deadline_s=30.0)["within_capacity"]
     assert find_capacity([_users_level(1, [503])]) is None
     assert find_capacity([_users_level(1, [])]) is None  # nothing sent proves nothing
 
