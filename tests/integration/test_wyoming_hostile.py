@@ -12,17 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from test_wyoming import _Server  # the same thread-hosted server as the Wyoming tests
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.tts import Synthesize
 
-from voxclone.api.wyoming_server import BUILTINS_ONLY, WyomingTts, serve_wyoming
-from voxclone.devserver import free_loopback_port
+from voxclone.api.wyoming_server import BUILTINS_ONLY, WyomingTts
 
 pytestmark = pytest.mark.models
 
@@ -30,40 +29,6 @@ HOST = "127.0.0.1"
 READ_TIMEOUT_S = 60.0
 
 
-class _Server:
-    """serve_wyoming on its own event loop in a thread, as the CLI runs it."""
-
-    def __init__(self, tts: WyomingTts) -> None:
-        self.port = free_loopback_port()
-        self.tts = tts
-        self.loop = asyncio.new_event_loop()
-        self.listening = threading.Event()
-        self.stop: asyncio.Event | None = None
-        self.thread = threading.Thread(target=self._run, name="wyoming-hostile", daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def main() -> None:
-            self.stop = asyncio.Event()
-            await serve_wyoming(
-                self.tts,
-                f"tcp://{HOST}:{self.port}",
-                ready=lambda _s: self.listening.set(),
-                stop=self.stop,
-            )
-
-        self.loop.run_until_complete(main())
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        assert self.listening.wait(10), "the Wyoming server did not start"
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        assert self.stop is not None
-        self.loop.call_soon_threadsafe(self.stop.set)
-        self.thread.join(10)
 
 
 @pytest.fixture(scope="module")

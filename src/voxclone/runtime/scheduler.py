@@ -475,10 +475,12 @@ class Scheduler:
                     )
                     margin = REPROBE_MARGIN if reserved == 0 and stale else 1.0
                     self._refuse_too_long(chars, piece, allowed * margin, workers, parallel)
-                if reserved > 0 or self._running:
-                    self._refuse_if_late(
-                        chars, piece, first, allowed, workers, parallel, must_finish, first_audio_s
-                    )
+                late = (reserved > 0 or bool(self._running)) and self._lateness(
+                    chars, piece, first, allowed, workers, parallel, must_finish, first_audio_s
+                )
+                if late:
+                    self._rejected += 1
+                    raise late
             admission = Admission(
                 self, chars, deadline, must_finish, first_chars=first, tenant=tenant
             )
@@ -548,25 +550,6 @@ class Scheduler:
         if len(late) == len(refusals):
             self._rejected += 1
             raise min(late, key=lambda r: r.retry_after or 0.0)
-
-    def _refuse_if_late(
-        self,
-        chars: float,
-        piece: float,
-        first: float,
-        allowed: float,
-        workers: int,
-        parallel: int,
-        must_finish: bool,
-        first_audio_s: float | None,
-    ) -> None:
-        """Overloaded when the estimate misses the request's budgets (lock held)."""
-        refusal = self._lateness(
-            chars, piece, first, allowed, workers, parallel, must_finish, first_audio_s
-        )
-        if refusal is not None:
-            self._rejected += 1
-            raise refusal
 
     def _lateness(
         self,
