@@ -29,13 +29,13 @@ from voxclone.errors import NotFound, UnknownModel
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
+from voxclone.service.pricing import speech_request_key
 from voxclone.service.speech import (
     Admit,
     CaptionedResult,
     SpeechRequest,
     SpeechResult,
     SpeechService,
-    speech_request_key,
 )
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import Chunk

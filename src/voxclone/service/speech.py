@@ -9,10 +9,8 @@ post-processed, joined and encoded before the next one is awaited.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import queue
-import re
 import tempfile
 import threading
 import time
@@ -25,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge, VoxcloneError
+from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache, cache_key
 from voxclone.runtime.cache_guard import put_while_current
@@ -41,6 +39,11 @@ from voxclone.runtime.stream_share import SharedStream, StreamShares
 from voxclone.service.blends import is_blend_id
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
+from voxclone.service.pricing import (
+    LOOKAHEAD_CHUNKS,
+    SpeechPricer,
+    spoken_text,
+)
 from voxclone.synth.audio.encode import check_rate, content_type, encode, parse_format
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import apply_controls
@@ -54,7 +57,6 @@ from voxclone.synth.controls import (
 )
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 from voxclone.synth.text.frontend import (
-    STREAM_FIRST_CHUNK_TOKENS,
     Chunk,
     Spoken,
     TextFrontend,
@@ -73,29 +75,6 @@ from voxclone.synth.text.wordtimes import WordTime
 
 log = logging.getLogger(__name__)
 
-LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
-# How much longer than its raw text a request's spoken form may be (after
-# SSML <sub>/<phoneme>, lexicon and number expansion): what it is charged for
-# must stay near what it sent. Ordinary text grows by a few per cent (digits
-# read as words about 5-7x, but they are a small share of real text).
-MAX_EXPANSION = 4
-# The event-loop precheck prices a request at this share of its raw text: a
-# lower bound of its spoken units. Measured over 210 texts (the many-users
-# bench's sentences and paragraphs, README prose, numbers, runs of
-# punctuation): spoken units / characters min 0.82, 5th percentile 0.94,
-# median 1.00 (numbers read as words go up to 3.2x). At 0.5, 18 of 40 flood
-# requests passed it and were refused in a thread after up to 184 ms.
-PRECHECK_SHARE = 0.75
-# Plain texts up to this long are normalized for the precheck instead (their
-# units then differ from the real price only by the lexicon and the voice's
-# language, hence the margin): with raw shares alone, 14 of 40 flood requests
-# whose digits read as longer words passed it and were refused in a thread
-# after up to 233 ms.
-PRECHECK_NORMALIZE_CHARS = 2000
-PRECHECK_MARGIN = 0.9
-# A text's first sentence, as the precheck sees it (the planner's split is
-# finer; this is only for a lower bound of the first chunk).
-_FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?\n]")
 # What the start-up calibration call speaks: one ordinary sentence (~60
 # characters, one chunk), long enough that per-call overhead does not swamp it.
 CALIBRATION_TEXT = "The calibration sentence measures how fast this machine speaks."
@@ -249,6 +228,13 @@ class SpeechService:
         self._lexicon_source = lexicon
         self._flights = SingleFlight()
         self._streams = StreamShares()
+        self._pricer = SpeechPricer(
+            frontend,
+            scheduler,
+            capabilities,
+            max_text_chars=max_text_chars,
+            default_language=default_language,
+        )
 
     @property
     def sample_rate(self) -> int:
@@ -340,7 +326,7 @@ class SpeechService:
             # Short or ambiguous text keeps the voice's language (else the
             # default): "Mister Nguyen is here." is not French (langdetect.py).
             prefer = (voice.language if voice is not None else None) or self._default_language
-            return self._detect(_spoken(req), prefer)
+            return self._detect(spoken_text(req), prefer)
         return self._default_language
 
     def _key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
@@ -991,46 +977,11 @@ class SpeechService:
             encoder.close()
 
     def price(self, req: SpeechRequest, voice: ResolvedVoice, language: str) -> Spoken:
-        """What ``req`` costs to speak, in the unit the scheduler learns its rate
-        in: the characters of its spoken form, after SSML (<sub> aliases,
-        <phoneme> strings), the caller's lexicon and number expansion, each
-        inline phoneme counted as its IPA (:meth:`TextFrontend.spoken_size`),
-        with its first and longest chunk. Raw characters undercharged a
-        1-character <sub> with a 1,500-character alias 1,500x, and pricing a
-        paragraph as one chunk made every request behind it look late.
-        Cheap (no phonemes): ~1 ms per 100 characters."""
-        lexicons = self._lexicons(req)
-        if not req.is_ssml:
-            return self._frontend.spoken_size(req.text, language, lexicon=lexicons(language))
-        doc = self._document(req)
-        if doc.language and not req.language:
-            language = ssml_language(doc.language, self.languages)
-        parts = []
-        for item in doc.items:
-            if isinstance(item, SsmlBreak):
-                continue
-            lang = ssml_language(item.language, self.languages) if item.language else language
-            parts.append(self._frontend.spoken_size(item.text, lang, lexicon=lexicons(lang)))
-        spoken = [p for p in parts if p.units > 0] or [Spoken(0, 0, 0)]
-        return Spoken(
-            sum(p.units for p in spoken),
-            spoken[0].first_chunk,
-            max(p.longest_chunk for p in spoken),
-        )
+        """What ``req`` costs to speak (:meth:`SpeechPricer.price`)."""
+        return self._pricer.price(req, language, self._lexicons(req), self._ssml_doc(req))
 
-    def _charged(self, req: SpeechRequest, voice: ResolvedVoice, language: str) -> Spoken:
-        """:meth:`price`, refused with 413 when the spoken form outgrows the text."""
-        spoken = self.price(req, voice, language)
-        limit = MAX_EXPANSION * self._max_text
-        if spoken.units > limit:
-            raise PayloadTooLarge(
-                f"the text's spoken form (after SSML, lexicon and number expansion) is "
-                f"{spoken.units} characters, more than the {limit} a request may expand to",
-                field="text",
-                limit=limit,
-                value=spoken.units,
-            )
-        return spoken
+    def _ssml_doc(self, req: SpeechRequest) -> SsmlDocument | None:
+        return self._document(req) if req.is_ssml else None
 
     def _take(
         self,
@@ -1041,76 +992,18 @@ class SpeechService:
         *,
         stream: bool,
     ) -> Admission:
-        """The admission ``req`` renders under: ``admit`` itself when it was
-        taken earlier, else one taken now on its terms, priced by :meth:`price`.
-        A chunk holds at most the engine's token budget (about a unit a token);
-        up to the look-ahead of them render at once; a stream's first chunk is
-        cut short for its first audio."""
+        """The admission ``req`` renders under (:meth:`SpeechPricer.take`)."""
         if isinstance(admit, Admission):
             return admit
-        try:
-            spoken = self._charged(req, voice, language)
-        except BaseException:
-            admit.release()
-            raise
-        first = STREAM_FIRST_CHUNK_TOKENS if stream else spoken.first_chunk
-        provisional = admit.provisional
-        return self._scheduler.admit(
-            float(spoken.units),
-            admit.deadline,
-            must_finish=admit.must_finish,
-            first_audio_s=admit.first_audio_s if stream else None,
-            piece_chars=float(max(1, spoken.longest_chunk)),
-            parallel=LOOKAHEAD_CHUNKS,
-            first_piece_chars=float(max(1, min(first, spoken.first_chunk or first))),
-            tenant=req.owner,
-            replacing=provisional if isinstance(provisional, Admission) else None,
+        return self._pricer.take(
+            req, language, self._lexicons(req), self._ssml_doc(req), admit, stream=stream
         )
 
     def precheck(
         self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
     ) -> AdmissionTerms:
-        """Overloaded (503) when ``req`` would be late even at
-        :data:`PRECHECK_SHARE` of its raw text's size; else the terms with that
-        lower bound reserved provisionally. No voice lookup, no I/O, for the
-        event loop (:meth:`SpeechRouter.precheck`)."""
-        if terms.deadline is None:
-            return terms
-        units, first = self._lower_bound(req)
-        if stream:
-            first = float(STREAM_FIRST_CHUNK_TOKENS)  # a stream's is cut short
-        provisional = self._scheduler.precheck(
-            units,
-            terms.deadline,
-            must_finish=terms.must_finish,
-            first_audio_s=terms.first_audio_s if stream else None,
-            # The smallest chunks it could become: a lower bound of its time.
-            piece_chars=float(min(units, STREAM_FIRST_CHUNK_TOKENS)),
-            parallel=LOOKAHEAD_CHUNKS,
-            first_piece_chars=first,
-        )
-        return replace(terms, provisional=provisional)
-
-    def _lower_bound(self, req: SpeechRequest) -> tuple[float, float]:
-        """(units, first chunk's units) that ``req`` costs at least. A short
-        plain text is normalized as it will be (~1 ms per 100 characters, on
-        the event loop: bounded by PRECHECK_NORMALIZE_CHARS), without the
-        caller's lexicon (a database read) or its voice's language; anything
-        else is priced at PRECHECK_SHARE of its raw characters."""
-        spoken = _spoken(req)
-        if not req.is_ssml and len(spoken) <= PRECHECK_NORMALIZE_CHARS:
-            language = (req.language or self._default_language).lower()
-            language = "en-us" if language == "en" else language
-            try:
-                size = self._frontend.spoken_size(spoken, language)
-            except VoxcloneError:
-                pass  # the request's own error comes from validation, in a thread
-            else:
-                return PRECHECK_MARGIN * size.units, PRECHECK_MARGIN * size.first_chunk
-        sentence = _FIRST_SENTENCE.match(spoken)
-        head = len(sentence.group(0)) if sentence else len(spoken)
-        first = min(PRECHECK_SHARE * head, float(self._caps.max_tokens))
-        return PRECHECK_SHARE * len(spoken), first
+        """Cheap refusal on the event loop (:meth:`SpeechPricer.precheck`)."""
+        return self._pricer.precheck(req, terms, stream=stream)
 
     def admit(
         self,
@@ -1143,7 +1036,8 @@ class SpeechService:
         in the backlog live requests see only as much as it keeps on the engine
         at once (the look-ahead), not its whole (possibly book-long) text."""
         voice, language = self._validate(req)
-        units = self._charged(req, voice, language).units
+        spoken = self._pricer.price(req, language, self._lexicons(req), self._ssml_doc(req))
+        units = self._pricer.charged(spoken).units
         return self._scheduler.admit_window(
             float(units), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens), tenant=req.owner
         )
@@ -1216,19 +1110,6 @@ def _parsed(document: str) -> SsmlDocument:
     return parse_ssml(document)
 
 
-_TAG = re.compile(r"<[^<>]*>")
-
-
-def speech_request_key(req: SpeechRequest, *, stream: bool) -> str:
-    """Identical requests (same caller, text, voice name, controls, format)
-    have the same key; a request with an inline reference clip has its own."""
-    if req.voice_override is not None:
-        return f"override:{id(req)}"
-    fields = (
-        req.owner, req.text, req.voice, req.language, req.controls, req.format,
-        req.sample_rate, req.model, req.ssml, stream,
-    )  # fmt: skip
-    return hashlib.sha256(repr(fields).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _release(admission: Admit) -> None:
@@ -1239,12 +1120,6 @@ def _release(admission: Admit) -> None:
 def _units(chunk: Chunk) -> int:
     """What a chunk costs (its spoken units; chunks built by hand may lack them)."""
     return chunk.units or len(chunk.text)
-
-
-def _spoken(req: SpeechRequest) -> str:
-    """What admission prices: the text without its SSML markup (cheap, on the
-    event loop; attributes such as a long alias are a rounding error)."""
-    return _TAG.sub(" ", req.text) if req.is_ssml else req.text
 
 
 def _at_voice_pace(controls: ResolvedControls, voice: ResolvedVoice) -> ResolvedControls:

@@ -1,0 +1,215 @@
+"""What a speech request costs, and admitting it on that price.
+
+:class:`SpeechPricer` is the speech service's admission side: it prices a
+request in *spoken units* (the characters of its text as it will be spoken:
+after SSML ``<sub>``/``<phoneme>``, the caller's lexicon and number
+expansion, an inline phoneme counted as its IPA; the unit the scheduler
+learns its rate in), refuses a spoken form that outgrows its text (413), and
+turns :class:`~voxclone.runtime.admission.AdmissionTerms` into a scheduler
+admission. Its :meth:`SpeechPricer.precheck` is the cheap event-loop half:
+a lower bound of the price, reserved provisionally so a flood arriving at
+once sees itself, replaced by the real price once the service has checked
+the cache and the renders in flight (coalesce first, admit second).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from voxclone.errors import PayloadTooLarge, VoxcloneError
+from voxclone.runtime.admission import AdmissionTerms
+from voxclone.runtime.scheduler import Admission, Scheduler
+from voxclone.synth.engine.base import EngineCapabilities
+from voxclone.synth.text.frontend import STREAM_FIRST_CHUNK_TOKENS, Spoken, TextFrontend
+from voxclone.synth.text.lexicon import Lexicon
+from voxclone.synth.text.ssml import SsmlBreak, SsmlDocument, ssml_language
+
+if TYPE_CHECKING:
+    from voxclone.service.speech import SpeechRequest
+
+LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
+# How much longer than its raw text a request's spoken form may be (after
+# SSML <sub>/<phoneme>, lexicon and number expansion): what it is charged for
+# must stay near what it sent. Ordinary text grows by a few per cent (digits
+# read as words about 5-7x, but they are a small share of real text).
+MAX_EXPANSION = 4
+# The event-loop precheck prices a request at this share of its raw text: a
+# lower bound of its spoken units. Measured over 210 texts (the many-users
+# bench's sentences and paragraphs, README prose, numbers, runs of
+# punctuation): spoken units / characters min 0.82, 5th percentile 0.94,
+# median 1.00 (numbers read as words go up to 3.2x). At 0.5, 18 of 40 flood
+# requests passed it and were refused in a thread after up to 184 ms.
+PRECHECK_SHARE = 0.75
+# Plain texts up to this long are normalized for the precheck instead (their
+# units then differ from the real price only by the lexicon and the voice's
+# language, hence the margin): with raw shares alone, 14 of 40 flood requests
+# whose digits read as longer words passed it and were refused in a thread
+# after up to 233 ms.
+PRECHECK_NORMALIZE_CHARS = 2000
+PRECHECK_MARGIN = 0.9
+# A text's first sentence, as the precheck sees it (the planner's split is
+# finer; this is only for a lower bound of the first chunk).
+_FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?\n]")
+_TAG = re.compile(r"<[^<>]*>")
+
+
+def spoken_text(req: SpeechRequest) -> str:
+    """The text without its SSML markup (cheap: for the event loop)."""
+    return _TAG.sub(" ", req.text) if req.is_ssml else req.text
+
+
+def speech_request_key(req: SpeechRequest, *, stream: bool) -> str:
+    """Identical requests (same caller, text, voice name, controls, format)
+    have the same key; a request with an inline reference clip has its own."""
+    if req.voice_override is not None:
+        return f"override:{id(req)}"
+    fields = (
+        req.owner, req.text, req.voice, req.language, req.controls, req.format,
+        req.sample_rate, req.model, req.ssml, stream,
+    )  # fmt: skip
+    return hashlib.sha256(repr(fields).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class SpeechPricer:
+    """Prices one engine's requests and admits them on its scheduler."""
+
+    def __init__(
+        self,
+        frontend: TextFrontend,
+        scheduler: Scheduler,
+        capabilities: EngineCapabilities,
+        *,
+        max_text_chars: int,
+        default_language: str,
+    ) -> None:
+        self._frontend = frontend
+        self._scheduler = scheduler
+        self._caps = capabilities
+        self._max_text = max_text_chars
+        self._default_language = default_language
+
+    def price(
+        self,
+        req: SpeechRequest,
+        language: str,
+        lexicons: Callable[[str], Lexicon | None],
+        doc: SsmlDocument | None,
+    ) -> Spoken:
+        """What ``req`` costs to speak, with its first and longest chunk
+        (:meth:`TextFrontend.spoken_size`; ``doc``: its SSML, parsed). Raw
+        characters undercharged a 1-character <sub> with a 1,500-character
+        alias 1,500x, and pricing a paragraph as one chunk made every request
+        behind it look late. Cheap (no phonemes): ~1 ms per 100 characters."""
+        if doc is None:
+            return self._frontend.spoken_size(req.text, language, lexicon=lexicons(language))
+        languages = self._frontend.languages
+        if doc.language and not req.language:
+            language = ssml_language(doc.language, languages)
+        parts = []
+        for item in doc.items:
+            if isinstance(item, SsmlBreak):
+                continue
+            lang = ssml_language(item.language, languages) if item.language else language
+            parts.append(self._frontend.spoken_size(item.text, lang, lexicon=lexicons(lang)))
+        spoken = [p for p in parts if p.units > 0] or [Spoken(0, 0, 0)]
+        return Spoken(
+            sum(p.units for p in spoken),
+            spoken[0].first_chunk,
+            max(p.longest_chunk for p in spoken),
+        )
+
+    def charged(self, spoken: Spoken) -> Spoken:
+        """``spoken``, refused with 413 when it outgrows what a text may expand to."""
+        limit = MAX_EXPANSION * self._max_text
+        if spoken.units > limit:
+            raise PayloadTooLarge(
+                f"the text's spoken form (after SSML, lexicon and number expansion) is "
+                f"{spoken.units} characters, more than the {limit} a request may expand to",
+                field="text",
+                limit=limit,
+                value=spoken.units,
+            )
+        return spoken
+
+    def take(
+        self,
+        req: SpeechRequest,
+        language: str,
+        lexicons: Callable[[str], Lexicon | None],
+        doc: SsmlDocument | None,
+        terms: AdmissionTerms,
+        *,
+        stream: bool,
+    ) -> Admission:
+        """An admission taken now on ``terms``, priced by :meth:`price` (it
+        replaces the terms' provisional one). A chunk holds at most the
+        engine's token budget (about a unit a token); up to the look-ahead of
+        them render at once; a stream's first chunk is cut short for its
+        first audio."""
+        try:
+            spoken = self.charged(self.price(req, language, lexicons, doc))
+        except BaseException:
+            terms.release()
+            raise
+        first = STREAM_FIRST_CHUNK_TOKENS if stream else spoken.first_chunk
+        provisional = terms.provisional
+        return self._scheduler.admit(
+            float(spoken.units),
+            terms.deadline,
+            must_finish=terms.must_finish,
+            first_audio_s=terms.first_audio_s if stream else None,
+            piece_chars=float(max(1, spoken.longest_chunk)),
+            parallel=LOOKAHEAD_CHUNKS,
+            first_piece_chars=float(max(1, min(first, spoken.first_chunk or first))),
+            tenant=req.owner,
+            replacing=provisional if isinstance(provisional, Admission) else None,
+        )
+
+    def precheck(
+        self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
+    ) -> AdmissionTerms:
+        """Overloaded (503) when ``req`` would be late even at a lower bound
+        of its price (:meth:`_lower_bound`); else the terms with that lower
+        bound reserved provisionally. No voice lookup, no I/O, for the event
+        loop (:meth:`SpeechRouter.precheck`)."""
+        if terms.deadline is None:
+            return terms
+        units, first = self._lower_bound(req)
+        if stream:
+            first = float(STREAM_FIRST_CHUNK_TOKENS)  # a stream's is cut short
+        provisional = self._scheduler.precheck(
+            units,
+            terms.deadline,
+            must_finish=terms.must_finish,
+            first_audio_s=terms.first_audio_s if stream else None,
+            # The smallest chunks it could become: a lower bound of its time.
+            piece_chars=float(min(units, STREAM_FIRST_CHUNK_TOKENS)),
+            parallel=LOOKAHEAD_CHUNKS,
+            first_piece_chars=first,
+        )
+        return replace(terms, provisional=provisional)
+
+    def _lower_bound(self, req: SpeechRequest) -> tuple[float, float]:
+        """(units, first chunk's units) that ``req`` costs at least. A short
+        plain text is normalized as it will be (~1 ms per 100 characters, on
+        the event loop: bounded by PRECHECK_NORMALIZE_CHARS), without the
+        caller's lexicon (a database read) or its voice's language; anything
+        else is priced at PRECHECK_SHARE of its raw characters."""
+        spoken = spoken_text(req)
+        if not req.is_ssml and len(spoken) <= PRECHECK_NORMALIZE_CHARS:
+            language = (req.language or self._default_language).lower()
+            language = "en-us" if language == "en" else language
+            try:
+                size = self._frontend.spoken_size(spoken, language)
+            except VoxcloneError:
+                pass  # the request's own error comes from validation, in a thread
+            else:
+                return PRECHECK_MARGIN * size.units, PRECHECK_MARGIN * size.first_chunk
+        sentence = _FIRST_SENTENCE.match(spoken)
+        head = len(sentence.group(0)) if sentence else len(spoken)
+        first = min(PRECHECK_SHARE * head, float(self._caps.max_tokens))
+        return PRECHECK_SHARE * len(spoken), first
