@@ -469,12 +469,6 @@ def build_runtime(
         default_voices={name: _default_voice(settings, s.engine) for name, s in stacks.items()},
         language_defaults=_language_defaults(settings, catalog),
     )
-    if warmup:
-        # A serving process: one measured call per engine, at background
-        # priority, so admission plans with this machine's speed from the
-        # first burst on (until then it assumes a fast machine and refuses
-        # only what even that could not do).
-        threading.Thread(target=router.calibrate, name="voxclone-calibrate", daemon=True).start()
     events = JobEvents()
     runtime = Runtime(
         settings,

@@ -80,8 +80,14 @@ def client(runtime: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[T
         job_worker=False,  # a job is checked when it is submitted; none is rendered here
     )
     app = create_app(settings, runtime=runtime)
+    before = {job.id for job in runtime.jobs.list(None, limit=1000)}
     with TestClient(app) as c:
         yield c
+    # The jobs this corpus queued (long digit runs) are the shared runtime's:
+    # left queued, the next module's job worker would render them for minutes.
+    for job in runtime.jobs.list(None, limit=1000):
+        if job.id not in before:
+            runtime.jobs.delete(job.id, None)
 
 
 def _post(client: TestClient, route: str, text: str) -> Any:

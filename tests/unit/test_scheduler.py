@@ -192,6 +192,27 @@ def test_background_work_waits_for_live_chunks(engine: FakeEngine, make_schedule
     assert engine.seen == [999, 1, 2, 20, 21]
 
 
+def test_background_work_leaves_a_worker_for_live_requests(
+    engine: FakeEngine, make_scheduler
+) -> None:
+    # Two job slots on two workers used to put a job chunk (~15 s at 510
+    # tokens) on both, so a live stream's first chunk waited for one to end.
+    sched = make_scheduler(engine, workers=2)
+    engine.gate.clear()
+    background = [sched.submit(item(t), priority=PRIORITY_BACKGROUND) for t in (20, 21, 22)]
+    time.sleep(0.3)
+    assert engine.seen == [20]  # one job chunk runs; the other worker waits for live work
+    live = sched.submit(item(1))
+    until = time.monotonic() + WAIT_S
+    while engine.seen != [20, 1] and time.monotonic() < until:
+        time.sleep(0.01)
+    assert engine.seen == [20, 1]
+    engine.gate.set()
+    for fut in [*background, live]:
+        fut.result(WAIT_S)
+    assert sorted(engine.seen) == [1, 20, 21, 22]
+
+
 def test_tenants_take_turns_within_a_priority(engine: FakeEngine, make_scheduler) -> None:
     # Alice's job queued six chunks before Bob's one-chunk job arrived. Before:
     # FIFO, Bob's chunk ran after all six (the probe: a 5-word job waited over

@@ -110,6 +110,9 @@ def _load_runtime(
         # Queued speech jobs (also ones a dead process left) start as soon as
         # speech is ready; Runtime.close() stops the worker.
         runtime.start_job_worker()
+    # One measured engine call, so admission plans with this machine's speed
+    # from the first burst on.
+    runtime.speech.calibrate_in_background()
     if settings.warm_cloning and runtime.voices is not None:
         try:
             # Speech is being served now. Loading the cloning models when they

@@ -103,6 +103,7 @@ def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
     owner = exposed_owner(args, settings)
     # The same composition root as `serve`; no cloning models (Wyoming only speaks).
     runtime = build_runtime(settings, warmup=True, with_voices=False)
+    runtime.speech.calibrate_in_background()  # admission plans with this machine's speed
     try:
         tts = WyomingTts.from_runtime(runtime, owner)
         whose = "built-in voices only" if owner == BUILTINS_ONLY else f"voices of owner {owner}"

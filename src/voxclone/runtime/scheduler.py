@@ -257,13 +257,15 @@ class Scheduler:
         self._failed = 0
         self._dropped = 0
         self._engine_seconds = 0.0
+        self._background_in_flight = 0  # background (job) items in engine calls
+        self._background_limit = max(1, workers - 1)
         self._served_round = 0  # the fair-queueing round being served
         self._tenant_round: dict[str, int] = {}  # each tenant's last round queued
         # Open admissions, oldest first (a dict keeps insertion order).
         self._admissions: dict[Admission, None] = {}
         # Engine calls now running: seq -> (scheduler clock at start, units,
-        # whether it is a request's first chunk).
-        self._running: dict[int, tuple[float, float, bool]] = {}
+        # whether it is a request's first chunk, whether it is background work).
+        self._running: dict[int, tuple[float, float, bool, bool]] = {}
         self.rate = rate if rate is not None else WorkRate()
         self._headroom = headroom
         self._measured_at: float | None = None  # scheduler clock of the last learned call
@@ -370,6 +372,19 @@ class Scheduler:
     def _reserved_locked(self) -> float:
         return sum(a.remaining for a in self._admissions)
 
+    def _live_reserved_locked(self, rate: float) -> float:
+        """The admitted work a live request's chunks queue behind: live
+        requests' and what the running calls have left; background (job)
+        chunks still queued go after every live chunk."""
+        now = self._clock()
+        live = sum(a.remaining for a in self._admissions if a.priority != PRIORITY_BACKGROUND)
+        running_background = sum(
+            max(0.0, cost - (now - started) / rate)
+            for started, cost, _first, background in self._running.values()
+            if background
+        )
+        return live + running_background
+
     def _backlog_locked(self) -> float:
         """Estimated seconds until a new request's later chunks would start."""
         return self._reserved_locked() * self.rate.pessimistic / max(1, len(self._threads))
@@ -381,9 +396,10 @@ class Scheduler:
         ones the workers took)."""
         now = self._clock()
         running = [
-            max(0.0, cost - (now - started) / rate) for started, cost, _ in self._running.values()
+            max(0.0, cost - (now - started) / rate)
+            for started, cost, _first, _background in self._running.values()
         ]
-        first_running = sum(1 for _, _, first in self._running.values() if first)
+        first_running = sum(1 for _, _, first, _ in self._running.values() if first)
         queued = [a.first_pending for a in self._admissions if a.first_pending > 0]
         return FirstAhead(running, queued[first_running:])
 
@@ -565,7 +581,7 @@ class Scheduler:
         """The refusal the estimate calls for, if any (lock held)."""
         rate = self.rate.pessimistic
         est = estimate(
-            reserved_chars=self._reserved_locked(),
+            reserved_chars=self._live_reserved_locked(rate),
             chars=chars,
             piece_chars=piece,
             seconds_per_char=rate,
@@ -682,7 +698,9 @@ class Scheduler:
         """Next batch, and whether it runs alone on every core (fast lane)."""
         with self._cond:
             # An exclusive call owns all cores: other workers wait for it.
-            while (not self._queue or self._exclusive) and not self._stopping:
+            while (
+                not self._queue or self._exclusive or self._background_full_locked()
+            ) and not self._stopping:
                 self._cond.wait()
             if self._stopping:
                 return None
@@ -711,7 +729,20 @@ class Scheduler:
                         break
                     self._cond.wait(remaining)
             self._in_flight += len(batch)
+            self._background_in_flight += sum(w.priority == PRIORITY_BACKGROUND for w in batch)
             return batch, False
+
+    def _background_full_locked(self) -> bool:
+        """Whether the next item is background work that must wait: speech
+        jobs may occupy all workers but one, so a live request's chunk never
+        waits for a background chunk to end (a 510-token job chunk is ~15 s
+        on this host; two job slots on two workers made live streams'
+        first audio wait for one)."""
+        return (
+            bool(self._queue)
+            and self._queue[0].priority == PRIORITY_BACKGROUND
+            and self._background_in_flight >= self._background_limit
+        )
 
     def _live(self, batch: list[_Work]) -> list[_Work]:
         now = self._clock()
@@ -747,7 +778,9 @@ class Scheduler:
             finally:
                 with self._cond:
                     self._in_flight -= len(batch)
-                    if exclusive:
+                    background = sum(w.priority == PRIORITY_BACKGROUND for w in batch)
+                    self._background_in_flight -= background
+                    if exclusive or background:
                         self._exclusive = False
                         self._cond.notify_all()
 
@@ -786,6 +819,7 @@ class Scheduler:
                     now,
                     work.cost,
                     work.priority == PRIORITY_FIRST_CHUNK,
+                    work.priority == PRIORITY_BACKGROUND,
                 )
         try:
             self._call_engine(live, items, exclusive, started)

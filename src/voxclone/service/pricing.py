@@ -176,8 +176,8 @@ class SpeechPricer:
         of its price (:meth:`_lower_bound`); else the terms with that lower
         bound reserved provisionally. No voice lookup, no I/O, for the event
         loop (:meth:`SpeechRouter.precheck`)."""
-        if terms.deadline is None:
-            return terms
+        if terms.deadline is None or len(req.text) > self._max_text:
+            return terms  # a text over the limit gets its 413 from validation
         units, first = self._lower_bound(req)
         if stream:
             first = float(STREAM_FIRST_CHUNK_TOKENS)  # a stream's is cut short

@@ -322,14 +322,22 @@ class SpeechRouter:
 
     def calibrate(self) -> None:
         """Measure every engine's rate once (:meth:`SpeechService.calibrate`);
-        a failure is logged, never fatal: admission then keeps its prior."""
+        a failure is logged, never fatal: admission then keeps its prior.
+        Serving processes call it once after start-up
+        (:func:`calibrate_in_background`)."""
         for name, service in self._services.items():
             try:
                 seconds = service.calibrate()
-            except Exception:
-                log.exception("measuring the %s engine's rate failed", name)
+            except Exception as exc:  # admission keeps its prior: not fatal
+                log.warning("measuring the %s engine's rate failed: %s", name, exc)
                 continue
             log.info("%s engine rate measured in %.2f s", name, seconds)
+
+    def calibrate_in_background(self) -> None:
+        """:meth:`calibrate` in a daemon thread, at background priority on the
+        engines: speech is served meanwhile. Until it has run, admission
+        assumes a fast machine and refuses only what even that could not do."""
+        threading.Thread(target=self.calibrate, name="voxclone-calibrate", daemon=True).start()
 
     def invalidate_voice(self, voice_id: str) -> None:
         self._catalog.forget(voice_id)
