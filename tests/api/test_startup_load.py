@@ -56,6 +56,8 @@ class _RecordingRuntime:
         self.voices = object()
         self.job_worker = None
         self.stages = type("Stages", (), {"as_dict": staticmethod(lambda: {})})()
+        # The engines' rate is measured once speech is served (not an event here).
+        self.speech = type("Speech", (), {"calibrate_in_background": staticmethod(lambda: None)})()
 
     def speech_idle(self) -> bool:
         return True
