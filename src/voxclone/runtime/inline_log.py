@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import insert, select, update
 
-from voxclone.runtime.db import Database, open_database
 from voxclone.runtime.db import schema as t
+from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.voice_store import ConsentRecord
 
 _U = t.inline_voice_uses.c
@@ -38,15 +37,8 @@ class InlineUse:
     purged_at: float | None
 
 
-class InlineVoiceLog:
+class InlineVoiceLog(Repository):
     """Table ``inline_voice_uses``; thread-safe (pooled connections)."""
-
-    def __init__(self, database: Database | Path | str) -> None:
-        if isinstance(database, Database):
-            self._db, self._owns_db = database, False
-        else:
-            self._db, self._owns_db = open_database(database), True
-        self._db.ensure_schema()
 
     def record(self, voice_id: str, owner: str, consent: ConsentRecord, expires_at: float) -> None:
         with self._db.write() as conn:
@@ -95,7 +87,3 @@ class InlineVoiceLog:
             InlineUse(r[0], r[1], ConsentRecord(r[2], r[3], r[4], r[5]), float(r[6]), r[7])
             for r in rows
         ]
-
-    def close(self) -> None:
-        if self._owns_db:
-            self._db.close()

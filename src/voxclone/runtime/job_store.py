@@ -36,8 +36,9 @@ from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, InvalidInput, NotFound
 from voxclone.runtime import job_voices
-from voxclone.runtime.db import Database, open_database
+from voxclone.runtime.db import Database
 from voxclone.runtime.db import schema as t
+from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.job_fairness import fair_order, not_owned_by
 from voxclone.runtime.voice_store import utc_now_iso
 
@@ -388,7 +389,7 @@ def _row_values(job: JobRecord) -> dict[str, Any]:
     }
 
 
-class SqlJobStore:
+class SqlJobStore(Repository):
     """Jobs in the voxclone database; may share it with the voice library.
 
     ``database`` is a shared :class:`Database`, or a path / URL the store opens
@@ -403,11 +404,7 @@ class SqlJobStore:
         each would otherwise fail the others' live jobs; call
         :meth:`recover_interrupted` from one place instead.
         """
-        if isinstance(database, Database):
-            self._db, self._owns_db = database, False
-        else:
-            self._db, self._owns_db = open_database(database), True
-        self._db.ensure_schema()
+        super().__init__(database)
         if recover_on_open:
             self.recover_interrupted()
 
@@ -760,16 +757,6 @@ class SqlJobStore:
             .values(**_row_values(new))
         ).rowcount
         return bool(changed)
-
-    def close(self) -> None:
-        if self._owns_db:
-            self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @staticmethod
     def _load(conn: Connection, job_id: str, owner: str | None, *, lock: bool = False) -> JobRecord:

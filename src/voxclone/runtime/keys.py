@@ -17,14 +17,13 @@ import secrets
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
 from voxclone.errors import InvalidInput, NotFound
-from voxclone.runtime.db import Database, open_database
 from voxclone.runtime.db import schema as t
+from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.key_scopes import SCOPE_ADMIN as SCOPE_ADMIN  # re-exported
 from voxclone.runtime.key_scopes import SCOPE_TTS as SCOPE_TTS
 from voxclone.runtime.key_scopes import SCOPE_VOICES_READ as SCOPE_VOICES_READ
@@ -106,7 +105,7 @@ def _record(row: Sequence[Any]) -> KeyRecord:
     )
 
 
-class KeyStore:
+class KeyStore(Repository):
     """API keys in the voxclone key database; safe to share between threads.
 
     Every query is a single indexed lookup. In the embedded default the keys
@@ -116,17 +115,6 @@ class KeyStore:
     ``database`` is a shared :class:`Database`, or a path / URL the store opens
     (and closes) itself.
     """
-
-    def __init__(self, database: Database | Path | str) -> None:
-        if isinstance(database, Database):
-            self._db, self._owns_db = database, False
-        else:
-            self._db, self._owns_db = open_database(database), True
-        self._db.ensure_schema()
-
-    def close(self) -> None:
-        if self._owns_db:
-            self._db.close()
 
     def create(
         self, name: str, scopes: set[str] | frozenset[str], owner: str | None = None

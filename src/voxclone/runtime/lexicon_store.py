@@ -10,13 +10,13 @@ shared database sees a change at once.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 from sqlalchemy import delete, func, select
 
 from voxclone.errors import InvalidInput
-from voxclone.runtime.db import Database, open_database, upsert
 from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import upsert
+from voxclone.runtime.db.repository import Repository
 from voxclone.synth.text.lexicon import Pronunciation, check_pronunciation, word_key
 
 _L = t.lexicon_entries.c
@@ -24,15 +24,8 @@ _L = t.lexicon_entries.c
 MAX_ENTRIES_PER_OWNER = 2000
 
 
-class SqlLexiconStore:
+class SqlLexiconStore(Repository):
     """Table ``lexicon_entries``; thread-safe (pooled connections)."""
-
-    def __init__(self, database: Database | Path | str) -> None:
-        if isinstance(database, Database):
-            self._db, self._owns_db = database, False
-        else:
-            self._db, self._owns_db = open_database(database), True
-        self._db.ensure_schema()
 
     def entries(self, owner: str, language: str | None = None) -> list[Pronunciation]:
         query = select(_L.word, _L.language, _L.ipa, _L.respelling).where(_L.owner == owner)
@@ -102,7 +95,3 @@ class SqlLexiconStore:
                 )
             )
         return bool(result.rowcount)
-
-    def close(self) -> None:
-        if self._owns_db:
-            self._db.close()

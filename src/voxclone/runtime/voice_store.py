@@ -43,7 +43,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from sqlalchemy import (
@@ -62,8 +62,9 @@ from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoiceChanged, VoxcloneError
 from voxclone.runtime.blobs import BlobNotFound, BlobStore, voice_prefix, voice_reference_key
-from voxclone.runtime.db import Database, open_database, upsert
+from voxclone.runtime.db import Database, upsert
 from voxclone.runtime.db import schema as t
+from voxclone.runtime.db.repository import Repository
 from voxclone.synth.audio.tone import GRID_HZ
 
 log = logging.getLogger(__name__)
@@ -447,14 +448,7 @@ def _name_taken(name: str) -> Conflict:
     return Conflict(f"you already have a voice named {name!r}", field="name")
 
 
-def _owned_database(target: Database | Path | str) -> tuple[Database, bool]:
-    """(database, whether the caller owns it and must close it)."""
-    if isinstance(target, Database):
-        return target, False
-    return open_database(target), True
-
-
-class SqlVoiceStore:
+class SqlVoiceStore(Repository):
     """The voice library in the voxclone database (SQLite file or PostgreSQL).
 
     ``database`` is a shared :class:`Database` (the composition root's), or a
@@ -475,7 +469,7 @@ class SqlVoiceStore:
         statement_hook: StatementHook | None = None,
         blobs: BlobStore | None = None,
     ) -> None:
-        self._db, self._owns_db = _owned_database(database)
+        super().__init__(database)
         # Where new voices keep their reference audio (None: in the database row).
         self._blobs = blobs
         self._embedding_shape = tuple(embedding_shape)
@@ -485,11 +479,6 @@ class SqlVoiceStore:
         }
         self._tone_shape = tuple(tone_shape)
         self._hook = statement_hook
-        self._db.ensure_schema()
-
-    @property
-    def database(self) -> Database:
-        return self._db
 
     @property
     def blobs(self) -> BlobStore | None:
@@ -920,16 +909,6 @@ class SqlVoiceStore:
             query = query.where(_V.owner == owner)
         with self._db.read() as conn:
             return int(conn.execute(query).scalar_one())
-
-    def close(self) -> None:
-        if self._owns_db:
-            self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- internals ----------------------------------------------------------
 
