@@ -10,6 +10,7 @@ import pytest
 
 from voxclone.errors import ModelAssetError
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
+from voxclone.synth.files import TMP_PREFIX
 
 PARTS = [bytes([i]) * 200_000 for i in range(1, 5)]
 GOOD_SHA = hashlib.sha256(b"".join(PARTS)).hexdigest()
@@ -19,7 +20,7 @@ def test_assembles_and_verifies(tmp_path: Path) -> None:
     path = assemble_model(tmp_path, parts=PARTS, sha256=GOOD_SHA)
     assert path.name == MODEL_FILENAME
     assert path.read_bytes() == b"".join(PARTS)
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob(f"{TMP_PREFIX}*"))
 
 
 def test_corrupted_part_is_a_clear_error_and_leaves_nothing(tmp_path: Path) -> None:
@@ -27,7 +28,7 @@ def test_corrupted_part_is_a_clear_error_and_leaves_nothing(tmp_path: Path) -> N
     with pytest.raises(ModelAssetError, match="SHA-256 mismatch"):
         assemble_model(tmp_path, parts=bad, sha256=GOOD_SHA)
     assert not (tmp_path / MODEL_FILENAME).exists()
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert not list(tmp_path.glob(f"{TMP_PREFIX}*"))
 
 
 def test_wrong_expected_hash_is_refused(tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from voxclone.errors import VoxcloneError
+from voxclone.synth.files import TMP_PREFIX, write_atomically
 
 # Keys are built by the service, never taken from a request as-is; this pattern still
 # refuses anything that could leave the store's root (``..``, absolute paths, NULs).
@@ -111,16 +111,7 @@ class LocalBlobStore:
         del content_type  # a file has none; the download route derives it from the key
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(target, data)
 
     def get(self, key: str) -> bytes:
         try:
@@ -142,7 +133,7 @@ class LocalBlobStore:
         removed = 0
         for path in sorted(start.rglob("*"), reverse=True):
             key = path.relative_to(self.root).as_posix()
-            if path.is_file() and key.startswith(prefix) and not path.name.startswith(".tmp-"):
+            if path.is_file() and key.startswith(prefix) and not path.name.startswith(TMP_PREFIX):
                 path.unlink()
                 removed += 1
             elif path.is_dir() and key.startswith(prefix.rstrip("/")) and not any(path.iterdir()):

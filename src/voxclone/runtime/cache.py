@@ -19,7 +19,6 @@ import math
 import os
 import re
 import struct
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+
+from voxclone.synth.files import TMP_PREFIX, write_atomically
 
 if TYPE_CHECKING:
     from redis.exceptions import RedisError
@@ -242,7 +243,7 @@ class MemoryTier:
 _MAGIC = b"VXC1"
 _HEADER = struct.Struct(">4sIQ32s")
 _ENTRY_SUFFIX = ".vxc"
-_TMP_PREFIX = ".tmp-"
+_TMP_PREFIX = TMP_PREFIX  # what write_atomically names its temporary files
 # A temporary file this old is a leftover of a writer that died, not one in progress.
 _STALE_TMP_S = 600.0
 _HEX_KEY = re.compile(r"^[0-9a-f]{16,128}$")
@@ -488,27 +489,7 @@ class DiskTier:
 
     def _write_atomically(self, path: Path, blob: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp_name, path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
-        # Persist the rename itself; without this a crash could lose the entry
-        # (never corrupt it, which is what matters, so failure here is tolerated).
-        try:
-            dir_fd = os.open(path.parent, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            with contextlib.suppress(OSError):
-                os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(path, blob)
 
     def _forget(self, name: str) -> None:
         with self._lock:

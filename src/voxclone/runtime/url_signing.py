@@ -15,13 +15,13 @@ Every process that may serve the link must know the secret:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from pathlib import Path
+
+from voxclone.synth.files import write_atomically
 
 SECRET_FILE = "url-signing.key"
 _SECRET_BYTES = 32
@@ -61,19 +61,9 @@ def load_or_create_secret(home: Path) -> bytes:
     """The machine's secret under ``home``, created 0600 by whichever process is first."""
     path = Path(home) / SECRET_FILE
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(FileExistsError):
-        # Written to a temporary file and linked into place: a second process
-        # never reads a half-written secret, and exactly one secret wins.
-        tmp = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_hex(_SECRET_BYTES))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.link(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+    # Linked into place (exclusive): a second process never reads a
+    # half-written secret, and exactly one secret wins.
+    write_atomically(path, secrets.token_hex(_SECRET_BYTES).encode(), exclusive=True)
     return bytes.fromhex(path.read_text().strip())
 
 

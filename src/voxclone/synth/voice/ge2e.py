@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import pickle
 import struct
 import subprocess
@@ -32,7 +31,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.files import sha256_file
+from voxclone.synth.files import PUBLIC_MODE, sha256_file, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -360,9 +359,7 @@ def saved_graph(models_dir: Path) -> Path:
 def _write_atomically(path: Path, data: bytes) -> None:
     """Readers see no file or a whole one; several builders may race."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomically(path, data, mode=PUBLIC_MODE)
 
 
 def onnx_model(models_dir: Path | None) -> bytes:

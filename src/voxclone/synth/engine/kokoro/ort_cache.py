@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import platform
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import onnxruntime as ort
 
 from voxclone.synth.engine.kokoro.assets import exclusive_lock
+from voxclone.synth.files import publish, temp_path_for
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class OptimizedModelCache:
 
     def _build(self, opts: ort.SessionOptions, factory: SessionFactory) -> ort.InferenceSession:
         self._dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp = temp_path_for(self.path)  # ORT writes the file; it is published below
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.optimized_model_filepath = str(tmp)
         # ORT warns on stderr that a graph saved at this level is tied to this
@@ -127,7 +127,7 @@ class OptimizedModelCache:
             edited = self._prepare(self._source) if self._prepare is not None else None
             session = factory(edited if edited is not None else str(self._source), opts)
             if tmp.exists() and tmp.stat().st_size > 0:
-                os.replace(tmp, self.path)
+                publish(tmp, self.path)
                 self.built = True
                 self._remove_stale()
                 log.info("saved optimized Kokoro graph", extra={"path": self.path.name})
