@@ -2,8 +2,12 @@
 
 A second engine is one subpackage exposing ``create(config: EngineConfig)
 -> Engine`` plus one line in ``_BUILTIN`` (docs/architecture.md, "Extension
-points"). Importing this module imports no engine: an operator who never
-enables an engine never pays for (or needs) its dependencies.
+points"). An engine in another distribution needs no line here: it declares
+an entry point in the ``voxclone.engines`` group (``name = "module:create"``)
+and is found when asked for. Importing this module imports no engine: an
+operator who never enables an engine never pays for (or needs) its
+dependencies (entry points are read from metadata, their modules imported
+only when that engine is created).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
+from importlib import metadata
 
 from voxclone.errors import InvalidInput, ModelAssetError
 from voxclone.synth.engine.base import Engine, EngineConfig
@@ -24,6 +29,9 @@ _BUILTIN: dict[str, str] = {
     "kokoro": "voxclone.synth.engine.kokoro:create",
     "pocket-tts": "voxclone.synth.engine.pocket:create",
 }
+
+# Entry-point group a third-party distribution declares its engines in.
+ENTRY_POINT_GROUP = "voxclone.engines"
 
 _lock = threading.Lock()
 _extra: dict[str, EngineFactory] = {}
@@ -40,10 +48,22 @@ def unregister(name: str) -> None:
         _extra.pop(name, None)
 
 
+def _plugins() -> dict[str, str]:
+    """name -> "module:function" of every installed ``voxclone.engines`` entry point.
+
+    Read from installed metadata at each call (cheap: a few directory listings,
+    done when runtimes are built, not per request), so a plug-in installed
+    into the environment is seen without restarting an interpreter that only
+    imported this module. A built-in name wins over a plug-in of that name.
+    """
+    return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def names() -> tuple[str, ...]:
     """Every engine that can be asked for (not necessarily installed)."""
     with _lock:
-        return tuple(dict.fromkeys([*_BUILTIN, *_extra]))
+        extra = list(_extra)
+    return tuple(dict.fromkeys([*_BUILTIN, *_plugins(), *extra]))
 
 
 def factory(name: str) -> EngineFactory:
@@ -51,7 +71,7 @@ def factory(name: str) -> EngineFactory:
         extra = _extra.get(name)
     if extra is not None:
         return extra
-    target = _BUILTIN.get(name)
+    target = _BUILTIN.get(name) or _plugins().get(name)
     if target is None:
         raise InvalidInput(
             f"unknown engine {name[:32]!r}; known engines: {', '.join(names())}",
