@@ -1,0 +1,202 @@
+"""The worker threads: take a batch, drop dead work, call the engine, learn its rate."""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+
+import numpy as np
+
+from voxclone.errors import Cancelled, DeadlineExceeded
+from voxclone.runtime.scheduler.fields import SchedulerFields
+from voxclone.runtime.scheduler.work import PRIORITY_BACKGROUND, PRIORITY_FIRST_CHUNK, Work
+from voxclone.synth.engine.base import SynthItem
+
+log = logging.getLogger(__name__)
+
+
+class WorkerLoop(SchedulerFields):
+    """The worker half of :class:`~voxclone.runtime.scheduler.core.Scheduler`:
+    each thread makes one engine call at a time (ONNX Runtime releases the
+    GIL, so threads give real parallelism)."""
+
+    def _take_batch(self) -> tuple[list[Work], bool] | None:
+        """Next batch, and whether it runs alone on every core (fast lane)."""
+        with self._cond:
+            # An exclusive call owns all cores: other workers wait for it.
+            while (
+                not self._queue or self._exclusive or self._background_full_locked()
+            ) and not self._stopping:
+                self._cond.wait()
+            if self._stopping:
+                return None
+            batch = [heapq.heappop(self._queue)]
+            self._served_round = max(self._served_round, batch[0].round)
+            if (
+                self._fast_lane
+                and batch[0].priority == PRIORITY_FIRST_CHUNK
+                and self._in_flight == 0
+                and not self._queue
+            ):
+                # Idle server, first audio of a stream: one call on all cores
+                # beats two single-thread calls for time to first audio.
+                self._exclusive = True
+                self._in_flight += 1
+                return batch, True
+            if self._max_batch > 1:
+                until = self._clock() + self._max_wait
+                while len(batch) < self._max_batch:
+                    if self._queue:
+                        batch.append(heapq.heappop(self._queue))
+                        self._served_round = max(self._served_round, batch[-1].round)
+                        continue
+                    remaining = until - self._clock()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+            self._in_flight += len(batch)
+            self._background_in_flight += sum(w.priority == PRIORITY_BACKGROUND for w in batch)
+            return batch, False
+
+    def _background_full_locked(self) -> bool:
+        """Whether the next item is background work that must wait: speech
+        jobs may occupy all workers but one, so a live request's chunk never
+        waits for a background chunk to end (a 510-token job chunk is ~15 s
+        on this host; two job slots on two workers made live streams'
+        first audio wait for one)."""
+        return (
+            bool(self._queue)
+            and self._queue[0].priority == PRIORITY_BACKGROUND
+            and self._background_in_flight >= self._background_limit
+        )
+
+    def _live(self, batch: list[Work]) -> list[Work]:
+        now = self._clock()
+        live = []
+        dropped = 0
+        for work in batch:
+            if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
+                dropped += 1
+                if not work.future.cancel():
+                    work.future.set_exception(Cancelled("request cancelled"))
+            elif now > work.deadline:
+                dropped += 1
+                work.future.set_exception(DeadlineExceeded("request took too long"))
+            elif work.future.set_running_or_notify_cancel():
+                live.append(work)
+            else:
+                dropped += 1
+        if dropped:
+            with self._cond:
+                self._dropped += dropped
+        return live
+
+    def _worker(self) -> None:
+        while True:
+            taken = self._take_batch()
+            if taken is None:
+                return
+            batch, exclusive = taken
+            live = self._live(batch)
+            try:
+                if live:
+                    self._execute(live, exclusive)
+            finally:
+                with self._cond:
+                    self._in_flight -= len(batch)
+                    background = sum(w.priority == PRIORITY_BACKGROUND for w in batch)
+                    self._background_in_flight -= background
+                    if exclusive or background:
+                        self._exclusive = False
+                        self._cond.notify_all()
+
+    def _streamed(self, work: Work) -> np.ndarray:
+        """Run one item through ``Engine.stream``, handing each piece on as it comes."""
+        assert work.on_piece is not None
+        stop = threading.Event()
+        pieces: list[np.ndarray] = []
+        stream = self._engine.stream(work.item, stop=stop)
+        try:
+            for piece in stream:
+                pieces.append(piece)
+                work.on_piece(piece)
+                if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
+                    # The client left: the engine stops at its next piece.
+                    stop.set()
+                    raise Cancelled("request cancelled")
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
+    def _execute(self, live: list[Work], exclusive: bool) -> None:
+        if self._on_batch is not None:
+            self._on_batch(len(live))
+        items = [w.item for w in live]
+        started = time.perf_counter()
+        for work in live:
+            if work.timing is not None:
+                work.timing.started = started
+        with self._cond:
+            now = self._clock()
+            for work in live:
+                self._running[work.seq] = (
+                    now,
+                    work.cost,
+                    work.priority == PRIORITY_FIRST_CHUNK,
+                    work.priority == PRIORITY_BACKGROUND,
+                )
+        try:
+            self._call_engine(live, items, exclusive, started)
+        finally:
+            with self._cond:
+                for work in live:
+                    self._running.pop(work.seq, None)
+
+    def _call_engine(
+        self, live: list[Work], items: list[SynthItem], exclusive: bool, started: float
+    ) -> None:
+        try:
+            if len(live) == 1 and live[0].on_piece is not None:
+                outputs = [self._streamed(live[0])]
+            elif exclusive:
+                outputs = self._engine.synthesize(items, exclusive=True)
+            else:
+                outputs = self._engine.synthesize(items)
+        except Cancelled as exc:
+            with self._cond:
+                self._dropped += 1
+                self._engine_seconds += time.perf_counter() - started
+            live[0].future.set_exception(exc)
+            return
+        except Exception as exc:  # engine errors become failed futures, never a dead worker
+            self._breaker.record(ok=False)
+            with self._cond:
+                self._failed += len(live)
+            if self._on_failure is not None:
+                self._on_failure()
+            log.exception("engine call failed")
+            with self._cond:
+                self._engine_seconds += time.perf_counter() - started
+            for work in live:
+                work.future.set_exception(exc)
+            return
+        self._breaker.record(ok=True)
+        finished = time.perf_counter()
+        elapsed = finished - started
+        for work in live:
+            if work.timing is not None:
+                work.timing.finished = finished
+        cost = sum(w.cost for w in live)
+        with self._cond:
+            self._completed += len(live)
+            self._engine_seconds += elapsed
+            # Under the same lock admission reads it. An all-cores call is
+            # counted as if every worker's core had shared it (pessimistic).
+            self.rate.observe(elapsed, cost, cores=len(self._threads) if exclusive else 1.0)
+            self._measured_at = self._clock()
+        for work, audio in zip(live, outputs, strict=True):
+            work.future.set_result(audio)
