@@ -21,7 +21,6 @@ import re
 import struct
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from voxclone.lru import Lru
 from voxclone.synth.files import TMP_PREFIX, write_atomically
 
 if TYPE_CHECKING:
@@ -154,9 +154,8 @@ class MemoryTier:
             raise ValueError("max_bytes must be >= 0")
         self.max_bytes = max_bytes
         self.counters = TierCounters()
-        self._entries: OrderedDict[str, CacheEntry] = OrderedDict()
+        self._entries: Lru[str, CacheEntry] = Lru(max_weight=max_bytes, weigh=_entry_size)
         self._by_voice: dict[str, set[str]] = {}
-        self._bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -164,7 +163,7 @@ class MemoryTier:
 
     @property
     def bytes_used(self) -> int:
-        return self._bytes
+        return self._entries.weight
 
     def keys(self) -> list[str]:
         """Keys from least to most recently used."""
@@ -177,7 +176,6 @@ class MemoryTier:
             if entry is None:
                 self.counters.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self.counters.hits += 1
             return entry
 
@@ -187,14 +185,12 @@ class MemoryTier:
             return False
         with self._lock:
             self._remove_locked(key)
-            self._entries[key] = entry
-            self._bytes += entry.size
+            evicted = self._entries.put(key, entry)
             if entry.voice_id is not None:
                 self._by_voice.setdefault(entry.voice_id, set()).add(key)
             self.counters.stores += 1
-            while self._bytes > self.max_bytes:
-                oldest = next(iter(self._entries))
-                self._remove_locked(oldest)
+            for old_key, old in evicted:
+                self._unindex(old_key, old)
                 self.counters.evictions += 1
             return True
 
@@ -219,21 +215,26 @@ class MemoryTier:
             return {
                 **_counter_stats(self.counters),
                 "entries": len(self._entries),
-                "bytes": self._bytes,
+                "bytes": self._entries.weight,
                 "max_bytes": self.max_bytes,
             }
 
     def _remove_locked(self, key: str) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is None:
-            return
-        self._bytes -= entry.size
+        entry = self._entries.pop(key)
+        if entry is not None:
+            self._unindex(key, entry)
+
+    def _unindex(self, key: str, entry: CacheEntry) -> None:
         if entry.voice_id is not None:
             keys = self._by_voice.get(entry.voice_id)
             if keys is not None:
                 keys.discard(key)
                 if not keys:
                     del self._by_voice[entry.voice_id]
+
+
+def _entry_size(entry: CacheEntry) -> int:
+    return entry.size
 
 
 # --------------------------------------------------------------------------- disk
@@ -329,17 +330,15 @@ class DiskTier:
         self.root = Path(root)
         self.max_bytes = max_bytes
         self.counters = TierCounters()
-        # file name -> size, ordered from least to most recently used
-        self._index: OrderedDict[str, int] = OrderedDict()
-        self._bytes = 0
+        # file name -> size, least recently used first; evicting deletes the file
+        self._index: Lru[str, int] = Lru(max_weight=max_bytes, weigh=int)
         self._lock = threading.Lock()
         self.root.mkdir(parents=True, exist_ok=True)
         self._rebuild_index()
-        self._evict_over_budget()
 
     @property
     def bytes_used(self) -> int:
-        return self._bytes
+        return self._index.weight
 
     def __len__(self) -> int:
         return len(self._index)
@@ -385,9 +384,8 @@ class DiskTier:
             except OSError:
                 continue
             found.append((st.st_mtime, path.name[: -len(_ENTRY_SUFFIX)], st.st_size))
-        for _, name, size in sorted(found):
-            self._index[name] = size
-            self._bytes += size
+        for _, name, size in sorted(found):  # oldest first: the budget keeps the newest
+            self._unlink_evicted(self._index.put(name, size))
 
     # -- operations
 
@@ -408,14 +406,13 @@ class DiskTier:
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # mark as recently used, persistently
+        evicted: list[tuple[str, int]] = []
         with self._lock:
-            if name in self._index:
-                self._index.move_to_end(name)
-            else:  # written by another process sharing the directory
+            if self._index.get(name) is None:  # written by another process sharing the directory
                 size = _HEADER.size + len(entry.data)  # close enough for budgeting
-                self._index[name] = size
-                self._bytes += size
+                evicted = self._index.put(name, size)
             self.counters.hits += 1
+        self._unlink_evicted(evicted)
         return entry
 
     def put(self, key: str, entry: CacheEntry) -> bool:
@@ -432,11 +429,9 @@ class DiskTier:
             self.counters.errors += 1
             return False
         with self._lock:
-            self._bytes -= self._index.pop(name, 0)
-            self._index[name] = len(blob)
-            self._bytes += len(blob)
+            evicted = self._index.put(name, len(blob))
             self.counters.stores += 1
-        self._evict_over_budget()
+        self._unlink_evicted(evicted)
         return True
 
     def delete(self, key: str, voice_id: str | None = None) -> None:
@@ -481,7 +476,7 @@ class DiskTier:
             return {
                 **_counter_stats(self.counters),
                 "entries": len(self._index),
-                "bytes": self._bytes,
+                "bytes": self._index.weight,
                 "max_bytes": self.max_bytes,
             }
 
@@ -493,20 +488,19 @@ class DiskTier:
 
     def _forget(self, name: str) -> None:
         with self._lock:
-            self._bytes -= self._index.pop(name, 0)
+            self._index.pop(name)
 
     def _drop_file(self, name: str) -> None:
         self._forget(name)
         self._path(name).unlink(missing_ok=True)
 
-    def _evict_over_budget(self) -> None:
-        while True:
-            with self._lock:
-                if self._bytes <= self.max_bytes or not self._index:
-                    return
-                name, size = self._index.popitem(last=False)
-                self._bytes -= size
-                self.counters.evictions += 1
+    def _unlink_evicted(self, evicted: list[tuple[str, int]]) -> None:
+        """Delete the files the index evicted (outside the lock: file I/O)."""
+        if not evicted:
+            return
+        with self._lock:
+            self.counters.evictions += len(evicted)
+        for name, _ in evicted:
             self._path(name).unlink(missing_ok=True)
 
 
@@ -785,7 +779,7 @@ class EmbeddingCache:
             raise ValueError("max_entries must be >= 1")
         self.max_entries = max_entries
         self.counters = TierCounters()
-        self._entries: OrderedDict[str, NDArray[Any]] = OrderedDict()
+        self._entries: Lru[str, NDArray[Any]] = Lru(max_entries)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -803,7 +797,6 @@ class EmbeddingCache:
             if value is None:
                 self.counters.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self.counters.hits += 1
             return value
 
@@ -812,12 +805,9 @@ class EmbeddingCache:
         frozen = np.array(embedding, copy=True)
         frozen.setflags(write=False)
         with self._lock:
-            self._entries[key] = frozen
-            self._entries.move_to_end(key)
+            evicted = self._entries.put(key, frozen)
             self.counters.stores += 1
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-                self.counters.evictions += 1
+            self.counters.evictions += len(evicted)
         return frozen
 
     def get_or_compute(self, key: str, compute: Callable[[], NDArray[Any]]) -> NDArray[Any]:

@@ -10,13 +10,13 @@ another engine to speak with it is refused (``VoiceModelMismatch``).
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from voxclone.errors import NotFound, VoiceModelMismatch
+from voxclone.lru import Lru
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.service.blends import BlendPart, BlendTerm, blend_style, parse_blend
 from voxclone.synth.audio.tone import ToneFilter
@@ -101,7 +101,7 @@ class VoiceCatalog:
         self._engines = dict(engines)
         self._builtins = {name: engine.builtin_voices() for name, engine in self._engines.items()}
         self._store = store
-        self._prompts: OrderedDict[tuple[str, int], object] = OrderedDict()
+        self._prompts: Lru[tuple[str, int], object] = Lru(PROMPT_CACHE_ENTRIES)
         self._prompt_lock = threading.Lock()
         # Other names of each engine's built-ins. Earlier names resolve before
         # the user's voices (they were built-in names then, and stored configs
@@ -280,15 +280,13 @@ class VoiceCatalog:
     def _prompt(self, engine: Engine, record: VoiceRecord) -> object:
         key = (record.id, record.version)
         with self._prompt_lock:
-            if key in self._prompts:
-                self._prompts.move_to_end(key)
-                return self._prompts[key]
+            cached = self._prompts.get(key)
+            if cached is not None:
+                return cached
         assert record.prompt is not None
         loaded = engine.load_prompt(record.prompt)
         with self._prompt_lock:
-            self._prompts[key] = loaded
-            while len(self._prompts) > PROMPT_CACHE_ENTRIES:
-                self._prompts.popitem(last=False)
+            self._prompts.put(key, loaded)
         return loaded
 
     def is_current(self, voice_id: str, version: int) -> bool:
@@ -304,7 +302,7 @@ class VoiceCatalog:
         """Drop loaded prompts of a changed or deleted voice."""
         with self._prompt_lock:
             for key in [k for k in self._prompts if k[0] == voice_id]:
-                del self._prompts[key]
+                self._prompts.pop(key)
 
     def listing(self, owner: str | None) -> list[VoiceListing]:
         out = [

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from voxclone.errors import NotFound, UnknownModel
+from voxclone.lru import Lru
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
@@ -80,7 +80,7 @@ class SpeechRouter:
         # Per engine, language -> voice for requests that name none (the
         # catalog's measured defaults); else the engine's default voice.
         self._language_defaults = {e: dict(m) for e, m in (language_defaults or {}).items()}
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen: Lru[str, bool] = Lru(_SEEN_REQUESTS)
         self._seen_lock = threading.Lock()
 
     # -- models ---------------------------------------------------------------
@@ -285,15 +285,12 @@ class SpeechRouter:
         if request_key is None:
             request_key = speech_request_key(req, stream=stream)
         with self._seen_lock:
-            if request_key in self._seen:
-                self._seen.move_to_end(request_key)
+            if self._seen.get(request_key):
                 return terms
         service = self._service(self.engine_for(req.model) or self.default_engine)
         checked = service.precheck(req, terms, stream=stream)
         with self._seen_lock:
-            self._seen[request_key] = None
-            while len(self._seen) > _SEEN_REQUESTS:
-                self._seen.popitem(last=False)
+            self._seen.put(request_key, True)
         return checked
 
     def admit_background(self, req: SpeechRequest) -> Admission:

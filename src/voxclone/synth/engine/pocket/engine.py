@@ -29,7 +29,6 @@ import os
 import queue
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from voxclone.errors import InvalidInput, ModelAssetError
+from voxclone.lru import Lru
 from voxclone.synth.audio.resample import resample
 from voxclone.synth.engine.base import (
     EngineBase,
@@ -155,8 +155,7 @@ class PocketEngine(EngineBase):
         self._warm = False
         self._load_lock = threading.Lock()
         self._gen_lock = threading.Lock()
-        self._prompts: OrderedDict[str, PocketPrompt] = OrderedDict()
-        self._prompt_cache_size = max(1, prompt_cache_size)
+        self._prompts: Lru[str, PocketPrompt] = Lru(max(1, prompt_cache_size))
         self._prompt_lock = threading.Lock()
         self.load_seconds: float | None = None
 
@@ -314,7 +313,6 @@ class PocketEngine(EngineBase):
         with self._prompt_lock:
             cached = self._prompts.get(digest)
             if cached is not None:
-                self._prompts.move_to_end(digest)
                 return cached
         latents = self._parse_prompt(blob)
         prompt = self._prompt_from_latents(latents, digest)
@@ -361,10 +359,7 @@ class PocketEngine(EngineBase):
 
     def _remember(self, prompt: PocketPrompt) -> None:
         with self._prompt_lock:
-            self._prompts[prompt.digest] = prompt
-            self._prompts.move_to_end(prompt.digest)
-            while len(self._prompts) > self._prompt_cache_size:
-                self._prompts.popitem(last=False)
+            self._prompts.put(prompt.digest, prompt)
 
     # -- speech ------------------------------------------------------------
     def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
