@@ -326,7 +326,7 @@ def voice_purge(
     record_deleted: Callable[[str], object] | None = None,
 ) -> Callable[[str], None]:
     """The journaled purge of a deleted voice: its cached audio (every tier
-    tried, runtime/cache.py), its id into Redis's list of deleted voices (for
+    tried, runtime/cache/tiered.py), its id into Redis's list of deleted voices (for
     the orphan sweep, runtime/cache_guard.py), then its blobs. Any of them
     raising keeps the purge owed (service/purge.py retries it)."""
 

@@ -29,7 +29,8 @@ from voxclone.api.app import create_app
 from voxclone.api.auth import key_db_path
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
-from voxclone.runtime.cache import DiskTier, MemoryTier, RedisTier, _read_entry_voice
+from voxclone.runtime.cache import DiskTier, MemoryTier, RedisTier
+from voxclone.runtime.cache.disk import read_entry_voice
 from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE, KeyStore
 
 pytestmark = [pytest.mark.models, pytest.mark.redis]
@@ -114,7 +115,7 @@ def _made_with(runtime: Runtime, voice_id: str, redis_client: Any) -> dict[str, 
         entry = memory.get(key)
         if entry is not None and entry.voice_id == voice_id:
             in_memory.add(key)
-    on_disk = {path.name for path in disk._entry_files() if _read_entry_voice(path) == voice_id}
+    on_disk = {path.name for path in disk._entry_files() if read_entry_voice(path) == voice_id}
     in_redis = set()
     for name in redis_client.scan_iter(match=f"{red.prefix}e:*"):
         if redis_client.hget(name, "voice") == voice_id.encode():
