@@ -1,10 +1,14 @@
 """Render docs/benchmarks.md (plus PNG plots) from the JSON/Markdown in bench/results/.
 
-Reads every ``*.json`` and ``*.md`` there, describes the machine, writes the
-page with one section per topic — every table headed by the exact command
-that produced it — and merges all raw results into ``all.json`` next to them.
+The page holds the product's current figures, at most ``page_parts.PAGE_LINES``
+lines: one section per benchmark that ``run_all.py`` runs, every table headed
+by the exact command that produced it and the date of its result; a result's
+own Markdown is cut to a budget and linked in full. Any other ``*.md`` in
+bench/results (a new benchmark's, say) appears under "Other results" without
+editing this file. Study results are not repeated (docs/studies.md tells them).
 A missing result becomes a line saying so; a failed script (recorded by
-``run_all.py`` in ``run_all.json``) is shown with its error.
+``run_all.py`` in ``run_all.json``) is shown with its error. All raw results
+are merged into ``all.json`` next to them.
 
     python bench/render_page.py [--results bench/results] [--out docs/benchmarks.md]
                                 [--img docs/img]
@@ -28,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import page_parts  # noqa: E402
 import users_report  # noqa: E402
 
 # Result name -> the command that produces it when nothing better is recorded.
@@ -37,7 +42,6 @@ DEFAULT_COMMANDS = {
     "rtf": "python bench/rtf.py",
     "peers": "python bench/peers.py",
     "ttfa": "python bench/ttfa.py",
-    "builtin_voices": "python bench/choose_builtins.py",
     "voice_table": "python bench/voice_table.py",
     "clone_eval": "python bench/clone_eval.py",
     "controls": "python bench/controls_eval.py",
@@ -46,6 +50,11 @@ DEFAULT_COMMANDS = {
     "users": "python bench/users.py",
     "word_timestamps": "nice -n 15 python bench/word_timestamps.py",
     "engines_speed": "nice -n 10 python bench/engines_speed.py",
+    "startup": "python bench/startup.py",
+    "overload": "python bench/overload.py",
+    "clone_latency": "python bench/clone_latency.py",
+    "long_text": "python bench/long_text.py",
+    "mutation": "make mutants",
 }
 # Files this script (or run_all) writes; never read back as results.
 OWN_FILES = {"all.json", "run_all.json"}
@@ -124,8 +133,17 @@ def command_for(name: str, data: dict[str, Any], runs: dict[str, Any]) -> str:
     return DEFAULT_COMMANDS.get(name, f"(unknown producer of {name})")
 
 
-def heading(command: str) -> str:
-    return f"Produced by `{command}`:\n"
+# Key under which render() hands each result's date to the sections (never a result name).
+DATES = "__dates__"
+
+
+def heading(command: str, when: str | None = None) -> str:
+    return f"Produced by `{command}`" + (f" (result of {when})" if when else "") + ":\n"
+
+
+def produced(name: str, data: dict[str, Any], runs: dict[str, Any]) -> str:
+    """The line above a result's table: its command and the date of the result."""
+    return heading(command_for(name, data, runs), data.get(DATES, {}).get(name))
 
 
 def table(header: list[str], rows: list[list[Any]]) -> str:
@@ -297,76 +315,6 @@ def plot_clone(data: dict[str, Any], path: Path) -> Path | None:
     return _save(plt, fig, path)
 
 
-def plot_pick_study(name: str) -> Callable[[dict[str, Any], Path], Path | None]:
-    """Mean judge score of each selection policy's pick, one bar per case kind."""
-
-    def plot(data: dict[str, Any], path: Path) -> Path | None:
-        policies = data.get(name, {}).get("policies", {})
-        if not policies:
-            return None
-        kinds = sorted({k for p in policies.values() for k in p["mean_norm"]})
-        plt = _pyplot()
-        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(policies) * len(kinds) / 2 + 1.5))
-        height = 0.8 / len(kinds)
-        for i, kind in enumerate(kinds):
-            values = [float(p["mean_norm"].get(kind, 0.0)) for p in policies.values()]
-            ax.barh([j + i * height for j in range(len(policies))], values, height, label=kind)
-        ax.set_yticks(
-            [j + 0.4 - height / 2 for j in range(len(policies))], list(policies), fontsize=7
-        )
-        ax.invert_yaxis()
-        ax.axvline(0, color="grey", linewidth=0.8)
-        ax.set_xlabel("normalized judge similarity of the pick (mean over cases)")
-        ax.legend(fontsize=7)
-        return _save(plt, fig, path)
-
-    return plot
-
-
-def plot_reference_robustness(data: dict[str, Any], path: Path) -> Path | None:
-    """Normalized judge similarity vs reference SNR, length and clips pooled."""
-    result = data.get("reference_robustness", {})
-    panels = [k for k in ("noise", "length", "clips") if result.get(k)]
-    if not panels:
-        return None
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
-    for ax, key in zip(axes[0], panels, strict=True):
-        block = result[key]
-        if key == "noise":
-            for den, style in ((True, "o-"), (False, "s--")):
-                pts = [t for t in block["table"] if t["denoiser"] is den]
-                ax.plot(
-                    [t["snr_db"] for t in pts],
-                    [t["judge_norm"] for t in pts],
-                    style,
-                    label="denoised" if den else "as recorded",
-                )
-            clean = [t for t in block["table"] if t["snr_db"] is None]
-            if clean:
-                ax.axhline(clean[0]["judge_norm"], color="g", lw=0.8, label="clean clip")
-            ax.axhline(block["best_builtin_norm"], color="k", lw=0.8, ls=":", label="best built-in")
-            ax.set_xlabel("SNR of the reference (dB)")
-            ax.invert_xaxis()
-        else:
-            field = "length_s" if key == "length" else "clips"
-            xs = [t[field] for t in block["table"]]
-            ax.plot(xs, [t["judge_norm"] for t in block["table"]], "o-", label="all speakers")
-            paired = block["paired"]["judge_norm"]
-            ax.plot([float(k) for k in paired], list(paired.values()), "s--", label="paired")
-            base = statistics.fmean(b["judge_norm"] for b in block["baseline"].values())
-            ax.axhline(base, color="k", lw=0.8, ls=":", label="best built-in")
-            ax.set_xlabel("seconds of speech" if key == "length" else "recordings pooled")
-            if key == "length":
-                ax.set_xscale("log", base=2)
-                ax.set_xticks(xs, [f"{x:g}" for x in xs])
-        ax.set_ylabel("normalized judge similarity")
-        ax.set_title(key)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return _save(plt, fig, path)
-
-
 # -- sections ----------------------------------------------------------------------------
 def section_machine(machine: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
@@ -391,7 +339,7 @@ def speed_rtf(data: dict[str, Any], runs: dict[str, Any]) -> str:
     rtf = data.get("rtf")
     if not rtf or "runs" not in rtf:
         return "### Real-time factor and overhead\n\n" + missing("rtf", runs)
-    out = ["### Real-time factor and overhead\n", heading(command_for("rtf", data, runs))]
+    out = ["### Real-time factor and overhead\n", produced("rtf", data, runs)]
     rows = []
     for run in rtf["runs"]:
         for label, row in run.get("texts", {}).items():
@@ -446,7 +394,7 @@ def speed_peers(data: dict[str, Any], runs: dict[str, Any]) -> str:
     title = "### voxclone vs kokoro-onnx vs Piper (same texts, same run, 1 thread each)\n\n"
     if not peers or "systems" not in peers:
         return title + missing("peers", runs)
-    out = [title + heading(command_for("peers", data, runs))]
+    out = [title + produced("peers", data, runs)]
     rows = []
     for system, res in peers["systems"].items():
         if "texts" not in res:
@@ -497,7 +445,7 @@ def speed_ttfa(data: dict[str, Any], runs: dict[str, Any]) -> str:
     title = "### Time to first audio (streaming)\n\n"
     if not ttfa:
         return title + missing("ttfa", runs)
-    out = [title + heading(command_for("ttfa", data, runs))]
+    out = [title + produced("ttfa", data, runs)]
     rows = []
     for path_name in TTFA_PATHS:
         res = ttfa.get(path_name, {})
@@ -558,33 +506,50 @@ def speed_cloning(data: dict[str, Any], runs: dict[str, Any]) -> str:
     ]
     return (
         title
-        + heading(command_for("clone_eval", data, runs))
+        + produced("clone_eval", data, runs)
         + "\n"
         + table(["step", "speakers", "median s", "max s"], rows)
     )
 
 
-def section_builtins(data: dict[str, Any], runs: dict[str, Any]) -> str:
-    res = data.get("builtin_voices")
-    title = "## Built-in voices: round-trip WER\n\n"
-    if not res or "results" not in res:
-        return title + missing("builtin_voices", runs)
-    rows = sorted(
-        (
-            [
-                name,
-                f"{row['wer']:.1%}",
-                ", ".join(f"{k} {v:g}" for k, v in row.get("weights", {}).items()),
-            ]
-            for name, row in res["results"].items()
-        ),
-        key=lambda r: float(r[1].rstrip("%")),
-    )
+def section_voice_table(data: dict[str, Any], runs: dict[str, Any], link: str) -> str:
+    """Each language's default voice and the OpenAI names, from voice_table.json;
+    the full table (every voice) is linked."""
+    title = "## Voice table: every built-in voice in its language\n\n"
+    res = data.get("voice_table")
+    if not isinstance(res, dict) or "rows" not in res:
+        return title + missing("voice_table", runs)
+    rows = {(r["voice"], r["language"]): r for r in res["rows"]}
+
+    def error(row: dict[str, Any]) -> str:
+        return "—" if row.get("wer") is None else f"{row['wer']:.1%}"
+
+    per_language = []
+    for language, voice in res.get("defaults", {}).items():
+        group = [r for r in res["rows"] if r["language"] == language and r.get("native", True)]
+        row = rows.get((voice, language), {})
+        others = [r["p808"] for r in group if r["voice"] != voice]
+        spread = f"{min(others):.2f}–{max(others):.2f}" if others else "—"
+        per_language.append(
+            [language, f"**{voice}**", fmt(row.get("p808"), 2), error(row), len(group), spread]
+        )
+    english = {r["voice"]: r for r in res["rows"] if r["language"] in ("en-us", "en-gb")}
+    openai = [
+        [name, voice, fmt(english.get(voice, {}).get("p808"), 2), error(english.get(voice, {}))]
+        for name, voice in res.get("openai", {}).items()
+    ]
     return (
         title
-        + heading(command_for("builtin_voices", data, runs))
-        + f"\nWhisper tiny.en on {len(res.get('sentences', []))} Harvard sentences per voice.\n\n"
-        + table(["voice / blend", "WER", "recipe"], rows)
+        + produced("voice_table", data, runs)
+        + "\nDefault voice per language: the best predicted naturalness (DNSMOS P.808) among "
+        "native voices whose words Whisper gets right (WER, CER for Japanese; — = not "
+        f"scored). Every voice's scores: [voice_table.md]({link}).\n\n"
+        + table(
+            ["language", "default", "P.808", "WER", "native voices", "others' P.808"],
+            per_language,
+        )
+        + "\nOpenAI voice names:\n\n"
+        + table(["OpenAI name", "speaks as", "P.808", "WER"], openai)
     )
 
 
@@ -595,18 +560,15 @@ def section_markdown(
     markdown: dict[str, str],
     runs: dict[str, Any],
     extra: str = "",
+    budget: int = 10_000,
+    link: str = "",
 ) -> str:
+    """A script's own Markdown under a page heading, cut to ``budget`` lines."""
     head = f"## {title}\n\n"
     if name not in markdown:
         return head + missing(name, runs) + extra
-    return (
-        head
-        + heading(command_for(name, data, runs))
-        + "\n"
-        + demote_headings(markdown[name].strip())
-        + "\n"
-        + extra
-    )
+    body = page_parts.excerpt(demote_headings(markdown[name].strip()), budget, link)
+    return head + produced(name, data, runs) + "\n" + body + extra
 
 
 def section_cache(data: dict[str, Any], runs: dict[str, Any]) -> str:
@@ -641,7 +603,7 @@ def section_cache(data: dict[str, Any], runs: dict[str, Any]) -> str:
     header = ["clients", "miss req/s", "hit req/s", "hit ÷ miss", "miss p50 s", "hit p50 s"]
     return (
         title
-        + heading(command_for("load", data, runs))
+        + produced("load", data, runs)
         + "\n"
         + table([*header, "X-Cache of hit traffic"], rows)
     )
@@ -657,7 +619,7 @@ def section_users(
         return title + missing("users", runs)
     return (
         title
-        + heading(command_for("users", data, runs))
+        + produced("users", data, runs)
         + f"\nMeasured {res.get('when', 'at an unrecorded time')}.\n\n"
         + users_report.markdown(res)
         + image(out_page, plot, "many users: latency and outcomes per level")
@@ -671,77 +633,14 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
     )
 
 
-# Cloning runs shown under the main clone_eval table, with their own commands.
-CLONE_SUBSECTIONS = {
-    "clone_eval_split": "Robustness set: single recordings split in halves",
-    "clone_eval_cem": "Continuous search (CEM) instead of auditions",
-    "clone_eval_repitched": "Ablation: the refine winner re-pitched after the choice",
-    "pick_study": "Which instant pick carries over to the judge (policies replayed)",
-    "pick_study_auditions": "Which refine audition policy carries over (policies replayed)",
-    "reference_robustness": "Reference robustness: noise, length, several recordings",
-    "reference_clips": "Several recordings per voice: 1, 2 and 3 clips",
-    "pick_fit": "Pick objective fitted by leave-one-speaker-out cross-validation",
-    "rate_follow": "Speaking rate: a clone's pace follows its reference",
-    "clone_latency": "Enrollment latency through a warm server",
-    "report_calibration": "Quality-report warnings calibrated on real references",
-    "atlas_size": "Atlas size: 250, 500 and 1,000 voices",
-}
-KNOWN_MARKDOWN = {"clone_eval", "controls", "load", "voice_table", *CLONE_SUBSECTIONS}
-
-
-def result_block(
-    title: str, name: str, data: dict[str, Any], markdown: dict[str, str], runs: dict[str, Any]
-) -> str:
-    """A level-3 section: a script's command, then its own markdown one level down."""
-    return (
-        f"### {title}\n\n"
-        + heading(command_for(name, data, runs))
-        + "\n"
-        + demote_headings(markdown[name].strip(), 3)
-        + "\n"
-    )
-
-
-def clone_subsections(
-    data: dict[str, Any],
-    markdown: dict[str, str],
-    runs: dict[str, Any],
-    out_page: Path,
-    plots: dict[str, Path | None],
-) -> str:
-    parts = []
-    for name, title in CLONE_SUBSECTIONS.items():
-        if name in markdown:
-            # A script that draws its own plot leaves it as img/<name>.png.
-            own = out_page.parent / "img" / f"{name}.png"
-            plot = plots.get(name) or (own if own.exists() else None)
-            parts.append(
-                "\n" + result_block(title, name, data, markdown, runs) + image(out_page, plot, name)
-            )
-    return "".join(parts)
-
-
-def section_other(
-    data: dict[str, Any],
-    markdown: dict[str, str],
-    runs: dict[str, Any],
-    out_page: Path,
-    img_dir: Path,
-) -> str:
-    """Markdown from scripts this page has no section for yet (e.g. a soak test)."""
-    extra = sorted(set(markdown) - KNOWN_MARKDOWN)
-    if not extra:
-        return ""
-    parts = ["## Other results\n"]
-    for name in extra:
-        parts.append(
-            result_block(name, name, data, markdown, runs)
-            + "".join(image(out_page, png, name) for png in sorted(img_dir.glob(f"{name}*.png")))
-        )
-    return "\n".join(parts)
+KNOWN_MARKDOWN = {"clone_eval", "controls", "load", "voice_table"}
 
 
 # -- the page ----------------------------------------------------------------------------
+# Lines each result's own Markdown may take on the page (the rest is linked).
+BUDGETS = {"clone_eval": 24, "controls": 36, "load": 22}
+
+
 def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
     data, markdown = load_results(results_dir)
     runs = load_runs(results_dir)
@@ -754,9 +653,6 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         "ttfa_stages": plot_ttfa_stages,
         "peers": plot_peers,
         "clone_similarity": plot_clone,
-        "pick_study": plot_pick_study("pick_study"),
-        "pick_study_auditions": plot_pick_study("pick_study_auditions"),
-        "reference_robustness": plot_reference_robustness,
         "users": lambda d, p: users_report.plot(d.get("users") or {}, p),
     }
     for name, maker in makers.items():
@@ -765,49 +661,83 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         except Exception as exc:  # a broken plot must not cost the whole page
             plots[name] = None
             print(f"plot {name} failed: {type(exc).__name__}: {exc}")
+    dated = {**data, DATES: page_parts.result_dates(results_dir, data)}
+
+    def link(name: str, suffix: str = ".md") -> str:
+        return page_parts.relative_link(out_page, results_dir / f"{name}{suffix}")
+
+    def section(title: str, name: str, extra: str = "") -> str:
+        return section_markdown(
+            title, name, dated, markdown, runs, extra, BUDGETS.get(name, 40), link(name)
+        )
+
     load_png = img_dir / "load.png"
+    studies = page_parts.relative_link(out_page, ROOT / "docs" / "studies.md")
     sections = [
         "# Benchmarks\n\n"
-        f"Generated {machine['date']} by `make bench` / `make bench-quick` "
-        "(`python bench/run_all.py`). "
-        "Raw numbers: `bench/results/all.json`; compare two runs with "
-        "`python bench/compare.py old.json new.json`.\n",
+        f"Generated {machine['date']} from `bench/results/` by `python bench/render_page.py`; "
+        "`make bench` / `make bench-quick` (`python bench/run_all.py`) run the benchmarks "
+        "first. Every table says which command produced it and when: results come from "
+        "different runs. This page holds current figures only; how the product's choices "
+        f"were made, and the figures behind them, is in [studies.md]({studies}) "
+        "(scripts in `studies/`). Raw numbers: `bench/results/all.json`; compare two runs "
+        "with `python bench/compare.py old.json new.json`.\n",
         section_machine(machine),
         section_runs(runs),
         "## Speed\n",
-        speed_rtf(data, runs) + image(out_page, plots["rtf_vs_length"], "RTF vs text length"),
-        speed_peers(data, runs) + image(out_page, plots["peers"], "voxclone vs peers"),
-        speed_ttfa(data, runs)
+        speed_rtf(dated, runs) + image(out_page, plots["rtf_vs_length"], "RTF vs text length"),
+        speed_peers(dated, runs) + image(out_page, plots["peers"], "voxclone vs peers"),
+        speed_ttfa(dated, runs)
         + image(out_page, plots["ttfa_hist"], "TTFA distribution")
         + image(out_page, plots["ttfa_stages"], "TTFA stages"),
-        speed_cloning(data, runs),
-        section_builtins(data, runs),
-        section_markdown(
-            "Voice table: every built-in voice in its language", "voice_table", data, markdown, runs
-        ),
-        section_markdown(
+        speed_cloning(dated, runs),
+        section_voice_table(dated, runs, link("voice_table")),
+        section(
             "Cloning",
             "clone_eval",
-            data,
-            markdown,
-            runs,
-            image(out_page, plots["clone_similarity"], "clone identity per speaker")
-            + clone_subsections(data, markdown, runs, out_page, plots),
+            image(out_page, plots["clone_similarity"], "clone identity per speaker"),
         ),
-        section_markdown("Controls", "controls", data, markdown, runs),
-        section_markdown(
-            "Load",
-            "load",
-            data,
-            markdown,
-            runs,
-            image(out_page, load_png if load_png.exists() else None, "load"),
-        ),
-        section_cache(data, runs),
-        section_users(data, runs, plots["users"], out_page),
-        section_other(data, markdown, runs, out_page, img_dir),
+        section("Controls", "controls"),
+        section("Load", "load", image(out_page, load_png if load_png.exists() else None, "load")),
+        section_cache(dated, runs),
+        section_users(dated, runs, plots["users"], out_page),
     ]
     page = "\n".join(s for s in sections if s)
+    rest = sorted(n for n in set(markdown) - KNOWN_MARKDOWN if not page_parts.is_study_result(n))
+    skipped = sorted(n for n in markdown if page_parts.is_study_result(n))
+    note = (
+        f" Not shown: {', '.join(f'`{n}`' for n in skipped)}, written here by studies "
+        f"whose scripts are still in `bench/` ([studies.md]({studies}) says what they found)."
+        if skipped
+        else ""
+    )
+
+    def own_plots(name: str) -> str:
+        pngs = sorted(img_dir.glob(f"{name}*.png"))
+        return ", ".join(f"[{p.name}]({page_parts.relative_link(out_page, p)})" for p in pngs)
+
+    def others(lines_left: int) -> str:
+        return page_parts.other_results(
+            rest,
+            markdown,
+            dated[DATES],
+            lambda name: produced(name, dated, runs),
+            link,
+            lines_left,
+            lambda text: demote_headings(text.strip(), 3),
+            own_plots,
+            note,
+        )
+
+    lines_left = page_parts.PAGE_LINES - page.count("\n") - 1
+    tail = others(lines_left)
+    while tail and page.count("\n") + tail.count("\n") + 1 > page_parts.PAGE_LINES:
+        shorter = others(lines_left - len(rest))  # one line less per entry
+        if shorter == tail:
+            break  # every entry at its minimum: the page runs over rather than drop one
+        lines_left -= len(rest)
+        tail = shorter
+    page += "\n" + tail
     out_page.parent.mkdir(parents=True, exist_ok=True)
     out_page.write_text(page)
     merged = {"generated": machine["date"], "machine": machine, "scripts": runs, "results": data}

@@ -1,5 +1,8 @@
 """Run every benchmark script, then regenerate docs/benchmarks.md and its plots.
 
+bench/ holds what this runs (and its helpers): the product's current figures.
+One-off studies that informed a choice live in studies/ (index: studies/README.md).
+
     python bench/run_all.py [--quick] [--only rtf peers ...] [--skip load ...]
 
 Each script runs as its own subprocess with the quick or full arguments below.
@@ -57,10 +60,15 @@ SCRIPTS: tuple[Script, ...] = (
     ),
     Script("soak", "bench/soak.py", (), None, 900),
     Script("long_text", "bench/long_text.py", (), None, 3600),
-    Script("builtin_voices", "bench/choose_builtins.py", (), None, 1800),
     # Every built-in voice in its language (DNSMOS, WER, rate, pitch): ~15 min.
     Script("voice_table", "bench/voice_table.py", (), None, 3600),
     Script("controls", "bench/controls_eval.py", (), None, 1800),
+    # Product figures measured against a fresh server; full runs only.
+    Script("startup", "bench/startup.py", (), None, 1200),
+    Script("overload", "bench/overload.py", (), None, 1200),
+    Script("clone_latency", "bench/clone_latency.py", (), None, 1800),
+    Script("word_timestamps", "bench/word_timestamps.py", (), None, 1800),
+    Script("engines_speed", "bench/engines_speed.py", (), None, 3600),
 )
 
 

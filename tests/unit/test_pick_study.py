@@ -1,4 +1,4 @@
-"""Replay logic of bench/pick_study.py on a hand-made candidate table.
+"""Replay logic of studies/pick_study.py on a hand-made candidate table.
 
 The study's synthesis pass needs the models and the evaluation audio; the
 policies are plain functions over its table, so they are checked here.
@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))  # the study imports clone_eval from there
+sys.path.insert(0, str(ROOT / "studies"))
 
 import pick_study  # noqa: E402
 

@@ -92,9 +92,11 @@ def test_the_page_has_the_voice_table_section(tmp_path: Path) -> None:
     text = render_page.render(results, tmp_path / "benchmarks.md", tmp_path / "img")
     section = text[text.index("## Voice table") :]
     assert "Produced by `python bench/voice_table.py`" in section
-    assert "| **af_heart** | F |" in section
-    assert "| clear_female (earlier voice) | F |" in section
-    assert "| alloy | F | af_heart | 4.30 | 0.0% |" in section
+    # One row per language: its default, and how many native voices it was chosen among.
+    assert "| en-us | **af_heart** | 4.30 | 0.0% | 6 | 3.50–4.50 |" in section
+    assert "| fr | **ff_siwis** | 3.80 | 30.0% | 1 | — |" in section
+    assert "| alloy | af_heart | 4.30 | 0.0% |" in section
+    assert "[voice_table.md](results/voice_table.md)" in section  # every voice: linked
     assert "## Other results" not in text  # not listed twice
 
 

@@ -3,9 +3,9 @@
 Speaks each phrase through the public speech service (``voxclone say``'s path:
 text front end, engine, post-processing, joiner) with the default female and
 male voices, transcribes it with the bundled Whisper tiny.en and scores the
-word error rate. Writes bench/results/short_phrases.json (and prints a table).
+word error rate. Writes studies/results/short_phrases.json (and prints a table).
 
-Run: ``python bench/short_phrases.py [--label NAME]`` (about 2 minutes on an
+Run: ``python studies/short_phrases.py [--label NAME]`` (about 2 minutes on an
 idle 2-core machine). ``--label`` names the run inside the JSON, so a run on
 an older checkout (``PYTHONPATH=<old>/src``) and one on this one can sit side
 by side (``before`` / ``after``).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -24,11 +25,13 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from _common import bench_home
-from voxclone.bootstrap import build_runtime
-from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
-from voxclone.synth.voice.asr import Transcriber, word_error_rate
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # _common
+
+from _common import bench_home  # noqa: E402
+from voxclone.bootstrap import build_runtime  # noqa: E402
+from voxclone.config import Settings  # noqa: E402
+from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 VOICES = ("clear_female", "clear_male")
@@ -90,7 +93,7 @@ def measure(label: str) -> dict[str, Any]:
         runtime.close()
     return {
         "label": label,
-        "command": f"python bench/short_phrases.py --label {label}",
+        "command": f"python studies/short_phrases.py --label {label}",
         "elapsed_s": round(time.perf_counter() - started, 1),
         "voices": per_voice,
     }

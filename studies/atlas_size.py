@@ -14,11 +14,11 @@ re-running the old ones; a size measured in both is compared (``reproduced``):
 the pipeline and the judge are deterministic, so the same figure says the two
 runs can share one curve.
 
-    python bench/atlas_size.py --atlas grown.npz --sizes 250,500,1000 --speakers-list A,B,...
-    python bench/atlas_size.py --atlas grown2000.npz --sizes 1000,2000 --speakers-list A,B,... \
-        --carry bench/results/atlas_size.json
+    python studies/atlas_size.py --atlas grown.npz --sizes 250,500,1000 --speakers-list A,B,...
+    python studies/atlas_size.py --atlas grown2000.npz --sizes 1000,2000 --speakers-list A,B,... \
+        --carry studies/results/atlas_size.json
 
-Writes bench/results/atlas_size.json, .md and docs/img/atlas_size.png.
+Writes studies/results/atlas_size.json, .md and docs/img/atlas_size.png.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import save_figure, write_result  # noqa: E402
 from voxclone.synth.voice.atlas import ROW_COLUMNS  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "atlas_size.json"
+RESULTS = ROOT / "studies" / "results" / "atlas_size.json"
 PLOT = ROOT / "docs" / "img" / "atlas_size.png"
 PER_VOICE = set(ROW_COLUMNS)  # the atlas's per-voice columns
 
@@ -186,7 +186,7 @@ def main() -> int:
     cache = args.work / "builtin_cache.npz"
     rows = [evaluate(args.atlas, n, args.work, args.speakers_list, cache) for n in sizes]
     command = (
-        f"python bench/atlas_size.py --atlas ATLAS --sizes {args.sizes} "
+        f"python studies/atlas_size.py --atlas ATLAS --sizes {args.sizes} "
         f"--speakers-list {args.speakers_list}"
     )
     result: dict[str, Any] = {"command": command, "sizes": rows}

@@ -8,12 +8,12 @@ speaker, the variant with the best mean normalized judge similarity over
 every *other* speaker (of all the result files given) is scored on the held-
 out one.
 
-    python bench/variant_cv.py RESULTS.json [MORE.json ...] [--out PATH]
+    python studies/variant_cv.py RESULTS.json [MORE.json ...] [--out PATH]
 
 Each file is one clone_eval run (the dev speakers, the split singles); runs
 of the same speakers (other variants of one set) are merged first. The
 choice pools the sets' speakers, the figures are reported per set. Writes
-JSON and a Markdown table (bench/results/variant_cv.*).
+JSON and a Markdown table (studies/results/variant_cv.*).
 """
 
 from __future__ import annotations
@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, nargs="+", help="clone_eval.py JSON files")
     parser.add_argument("--variants", default="", help="comma-separated (default: every shared)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "variant_cv.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "studies" / "results" / "variant_cv.json"
+    )
     args = parser.parse_args(argv)
     runs = merge_runs([(p.stem, json.loads(p.read_text())) for p in args.results])
     shared = [v for v in instant_variants(next(iter(runs.values())))]
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"not in every run: {missing}")
     summary = summarize(runs, variants)
-    summary["command"] = " ".join(["python bench/variant_cv.py", *(argv or sys.argv[1:])])
+    summary["command"] = " ".join(["python studies/variant_cv.py", *(argv or sys.argv[1:])])
     write_result(args.out, summary, markdown(summary))
     return 0
 

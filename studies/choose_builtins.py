@@ -1,9 +1,9 @@
 """Measure English intelligibility of shipped packs and candidate blends.
 
-Writes bench/results/builtin_voices.json; the winners become the built-in
+Writes studies/results/builtin_voices.json; the winners become the built-in
 ``clear_female`` / ``clear_male`` voices in synth/voice/builtin.py.
 
-    python bench/choose_builtins.py
+    python studies/choose_builtins.py
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main() -> None:
             "seconds": round(time.perf_counter() - started, 1),
         }
         print(f"{name:18s} WER {100 * results[name]['wer']:5.1f} %", flush=True)
-    out = ROOT / "bench" / "results" / "builtin_voices.json"
+    out = ROOT / "studies" / "results" / "builtin_voices.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"sentences": SENTENCES, "results": results}, indent=1))
 

@@ -1,7 +1,7 @@
 """How much of a chunk's edge silence should Kokoro's decoder render?
 
 Streams each text (the three-sentence paragraphs of ``bench/ttfa.py`` and the
-short- and long-opening texts of ``bench/first_chunk.py``) in two voices
+short- and long-opening texts of ``studies/first_chunk.py``) in two voices
 through the public speech service (``SpeechService.stream``; the fast lane on
 an idle server) of one runtime per setting of the Kokoro engine option
 ``edge_silence_frames`` ("off" = all of it, as exported), the settings
@@ -11,9 +11,9 @@ interleaved per text, and records:
   * the product speaker encoder's cosine to the "off" stream of the same text
     and voice (how much the voice moved), and the loudness difference.
 
-    python bench/edge_silence.py [--texts 8] [--settings off,2,4,8]
+    python studies/edge_silence.py [--texts 8] [--settings off,2,4,8]
 
-Writes bench/results/edge_silence.json and .md.
+Writes studies/results/edge_silence.json and .md.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import bench_home, stream_pcm, write_result  # noqa: E402
 from first_chunk import LONG_FIRST, SHORT_FIRST  # noqa: E402
+
+from _common import bench_home, stream_pcm, write_result  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import Runtime, build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
@@ -43,7 +44,7 @@ from voxclone.synth.audio.effects import loudness_lufs  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "edge_silence.json"
+RESULTS = ROOT / "studies" / "results" / "edge_silence.json"
 VOICES = ("clear_female", "clear_male")
 REFERENCE = "off"
 
@@ -147,7 +148,7 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     result = run(args.texts, [s.strip() for s in args.settings.split(",") if s.strip()])
-    result["command"] = " ".join(["python bench/edge_silence.py", *sys.argv[1:]])
+    result["command"] = " ".join(["python studies/edge_silence.py", *sys.argv[1:]])
     write_result(args.out, result, markdown(result))
     return 0
 

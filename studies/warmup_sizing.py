@@ -12,9 +12,9 @@ fast-lane session):
   * ``one``: one call of the warm-up phrase per session;
   * ``two``: two calls per session (the warm-up before this measurement).
 
-    python bench/warmup_sizing.py [--repeat 3]
+    python studies/warmup_sizing.py [--repeat 3]
 
-Writes bench/results/warmup_sizing.json and prints a table (medians).
+Writes studies/results/warmup_sizing.json and prints a table (medians).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-RESULTS = ROOT / "bench" / "results" / "warmup_sizing.json"
+RESULTS = ROOT / "studies" / "results" / "warmup_sizing.json"
 VARIANTS = ("none", "one", "two")
 # Calls per session for each variant.
 CALLS = {"none": 0, "one": 1, "two": 2}
@@ -120,7 +120,7 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"medians": table, "runs": runs}, indent=2))
     lines = [
-        f"`python bench/warmup_sizing.py --repeat {args.repeat}`: fresh process per run, "
+        f"`python studies/warmup_sizing.py --repeat {args.repeat}`: fresh process per run, "
         "variants interleaved, medians; first and second stream of a three-sentence "
         "paragraph after the warm-up.",
         "",

@@ -9,9 +9,9 @@ rule before both (4 words, any tail), interleaved, and records the first
 chunk's tokens, the time to the first audio and Whisper tiny.en's WER on
 the whole stream.
 
-    python bench/first_chunk.py [--texts 12]
+    python studies/first_chunk.py [--texts 12]
 
-Writes bench/results/first_chunk.json and .md.
+Writes studies/results/first_chunk.json and .md.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from voxclone.service.speech import SpeechRequest  # noqa: E402
 from voxclone.synth.text import frontend  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "first_chunk.json"
+RESULTS = ROOT / "studies" / "results" / "first_chunk.json"
 NO_CAP = 10**6
 # (first-chunk words, least words left behind, token cap): two earlier rules and the shipped one.
 RULES = {
@@ -168,7 +168,7 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     result = run(args.texts)
-    result["command"] = " ".join(["python bench/first_chunk.py", *sys.argv[1:]])
+    result["command"] = " ".join(["python studies/first_chunk.py", *sys.argv[1:]])
     args.out.write_text(json.dumps(result, indent=1))
     args.out.with_suffix(".md").write_text(markdown(result))
     print(markdown(result))

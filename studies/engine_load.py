@@ -10,7 +10,7 @@ already-assembled model:
   * ``cached``: the saved copy is there, both sessions load it with
     optimizations off.
 
-    python bench/engine_load.py [--repeat 3]
+    python studies/engine_load.py [--repeat 3]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig  # noqa: E402
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "engine_load.json"
+RESULTS = ROOT / "studies" / "results" / "engine_load.json"
 MARKDOWN = RESULTS.with_suffix(".md")
 LABELS = {
     "optimize": "no cache (every session optimizes the graph)",
@@ -102,7 +102,7 @@ def main() -> int:
         "fast_lane_threads": settings.fast_lane_threads,
         "cpu_count": os.cpu_count(),
         "load_average": round(os.getloadavg()[0], 1),
-        "command": f"python bench/engine_load.py --repeat {args.repeat}",
+        "command": f"python studies/engine_load.py --repeat {args.repeat}",
         "load": summary,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

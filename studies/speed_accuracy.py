@@ -4,10 +4,10 @@ For a two-sentence text, each voice and each speed, speaks the text through
 the public speech service (pauses and edges included, as a user gets the
 file), and compares the file's duration with the duration at speed 1.0
 divided by the speed; Whisper tiny.en WER checks that the words survive.
-Writes bench/results/speed_accuracy.json and prints a table.
+Writes studies/results/speed_accuracy.json and prints a table.
 
-Run: ``python bench/speed_accuracy.py [--label NAME]`` (a few minutes on an
-idle 2-core machine; ``--label`` as in bench/short_phrases.py).
+Run: ``python studies/speed_accuracy.py [--label NAME]`` (a few minutes on an
+idle 2-core machine; ``--label`` as in studies/short_phrases.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -23,12 +24,14 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from _common import bench_home
-from voxclone.bootstrap import build_runtime
-from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
-from voxclone.synth.controls import SpeechControls
-from voxclone.synth.voice.asr import Transcriber, word_error_rate
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # _common
+
+from _common import bench_home  # noqa: E402
+from voxclone.bootstrap import build_runtime  # noqa: E402
+from voxclone.config import Settings  # noqa: E402
+from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.synth.controls import SpeechControls  # noqa: E402
+from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TEXT = "The museum opens at nine in the morning. Turn left at the next corner and walk two blocks."
@@ -73,7 +76,7 @@ def measure(
     worst = max(abs(r["error"]) for v in out.values() for r in v.values())
     return {
         "label": label,
-        "command": f"python bench/speed_accuracy.py --label {label}",
+        "command": f"python studies/speed_accuracy.py --label {label}",
         "text": TEXT,
         "tolerance": TOLERANCE,
         "worst_error": worst,
@@ -92,7 +95,7 @@ def main() -> None:
     speeds = tuple(float(x) for x in args.speeds.split(",")) if args.speeds else SPEEDS
     voices = tuple(args.voices.split(",")) if args.voices else VOICES
     run = measure(args.label, speeds, voices)
-    run["command"] = "python bench/speed_accuracy.py " + " ".join(
+    run["command"] = "python studies/speed_accuracy.py " + " ".join(
         f"--{k} {v}" for k, v in vars(args).items() if v
     )
     RESULTS.mkdir(parents=True, exist_ok=True)

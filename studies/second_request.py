@@ -7,9 +7,9 @@ recorded by its position in the series. Servers with the cloning models
 loading in the background (the default) and with ``VOXCLONE_WARM_CLONING=false``
 alternate, so both see the same machine.
 
-    python bench/second_request.py [--runs 2] [--requests 8] [--gap 1.0]
+    python studies/second_request.py [--runs 2] [--requests 8] [--gap 1.0]
 
-Writes bench/results/second_request.json and .md.
+Writes studies/results/second_request.json and .md.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))  # _common, ttfa
 
 from _common import bench_home, write_result  # noqa: E402
 from ttfa import http_first_audio, paragraphs  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "second_request.json"
+RESULTS = ROOT / "studies" / "results" / "second_request.json"
 MODES = {"cloning loads in the background": "true", "no cloning load": "false"}
 
 
@@ -84,7 +85,7 @@ def main() -> int:
             modes[mode].append(series(flag, args.requests, args.gap))
             print(mode, [round(t, 3) for t in modes[mode][-1]], flush=True)
     result = {
-        "command": " ".join(["python bench/second_request.py", *sys.argv[1:]]),
+        "command": " ".join(["python studies/second_request.py", *sys.argv[1:]]),
         "runs": args.runs,
         "requests": args.requests,
         "gap_s": args.gap,

@@ -7,9 +7,9 @@ in the other Latin-script languages, and prints a confusion table (true
 language x detected) with the misread phrases. Nothing is spoken: detection
 alone decides which phonemes and lexicon a text gets.
 
-Run: ``python bench/langdetect_short.py [--label NAME]`` (seconds). Run it on
+Run: ``python studies/langdetect_short.py [--label NAME]`` (seconds). Run it on
 an older checkout with ``PYTHONPATH=<old>/src`` to compare. Writes
-bench/results/langdetect_short.json.
+studies/results/langdetect_short.json.
 """
 
 from __future__ import annotations

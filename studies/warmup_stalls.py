@@ -8,9 +8,9 @@ request threads: it asks for the GIL every millisecond and records how long
 each wait took, while the warm-up runs exactly as the server runs it. Each
 run is a fresh process (imports are what the warm-up spends its time on).
 
-    python bench/warmup_stalls.py [--runs 3]
+    python studies/warmup_stalls.py [--runs 3]
 
-Writes bench/results/warmup_stalls.json and .md.
+Writes studies/results/warmup_stalls.json and .md.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import bench_home, write_result  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "warmup_stalls.json"
+RESULTS = ROOT / "studies" / "results" / "warmup_stalls.json"
 
 CHILD = """
 import json, sys, threading, time
@@ -104,7 +104,7 @@ def main() -> int:
     args = parser.parse_args()
     runs = [run_once() for _ in range(args.runs)]
     result = {
-        "command": "python bench/warmup_stalls.py " + " ".join(sys.argv[1:]).strip(),
+        "command": "python studies/warmup_stalls.py " + " ".join(sys.argv[1:]).strip(),
         "runs": runs,
     }
     write_result(args.out, result, markdown(result))

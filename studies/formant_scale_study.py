@@ -13,7 +13,7 @@ compared with alpha = 1 (the clone as it is):
 * formants: the ratio of the reference's median F2/F3 (LPC, voiced frames) to
   the clone's, snapped to the grid.
 
-    python bench/formant_scale_study.py [--split-singles] [--out PATH]
+    python studies/formant_scale_study.py [--split-singles] [--out PATH]
 
 With ``--pitch-target`` the axis is the clone's pitch instead: its prosody
 half calibrated until the probe sentence has the reference's median F0 times
@@ -21,7 +21,7 @@ the factor (0.9-1.3; 1 is the product), tone matched on that probe (the
 formant-ratio row is then not computed).
 
 This is a study, not a product path: nothing in the service scales formants
-or aims beside the reference's pitch (docs/benchmarks.md, "Formant scale").
+or aims beside the reference's pitch (docs/studies.md, "What did not carry over").
 The clone studied is the one before the stock check (which is off here).
 """
 
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             row for path in args.pool for row in json.loads(path.read_text())["speakers"]
         ]
         pooled: dict[str, Any] = {
-            "command": " ".join(["python bench/formant_scale_study.py", *(argv or sys.argv[1:])]),
+            "command": " ".join(["python studies/formant_scale_study.py", *(argv or sys.argv[1:])]),
             "axis": json.loads(args.pool[0].read_text()).get("axis", "formant scale"),
         }
         pooled.update(summarize(pooled_rows))
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         write_result(args.out, pooled, markdown(pooled))
         return 0
     stem = "pitch_target" if args.pitch_target else "formant_scale"
-    out = args.out or ROOT / "bench" / "results" / (
+    out = args.out or ROOT / "studies" / "results" / (
         f"{stem}_split.json" if args.split_singles else f"{stem}_dev.json"
     )
 
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         print(speaker, sex, {a: round(v["judge_norm"], 3) for a, v in scored.items()}, flush=True)
 
     result: dict[str, Any] = {
-        "command": " ".join(["python bench/formant_scale_study.py", *(argv or sys.argv[1:])]),
+        "command": " ".join(["python studies/formant_scale_study.py", *(argv or sys.argv[1:])]),
         "axis": "pitch target" if args.pitch_target else "formant scale",
     }
     result.update(summarize(rows))
