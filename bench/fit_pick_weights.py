@@ -25,7 +25,7 @@ enrollment adds); bench/clone_eval.py measures the product with the weights.
 
 Two sources of candidate values:
 
-* ``--table`` (default): bench/pick_study.py's table, where every candidate
+* ``--table`` (default): studies/pick_study.py's table, where every candidate
   was rendered by the product (tone match, calibrated prosody) and judged on
   held-out audio. It holds the encoder cosine, the voice's median F0 and the
   built-in flag of each candidate, so only ``f0`` and ``builtin_margin`` can
@@ -151,7 +151,7 @@ TABLE_GRID: dict[str, tuple[float, ...]] = {
     "f0": (0.0, 0.1, 0.2, 0.3, 0.5, 1.0),
     "builtin_margin": (0.0, 0.05, 0.1, 0.15, 0.2),
 }
-DEFAULT_TABLE = ROOT / "bench" / "results" / "pick_study_auditions.json"
+DEFAULT_TABLE = ROOT / "studies" / "results" / "pick_study_auditions.json"
 
 
 def main(argv: list[str] | None = None) -> int:
