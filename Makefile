@@ -87,8 +87,9 @@ mutants: install test-deps
 	$(BIN)/mutmut results
 
 lint: test-deps
-	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff check src tests bench studies scripts
 	$(BIN)/mypy src
+	$(BIN)/lint-imports
 
 bench-quick: install bench-deps
 	$(BIN)/python bench/run_all.py --quick
