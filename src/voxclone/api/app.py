@@ -124,6 +124,11 @@ def _load_runtime(
             if wait_for_quiet_speech:
                 wait_for_quiet(runtime.speech_idle, CLONING_LOAD_QUIET_S, CLONING_LOAD_MAX_DELAY_S)
             run_at_low_priority(runtime.warm_cloning, name="voxclone-load-cloning")
+        except VoxcloneError as exc:
+            # A model file not installed (a plain `pip install .` has no asset
+            # packages, synth/asset_packages.py): one line that says what to run.
+            log.error("cloning unavailable: %s", exc.message)
+            return
         except Exception:  # a clone loads them on first use and reports its own error
             log.exception("loading the cloning models failed")
             return

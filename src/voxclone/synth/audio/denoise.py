@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import soxr
 
+from voxclone.synth.asset_packages import missing
+
 RNNOISE_RATE = 48_000
 FRAME = 480  # 10 ms at 48 kHz (rnnoise_get_frame_size)
 LAG_FRAMES = 2
@@ -34,13 +36,11 @@ class DenoiserUnavailable(RuntimeError):
 def _library_path() -> Path:
     # find_spec on the package does not import it (its __init__ pulls audiolab).
     spec = importlib.util.find_spec("pyrnnoise")
-    if spec is None or not spec.submodule_search_locations:
-        raise DenoiserUnavailable("the pyrnnoise package is not installed")
-    for location in spec.submodule_search_locations:
+    for location in (spec.submodule_search_locations or ()) if spec is not None else ():
         candidate = Path(location) / "librnnoise.so"
         if candidate.exists():
             return candidate
-    raise DenoiserUnavailable("librnnoise.so not found in the pyrnnoise package")
+    raise DenoiserUnavailable(missing("the denoiser (pyrnnoise's librnnoise.so)"))
 
 
 class Denoiser:

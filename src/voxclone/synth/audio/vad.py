@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import ModelAssetError
+from voxclone.synth.asset_packages import missing
 from voxclone.synth.audio.resample import resample
 
 VAD_RATE = 16_000
@@ -121,13 +122,13 @@ SILERO_EXIT_GAP = 0.15  # leave speech below threshold - this (the package's rul
 
 
 def _silero_file() -> Path:
-    """``silero_vad/data/silero_vad.onnx``, found without importing the package."""
+    """``silero_vad/data/silero_vad.onnx``, found without importing the package
+    (it imports torch, which serving does not install: synth/asset_packages.py)."""
     spec = importlib.util.find_spec("silero_vad")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelAssetError("speech detection needs the silero-vad package")
-    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "silero_vad.onnx"
-    if not path.is_file():
-        raise ModelAssetError("silero-vad's silero_vad.onnx is missing")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    path = Path(locations[0]) / "data" / "silero_vad.onnx" if locations else None
+    if path is None or not path.is_file():
+        raise ModelAssetError(missing("speech detection's model (silero-vad's silero_vad.onnx)"))
     return path
 
 

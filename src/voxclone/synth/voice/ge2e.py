@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from voxclone.errors import ModelAssetError
+from voxclone.synth.asset_packages import missing
 from voxclone.synth.files import PUBLIC_MODE, sha256_file, write_atomically
 
 log = logging.getLogger(__name__)
@@ -64,13 +65,13 @@ _STORAGE_DTYPES = {
 
 def shipped_weights() -> Path:
     """resemblyzer's ``pretrained.pt``, found without importing resemblyzer
-    (its ``__init__`` imports torch)."""
+    (its ``__init__`` imports torch, which serving does not install: the
+    package comes without its dependencies, synth/asset_packages.py)."""
     spec = importlib.util.find_spec("resemblyzer")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelAssetError("the speaker encoder needs the resemblyzer package")
-    path = Path(next(iter(spec.submodule_search_locations))) / "pretrained.pt"
-    if not path.is_file():
-        raise ModelAssetError("resemblyzer's pretrained.pt is missing")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    path = Path(locations[0]) / "pretrained.pt" if locations else None
+    if path is None or not path.is_file():
+        raise ModelAssetError(missing("the speaker encoder (resemblyzer's pretrained.pt)"))
     return path
 
 
