@@ -189,7 +189,7 @@ HELD_OUT_TEXT = (
 
 # Every speed on the held-out text, each voice at both ends of the range; the
 # fitted text at the two extremes. The full 4 x 2 x 2 grid cost ~6 min of CI on
-# 2 cores; bench/speed_accuracy.py measures the whole grid.
+# 2 cores; studies/speed_accuracy.py measures the whole grid.
 SPEED_CASES = [
     pytest.param(0.5, HELD_OUT_TEXT, "clear_female", id="0.5-held_out-clear_female"),
     pytest.param(0.8, HELD_OUT_TEXT, "clear_male", id="0.8-held_out-clear_male"),

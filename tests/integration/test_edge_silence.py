@@ -97,6 +97,6 @@ def test_the_crop_keeps_every_word_and_the_voice(
         encoder.embed(soxr.resample(cropped_audio, 24_000, 16_000)),
         encoder.embed(soxr.resample(exported_audio, 24_000, 16_000)),
     )
-    # bench/edge_silence.py: 0.971 at the lowest of 32 streams; a garbled or
+    # studies/edge_silence.py: 0.971 at the lowest of 32 streams; a garbled or
     # silent crop falls far below.
     assert similarity > 0.93

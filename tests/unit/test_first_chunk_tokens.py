@@ -1,6 +1,6 @@
 """A stream's first chunk is sized by the engine's tokens, not only by words.
 
-Three words is the rule (bench/first_chunk.py), but the engine's time grows
+Three words is the rule (studies/first_chunk.py), but the engine's time grows
 with tokens: three long words cost as much as six short ones. Real G2P and
 vocabulary, no model.
 """

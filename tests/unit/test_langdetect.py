@@ -110,7 +110,7 @@ def test_hangul_inside_english_is_its_own_run() -> None:
 
 
 # Short English with foreign names, which trigrams read as French, Italian,
-# Spanish or Portuguese (bench/langdetect_short.py; before: 30 of 42 English).
+# Spanish or Portuguese (studies/langdetect_short.py; before: 30 of 42 English).
 @pytest.mark.parametrize(
     "text",
     [

@@ -4,8 +4,8 @@ The clips are cut from the two real utterances in tests/data (Silero VAD does
 not take synthetic tones for speech) to the shortest prefix that holds at
 least 1.5 s of detected speech, then mixed, deterministically, with white,
 pink or babble noise (the other test speaker, looped) at a given SNR over the
-speech. bench/reference_robustness.py measures why the floor sits there: the
-clone from a 10 dB clip still beats the best stock voice (docs/benchmarks.md).
+speech. studies/reference_robustness.py measures why the floor sits there: the
+clone from a 10 dB clip still beats the best stock voice (docs/studies.md).
 """
 
 from __future__ import annotations
