@@ -59,7 +59,7 @@ test-deps: $(TEST_STAMP)
 bench-deps: $(BENCH_STAMP)
 
 # Kokoro's other voice packs (npm kokoro-js, SHA-256 pinned) widen the voices
-# cloning can reach, most for male speakers (docs/benchmarks.md, "More voice
+# cloning can reach, most for male speakers (docs/studies.md, "More voice
 # packs"). A no-op once installed; without them cloning still works, on fewer
 # voices, so a failed fetch only warns.
 voice-packs: $(STAMP)
