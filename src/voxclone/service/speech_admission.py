@@ -1,0 +1,132 @@
+"""Admission for speech: take a request's reservation of engine time, hold it, free it.
+
+One place for the admit → run → release sequence every transport repeats
+(whole file, stream, captions, OpenAI, Wyoming, speech jobs):
+
+* :class:`SpeechAdmission` takes the reservation for one engine, priced by
+  :class:`~voxclone.service.pricing.SpeechPricer` with what the resolver
+  knows of the request (its language, lexicon, SSML);
+* :func:`released_at_end` and :func:`released_on_failure` hold what a
+  transport or the service was given (an :class:`Admission`, or the
+  :class:`AdmissionTerms` with a provisional reservation) while it runs, and
+  free it as the kind of work requires. Releasing twice is harmless, so a
+  reservation the service already took over or freed is freed again as a
+  no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from voxclone.runtime.admission import AdmissionTerms
+from voxclone.runtime.scheduler import Admission, Scheduler
+from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPricer
+from voxclone.service.speech_request import Admit, SpeechRequest
+from voxclone.service.speech_resolve import RequestResolver
+from voxclone.synth.engine.base import EngineCapabilities
+from voxclone.synth.text.frontend import Spoken
+
+
+def release(admission: Admit) -> None:
+    """Free ``admission`` (nothing when there is none)."""
+    if admission is not None:
+        admission.release()
+
+
+@contextmanager
+def released_at_end(admission: Admit) -> Iterator[None]:
+    """For work that ends with the block (a whole file, captions in one
+    response, a speech job): free ``admission`` when the block ends, however
+    it ends."""
+    try:
+        yield
+    finally:
+        release(admission)
+
+
+@contextmanager
+def released_on_failure(admission: Admit) -> Iterator[None]:
+    """For a stream the block opens: free ``admission`` if the block fails;
+    once the stream is open its render owns the reservation and frees it
+    when it ends (or is dropped)."""
+    try:
+        yield
+    except BaseException:
+        release(admission)
+        raise
+
+
+class SpeechAdmission:
+    """Takes the reservations of one engine's speech requests."""
+
+    def __init__(
+        self,
+        pricer: SpeechPricer,
+        resolver: RequestResolver,
+        scheduler: Scheduler,
+        capabilities: EngineCapabilities,
+    ) -> None:
+        self._pricer = pricer
+        self._resolve = resolver
+        self._scheduler = scheduler
+        self._caps = capabilities
+
+    def price(self, req: SpeechRequest, language: str) -> Spoken:
+        """What ``req`` costs to speak (:meth:`SpeechPricer.price`)."""
+        return self._pricer.price(
+            req, language, self._resolve.lexicons(req), self._resolve.ssml_doc(req)
+        )
+
+    def take(
+        self, req: SpeechRequest, language: str, admit: Admission | AdmissionTerms, *, stream: bool
+    ) -> Admission:
+        """The admission ``req`` renders under: ``admit`` when it was taken
+        earlier, else one taken now on its terms (:meth:`SpeechPricer.take`)."""
+        if isinstance(admit, Admission):
+            return admit
+        return self._pricer.take(
+            req,
+            language,
+            self._resolve.lexicons(req),
+            self._resolve.ssml_doc(req),
+            admit,
+            stream=stream,
+        )
+
+    def precheck(
+        self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
+    ) -> AdmissionTerms:
+        """Cheap refusal on the event loop (:meth:`SpeechPricer.precheck`)."""
+        return self._pricer.precheck(req, terms, stream=stream)
+
+    def admit(
+        self,
+        req: SpeechRequest,
+        language: str,
+        deadline: float,
+        *,
+        stream: bool,
+        must_finish: bool | None = None,
+        first_audio_s: float | None = None,
+    ) -> Admission:
+        """Reserve engine time for the validated ``req`` now. Raises
+        Overloaded (503) when the work already admitted would make it late,
+        PayloadTooLarge (413) when it could not be done by ``deadline`` even
+        alone.
+
+        A whole file must finish by ``deadline``. A stream must deliver its
+        first audio within ``first_audio_s`` (and by ``deadline``), and must
+        also finish by ``deadline`` when ``must_finish``."""
+        finish = (not stream) if must_finish is None else (must_finish or not stream)
+        terms = AdmissionTerms(deadline, finish, first_audio_s if stream else None)
+        return self.take(req, language, terms, stream=stream)
+
+    def background(self, req: SpeechRequest, language: str) -> Admission:
+        """An admission for a speech job, priced like a live request: it counts
+        in the backlog live requests see only as much as it keeps on the engine
+        at once (the look-ahead), not its whole (possibly book-long) text."""
+        units = self._pricer.charged(self.price(req, language)).units
+        return self._scheduler.admit_window(
+            float(units), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens), tenant=req.owner
+        )

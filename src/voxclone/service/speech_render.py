@@ -1,0 +1,249 @@
+"""The chunk pipeline: planned chunks → the scheduler → post-processing → joined audio.
+
+It never holds the whole text's audio: a few chunks are kept in flight on
+the scheduler so every worker stays busy, and each finished piece is
+post-processed and joined before the next one is awaited.
+"""
+
+from __future__ import annotations
+
+import functools
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+
+from voxclone.errors import Cancelled
+from voxclone.runtime.scheduler import (
+    PRIORITY_FIRST_CHUNK,
+    PRIORITY_NORMAL,
+    Admission,
+    Scheduler,
+    WorkTiming,
+)
+from voxclone.service.captions import WordTrack
+from voxclone.service.catalog import ResolvedVoice
+from voxclone.service.pricing import LOOKAHEAD_CHUNKS
+from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.speech_plan import PlannedChunk, at_voice_pace, units
+from voxclone.synth.audio.join import PieceJoiner
+from voxclone.synth.audio.post import apply_controls
+from voxclone.synth.controls import ResolvedControls
+from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+
+
+class ChunkRenderer:
+    """Renders one engine's planned chunks (its scheduler and capabilities)."""
+
+    def __init__(
+        self, scheduler: Scheduler, capabilities: EngineCapabilities, hooks: ServiceHooks
+    ) -> None:
+        self._scheduler = scheduler
+        self._caps = capabilities
+        self._hooks = hooks
+
+    @property
+    def _rate(self) -> int:
+        return self._caps.sample_rate
+
+    def frames(
+        self,
+        voice: ResolvedVoice,
+        controls: ResolvedControls,
+        *,
+        fast_start: bool,
+        words: WordTrack | None,
+        ssml: bool,
+    ) -> bool:
+        """Whether a frame engine's pieces go out as the model makes them."""
+        # Only when nothing needs the whole chunk: a stream (whole files gain
+        # nothing) whose voice has no tone filter and whose controls need no
+        # DSP (tempo and pitch work on whole chunks). Only the true-peak
+        # limiter runs per frame.
+        return (
+            fast_start
+            and words is None  # word times need whole chunks
+            and self._caps.streaming == "frame"
+            and voice.tone is None
+            and not at_voice_pace(controls, voice).needs_dsp
+            and not ssml  # voices and controls may change per chunk
+        )
+
+    def render(
+        self,
+        plan: Iterator[PlannedChunk],
+        admission: Admission,
+        *,
+        fast_start: bool,
+        started: float,
+        stats: RenderStats,
+        cancelled: Callable[[], bool] | None = None,
+        progress: Callable[[int], None] | None = None,
+        words: WordTrack | None = None,
+        frames: bool = False,
+    ) -> Iterator[np.ndarray]:
+        """Yield post-processed, joined float32 audio at the engine rate; the
+        admission is released when the render ends, however it ends. With
+        ``words``, the words spoken so far are in ``words.words`` (output
+        time) before the audio that contains them is yielded."""
+        joiner = PieceJoiner(self._rate)
+        first_timing = WorkTiming()
+
+        def first_audio_out() -> None:
+            now = time.perf_counter()
+            stats.first_audio_s = now - started
+            stats.first_audio_stages = FirstAudioStages.of(started, first_timing, now)
+            if self._hooks.on_first_audio is not None:
+                self._hooks.on_first_audio(stats.first_audio_s)
+
+        for planned, audio, chunk_done in self._scheduled(
+            plan, fast_start, cancelled, admission, frames=frames, words=words, timing=first_timing
+        ):
+            chunk = planned.chunk
+            engine_len = audio.size
+            if planned.lead_s > 0 and stats.first_audio_s is None:
+                lead = np.zeros(int(round(planned.lead_s * self._rate)), np.float32)
+                stats.audio_seconds += lead.size / self._rate
+                first_audio_out()
+                yield lead
+            if planned.voice.tone is not None:
+                # Before the controls: pitch and energy act on the voice as cloned.
+                audio = planned.voice.tone.apply(audio, self._rate)
+            # Always: besides the controls' DSP it holds the true-peak ceiling.
+            audio = apply_controls(audio, self._rate, planned.controls)
+            if not chunk_done:
+                out = joiner.feed_partial(audio)
+            else:
+                out = joiner.feed(audio, planned.pause_s)
+                if words is not None:
+                    words.chunk_done(chunk, engine_len, audio.size, joiner)
+                stats.chunks += 1
+                if progress is not None:
+                    progress(len(chunk.text))
+            if out.size:
+                stats.audio_seconds += out.size / self._rate
+                if stats.first_audio_s is None:
+                    first_audio_out()
+                yield out
+        tail = joiner.finish()
+        if words is not None:
+            words.finish()
+        if tail.size:
+            stats.audio_seconds += tail.size / self._rate
+            yield tail
+        stats.compute_seconds = time.perf_counter() - started
+        if self._hooks.on_rendered is not None:
+            self._hooks.on_rendered(stats)
+
+    def _scheduled(
+        self,
+        plan: Iterator[PlannedChunk],
+        fast_start: bool,
+        cancelled: Callable[[], bool] | None,
+        admission: Admission,
+        *,
+        frames: bool = False,
+        words: WordTrack | None = None,
+        timing: WorkTiming | None = None,
+    ) -> Iterator[tuple[PlannedChunk, np.ndarray, bool]]:
+        """Yield (planned chunk, audio, chunk done): the audio of each chunk in
+        order, in one piece, or with ``frames`` in the engine's pieces as they
+        are made (then a last empty piece marks the chunk's end). ``timing``
+        is filled in for the first chunk."""
+        pending: deque[tuple[PlannedChunk, Future[np.ndarray], queue.SimpleQueue[Any] | None]] = (
+            deque()
+        )
+        abandoned = threading.Event()
+
+        def gone() -> bool:
+            return abandoned.is_set() or (cancelled is not None and cancelled())
+
+        def submit_next() -> bool:
+            planned = next(plan, None)
+            if planned is None:
+                return False
+            chunk, voice = planned.chunk, planned.voice
+            first = chunk.index == 0
+            priority = PRIORITY_FIRST_CHUNK if first else PRIORITY_NORMAL
+            if admission.priority is not None:
+                priority = admission.priority  # background work (speech jobs)
+            item = SynthItem(
+                chunk.token_ids,
+                voice.style,
+                planned.controls.engine_speed,
+                prompt=voice.prompt,
+                timing=None if words is None else words.slot(chunk.index),
+            )
+            # A whole file is due by its deadline; a stream only has to start by it.
+            due = admission.deadline if (first or admission.must_finish) else None
+            pieces: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if frames else None
+            future = self._scheduler.submit(
+                item,
+                priority=priority,
+                cancelled=gone,
+                admitted=not first,
+                deadline=due,
+                cost=float(units(chunk)),
+                on_piece=None if pieces is None else pieces.put,
+                timing=timing if first else None,
+                tenant=admission.tenant,
+            )
+            if pieces is not None:
+                # Every piece is queued before the future resolves: this ends them.
+                future.add_done_callback(functools.partial(_end_of_pieces, pieces))
+            pending.append((planned, future, pieces))
+            return True
+
+        # A stream's first chunk goes alone, so on an idle server it can take the
+        # scheduler's all-cores fast lane; the lookahead fills up behind it.
+        initial = 1 if fast_start else LOOKAHEAD_CHUNKS
+        try:
+            while len(pending) < initial and submit_next():
+                pass
+            while pending:
+                if gone():
+                    raise Cancelled("request cancelled")
+                planned, future, pieces = pending[0]
+                if pieces is not None:
+                    yield from _pieces_until_done(planned, pieces, gone)
+                pending.popleft()
+                audio = future.result()
+                admission.consume(units(planned.chunk))
+                while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
+                    pass
+                yield planned, (_NO_AUDIO if pieces is not None else audio), True
+        finally:
+            # Generator closed early (client went away) or failed: drop queued work.
+            abandoned.set()
+            admission.release()
+            for _, future, _ in pending:
+                future.cancel()
+
+
+_CHUNK_END = object()
+_NO_AUDIO = np.zeros(0, dtype=np.float32)
+
+
+def _end_of_pieces(pieces: queue.SimpleQueue[Any], _future: Future[np.ndarray]) -> None:
+    pieces.put(_CHUNK_END)
+
+
+def _pieces_until_done(
+    chunk: PlannedChunk, pieces: queue.SimpleQueue[Any], gone: Callable[[], bool]
+) -> Iterator[tuple[PlannedChunk, np.ndarray, bool]]:
+    """A frame engine's pieces of ``chunk`` as the worker hands them over."""
+    while True:
+        try:
+            piece = pieces.get(timeout=0.1)
+        except queue.Empty:
+            if gone():
+                raise Cancelled("request cancelled") from None
+            continue
+        if piece is _CHUNK_END:
+            return
+        yield chunk, piece, False
