@@ -315,3 +315,28 @@ def test_campplus_listener_resamples_normalizes_and_caches(monkeypatch: pytest.M
     at_24k = chosen.embed(listener.soxr.resample(x, 16_000, 24_000), 24_000)
     assert chosen.similarity(a, at_24k) > 0.99
     assert chosen.similarity(a, chosen.embed(_speech_like(2.0, seed=8, f0=220), 16_000)) < 0.999
+
+
+_REAL_MODELS = Path.home() / ".cache" / "voxclone" / "models"
+
+
+@pytest.mark.skipif(
+    campplus_weights.installed_weights(_REAL_MODELS) is None,
+    reason="CAM++ weights not installed (make listener-weights)",
+)
+def test_real_weights_tell_the_two_test_speakers_apart() -> None:
+    """With the installed weights, through the product's listener: the two
+    halves of one speaker's clip are closer than clips of the two speakers."""
+    import soundfile as sf
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    chosen = listener.make_listener("campplus", models_dir=_REAL_MODELS)
+    assert chosen.name == "campplus"
+    halves = []
+    for name in ("librispeech_1088-129236-0000.wav", "librispeech_3005-163389-0000.wav"):
+        x, rate = sf.read(data / name, dtype="float32")
+        mid = x.size // 2
+        halves.append((chosen.embed(x[:mid], rate), chosen.embed(x[mid:], rate)))
+    same = [chosen.similarity(a, b) for a, b in halves]
+    different = [chosen.similarity(a, b) for a in halves[0] for b in halves[1]]
+    assert min(same) > 0.6 > 0.3 > max(different)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import ModelAssetError
+from voxclone.synth.files import PUBLIC_MODE, write_atomically
 from voxclone.synth.voice.campplus import (
     BLOCKS,
     BN_EPS,
@@ -205,9 +206,7 @@ def write_graph(weights: Path, path: Path) -> None:
     """Build from ``weights`` and save to ``path`` atomically."""
     data = build_onnx(read_state_dict(weights))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomically(path, data, mode=PUBLIC_MODE)  # several builders may race
 
 
 def onnx_model(weights: Path, models_dir: Path) -> bytes:
@@ -227,7 +226,13 @@ def onnx_model(weights: Path, models_dir: Path) -> bytes:
         return path.read_bytes()
     except (OSError, subprocess.SubprocessError):
         log.warning("building the CAM++ graph in a child failed; building it here", exc_info=True)
-    return build_onnx(read_state_dict(weights))
+    data = build_onnx(read_state_dict(weights))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, data, mode=PUBLIC_MODE)
+    except OSError:
+        log.warning("could not save the CAM++ graph", exc_info=True)
+    return data
 
 
 class CampplusSession:
