@@ -23,6 +23,7 @@ test checks the code's tables against ``bench/results/voice_table.json``.
 
     python bench/voice_table.py            # about 30 minutes on 2 busy cores
     python bench/voice_table.py --voices ef_dora em_alex --merge   # re-measure some voices
+    python bench/voice_table.py --languages fr pt-br --merge       # ... or some languages
     python bench/voice_table.py --english-sentences 2 --other-sentences 1  # a smoke run
 """
 
@@ -438,6 +439,12 @@ def main() -> int:
     parser.add_argument("--english-sentences", type=int, default=len(SENTENCES["en"]))
     parser.add_argument("--other-sentences", type=int, default=3)
     parser.add_argument("--voices", nargs="*", help="only these voices (a smoke run)")
+    parser.add_argument(
+        "--languages",
+        nargs="*",
+        help="only the voices measured in these languages (fr, pt-br, ...; en-us takes "
+        "the earlier voices too)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="voices measured at once")
     parser.add_argument(
         "--choose-only",
@@ -489,6 +496,8 @@ def main() -> int:
         jobs.append((earlier, "en-us", False))
     if args.voices:
         jobs = [j for j in jobs if j[0] in args.voices]
+    if args.languages:
+        jobs = [j for j in jobs if j[1] in args.languages]
     started = time.perf_counter()
 
     def measure(job: tuple[str, str, bool]) -> dict[str, Any]:

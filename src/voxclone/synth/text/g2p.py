@@ -7,6 +7,12 @@ so we rewrite its output into that alphabet. Symbols that still have no id are
 logged once and dropped: an odd character in the input must never crash a
 synthesis.
 
+The other espeak languages were trained on a lighter rewrite: only the tied
+pairs fold (plus ``s͡s`` → ``S``); everything else stays as espeak wrote it,
+``ɐ`` included, so Portuguese ``ã`` is ``ɐ̃`` as the Portuguese voices heard
+it, not English's ``ə``. French needs nothing more: its nasal vowels (base
+letter + U+0303), ``ʁ`` and ``œ`` all have ids.
+
 espeak-ng comes from the ``espeakng-loader`` wheel (library + data inside the
 wheel), so no system package is needed.
 """
@@ -52,18 +58,32 @@ _COMMON: dict[str, str] = {
     f"d{TIE}z": "ʣ",
     f"t{TIE}ɕ": "ʨ",
     f"d{TIE}ʑ": "ʥ",
-    "ɚ": "əɹ",
     "ɝ": "ɜɹ",
-    "ɐ": "ə",
     "ɬ": "l",
-    "ʲ": "",
     "\u0329": "",  # syllabic mark
     "\u032a": "",  # dental diacritic
     "\u0306": "",  # extra-short
     TIE: "",
 }
 
+# Kokoro's rewrite for the espeak languages other than English: these folds,
+# the other tie bars and espeak's clitic hyphens ("lə- tʁˈɛ̃") removed, the
+# rest kept. ɐ, ʲ and ɚ have ids, so they are not folded as in English.
+_OTHER: dict[str, str] = {
+    f"o{TIE}ʊ": "O",
+    f"ə{TIE}ʊ": "Q",
+    f"s{TIE}s": "S",  # a long s (Italian "bellissimo" bellˈis͡simo)
+    "-": "",
+    "¿": "",  # Spanish opening marks: no id, nothing to say
+    "¡": "",
+    "«": "“",  # guillemets have no id; Kokoro's rewrite writes curly quotes
+    "»": "”",
+}
+
 _ENGLISH: dict[str, str] = {
+    "ɚ": "əɹ",
+    "ɐ": "ə",
+    "ʲ": "",
     "e": "A",  # espeak writes a bare e only in diphthong position for English
     "r": "ɹ",
     "x": "k",
@@ -95,6 +115,8 @@ def _table_for(language: str) -> list[tuple[str, str]]:
     if language.startswith("en"):
         table.update(_ENGLISH)
         table.update(_EN_US if language == "en-us" else _EN_GB)
+    else:
+        table.update(_OTHER)
     return sorted(table.items(), key=lambda kv: -len(kv[0]))
 
 
