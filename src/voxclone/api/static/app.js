@@ -4,6 +4,8 @@
 
 "use strict";
 
+import { renderVoicePreviews, stopPreview } from "./voice_previews.js";
+
 // --------------------------------------------------------------------------------------
 // Defaults used when the server has no /v1/info (older server) or it cannot be reached.
 // --------------------------------------------------------------------------------------
@@ -608,6 +610,15 @@ function renderVoiceSelect() {
   if (known(previous)) select.value = previous;
   else if (known(state.info.defaultVoice)) select.value = state.info.defaultVoice;
   updateVoiceHelp();
+  renderVoicePreviews($("preview-groups"), builtinGroups(builtins), {
+    fetchAudio: (json, signal) => {
+      clearError($("preview-alert"));
+      return apiFetch("v1/tts", { method: "POST", json, signal });
+    },
+    onUse: useVoice,
+    onError: (error) => showError($("preview-alert"), error),
+    languages: state.info.languages.map((item) => optionParts(item).value),
+  });
 }
 
 // Built-in voices by the accent they speak with ("Built-in · British English"),
@@ -1216,6 +1227,7 @@ async function generate(event) {
   const alert = $("speak-alert");
   clearError(alert);
   stopPlayback();
+  stopPreview();
   clearWords();
   const format = $("speak-format").value;
   const controller = new AbortController();
