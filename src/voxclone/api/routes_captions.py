@@ -55,13 +55,13 @@ async def captioned_response(
 ) -> Response:
     """The whole file with its word times (JSON), or only its subtitles."""
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
-    terms = AdmissionTerms(deadline)
-    result = await run_until_disconnect(
-        request,
-        lambda flag: runtime.speech.synthesize_captioned(
-            req, cancelled=flag, deadline=deadline, admission=terms
-        ),
-    )
+    with runtime.speech.admission(req, AdmissionTerms(deadline), stream=False) as terms:
+        result = await run_until_disconnect(
+            request,
+            lambda flag: runtime.speech.synthesize_captioned(
+                req, cancelled=flag, deadline=deadline, admission=terms
+            ),
+        )
     if caption_format == "srt":
         return Response(to_srt(result.words), media_type="application/x-subrip; charset=utf-8")
     if caption_format == "vtt":
@@ -96,14 +96,15 @@ async def captioned_stream(request: Request, runtime: Runtime, req: SpeechReques
     terms = AdmissionTerms(
         deadline, must_finish=False, first_audio_s=request.app.state.settings.stream_first_audio_s
     )
+    with runtime.speech.admission(req, terms, stream=True) as checked:
 
-    def start(flag: CancelFlag) -> tuple[str, Iterator[bytes]]:
-        _, parts = runtime.speech.stream_captioned(
-            req, cancelled=flag, deadline=deadline, admission=terms
-        )
-        return "text/event-stream", _sse(parts, req.format)
+        def start(flag: CancelFlag) -> tuple[str, Iterator[bytes]]:
+            _, parts = runtime.speech.stream_captioned(
+                req, cancelled=flag, deadline=deadline, admission=checked
+            )
+            return "text/event-stream", _sse(parts, req.format)
 
-    stream = await open_audio_stream(request, start)
+        stream = await open_audio_stream(request, start)
     return stream.response(
         stream.audio, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
     )

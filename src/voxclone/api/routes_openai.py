@@ -201,25 +201,21 @@ async def audio_speech(
     )
     # A flood is refused here, before any thread, in microseconds (the text
     # priced at half its length; identical bodies skip it: they may share).
-    terms = runtime.speech.precheck(
+    with runtime.speech.admission(
         SpeechRequest(text=body.input, model=body.model, owner=principal.owner),
         terms,
         stream=True,
         request_key=f"openai:{principal.owner}:{body.model_dump_json()}",
-    )
-    try:
+    ) as checked:
         req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
         # Input that starts with <speak> is SSML (OpenAI has no flag for it).
         headers = await ssml_headers(runtime, req)
         stream = await open_audio_stream(
             request,
             lambda flag: runtime.speech.stream(
-                req, cancelled=flag, deadline=deadline, admission=terms
+                req, cancelled=flag, deadline=deadline, admission=checked
             ),
         )
-    except BaseException:
-        terms.release()  # the service never took it over
-        raise
     if body.stream_format == "sse":
         return stream.response(
             _sse_events(stream.audio),

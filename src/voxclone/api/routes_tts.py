@@ -111,16 +111,13 @@ async def whole_file_response(request: Request, runtime: Runtime, req: SpeechReq
     # as it will be spoken (503 when the work ahead would make it late).
     # A flood is refused here, before any thread, in microseconds (and the
     # request's lower bound reserved, so a flood arriving at once sees itself).
-    terms = runtime.speech.precheck(req, AdmissionTerms(deadline), stream=False)
-    try:
+    with runtime.speech.admission(req, AdmissionTerms(deadline), stream=False) as terms:
         result = await run_until_disconnect(
             request,
             lambda flag: runtime.speech.synthesize(
                 req, cancelled=flag, deadline=deadline, admission=terms
             ),
         )
-    finally:
-        terms.release()
     return Response(
         content=result.audio,
         media_type=result.content_type,
@@ -140,18 +137,14 @@ async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequ
         must_finish=client_set_deadline(request),
         first_audio_s=request.app.state.settings.stream_first_audio_s,
     )
-    terms = runtime.speech.precheck(req, terms, stream=True)
-    try:
+    with runtime.speech.admission(req, terms, stream=True) as checked:
         stream = await open_audio_stream(
             request,
             lambda flag: runtime.speech.stream(
-                req, cancelled=flag, deadline=deadline, admission=terms
+                req, cancelled=flag, deadline=deadline, admission=checked
             ),
             started=started,
         )
-    except BaseException:
-        terms.release()  # the service never took it over
-        raise
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"

@@ -56,6 +56,7 @@ from voxclone.api.streaming import CancelFlag, StreamSlots
 from voxclone.api.wyoming_events import EventRefused, check_event, read_event
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_admission import released_on_failure
 from voxclone.synth.text.segment import split_sentences
 from voxclone.synth.text.ssml import looks_like_ssml
 
@@ -213,13 +214,10 @@ class WyomingTts:
             admission = self.runtime.speech.admit(
                 req, deadline, stream=True, first_audio_s=self.config.stream_first_audio_s
             )
-            try:
+            with released_on_failure(admission):
                 _, chunks = self.runtime.speech.stream(
                     req, cancelled=flag, deadline=deadline, admission=admission
                 )
-            except BaseException:
-                admission.release()
-                raise
         except BaseException:
             release()
             raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -37,6 +38,7 @@ from voxclone.service.speech import (
     SpeechResult,
     SpeechService,
 )
+from voxclone.service.speech_admission import released_at_end, released_on_failure
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import Chunk
 from voxclone.synth.text.wordtimes import WordTime
@@ -292,6 +294,25 @@ class SpeechRouter:
         with self._seen_lock:
             self._seen.put(request_key, True)
         return checked
+
+    @contextmanager
+    def admission(
+        self,
+        req: SpeechRequest,
+        terms: AdmissionTerms,
+        *,
+        stream: bool,
+        request_key: str | None = None,
+    ) -> Iterator[AdmissionTerms]:
+        """The admit → run → release of a transport on the event loop: refuse
+        a flood at once (:meth:`precheck`), then hold the checked terms while
+        the block hands them to :meth:`synthesize`, :meth:`stream` or the
+        captions, which take them over once the request needs a render of its
+        own. A whole file's terms are freed when the block ends; a stream's
+        if the block fails (its render frees what it took over)."""
+        checked = self.precheck(req, terms, stream=stream, request_key=request_key)
+        with (released_on_failure if stream else released_at_end)(checked):
+            yield checked
 
     def admit_background(self, req: SpeechRequest) -> Admission:
         """A speech job's admission on the engine that will speak it

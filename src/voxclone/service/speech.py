@@ -364,7 +364,7 @@ class SpeechService:
         with released_on_failure(taken):
             reader, led = self._streams.lead(key, render, cancelled)
         if not led:
-            taken.release()  # an identical stream started meanwhile: following it
+            release(taken)  # an identical stream started meanwhile: following it
         return ctype, reader
 
     def _stream_and_cache(
@@ -430,11 +430,8 @@ class SpeechService:
         frames = self._renderer.frames(
             voice, controls, fast_start=fast_start, words=words, ssml=req.is_ssml
         )
-        try:
+        with released_on_failure(admission):
             plan = self._plan(req, voice, language, controls, fast_start)
-        except BaseException:
-            admission.release()
-            raise
         yield from self._renderer.render(
             plan,
             admission,

@@ -47,6 +47,7 @@ from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
 from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_admission import released_at_end
 from voxclone.service.speech_job_voices import (
     SPEECH_JOB_KIND,
     VOICE_DELETED_ERROR,
@@ -339,9 +340,6 @@ class SpeechJobs:
         def cancelled() -> bool:
             return lost.is_set() or cancel.is_set() or self._stopping.is_set()
 
-        # Counted in the backlog only by what it keeps queued: a long job must
-        # not make every live request look late (and refused) while it runs.
-        admission = None
         try:
             # Inside the try: the voice may have been deleted since the job was
             # queued, which ends the job like any other request error.
@@ -349,10 +347,13 @@ class SpeechJobs:
             # Names resolve again here: a voice renamed or replaced since the
             # job was queued is linked too, so deleting it revokes the job.
             self._queue.link_voices(job.id, self._voice_ids(req))
+            # Counted in the backlog only by what it keeps queued: a long job must
+            # not make every live request look late (and refused) while it runs.
             admission = self._speech.admit_background(req)
-            result = self._speech.synthesize(
-                req, progress=progress, cancelled=cancelled, admission=admission
-            )
+            with released_at_end(admission):
+                result = self._speech.synthesize(
+                    req, progress=progress, cancelled=cancelled, admission=admission
+                )
         except Cancelled:
             return self._stopped(job, lost, cancel)
         except VoxcloneError as exc:
@@ -372,9 +373,6 @@ class SpeechJobs:
             return self._retry_or_fail(
                 job, {"code": "render_failed", "message": f"{type(exc).__name__}: {exc}"[:500]}
             )
-        finally:
-            if admission is not None:
-                admission.release()
         if cancelled():
             return self._stopped(job, lost, cancel)
         key = blob_key(job)
