@@ -109,6 +109,7 @@ def lock_voice(conn: Connection, voice_id: str, owner: str | None) -> str:
         raise not_found(voice_id)
     return str(row_owner)
 
+
 def ensure_name_free(conn: Connection, owner: str, name: str, except_id: str | None) -> None:
     found = conn.execute(
         select(_V.id).where(_V.owner == owner, _V.name_key == name_key(name))

@@ -243,11 +243,7 @@ class SqlVoiceStore(VoicePurgeJournal):
             raise not_found(voice_id)
         checked_style, _ = self._shapes.checked_conditioning(engine, style, None)
         assert checked_style is not None
-        checked_embedding = (
-            None
-            if embedding is None
-            else self._shapes.checked_embedding(embedding)
-        )
+        checked_embedding = None if embedding is None else self._shapes.checked_embedding(embedding)
         tone_arrays = self._shapes.checked_tone(reference_spectrum, tone_db)
         quality_json = quality_to_json(quality)
         validate_source(source)
