@@ -3,8 +3,10 @@
 * :mod:`.engine` opens a :class:`Database` from a URL (connections, pools,
   SQLite pragmas, transaction boundaries);
 * :mod:`.schema` is the current schema as SQLAlchemy Core tables, which the
-  repositories (``runtime/voice_store.py``, ``job_store.py``, ``keys.py``,
-  ``inline_log.py``) query;
+  repositories (``runtime/voice_store/``, ``job_store/``, ``keys.py``,
+  ``lexicon_store.py``, ``inline_log.py``) query;
+* :mod:`.repository` is their base: it borrows a shared :class:`Database` or
+  opens (and closes) its own;
 * :mod:`.migrate` brings a database to the newest Alembic revision; the
   revisions in ``migrations/versions`` are the one schema history of both
   dialects.
