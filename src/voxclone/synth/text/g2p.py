@@ -8,10 +8,12 @@ logged once and dropped: an odd character in the input must never crash a
 synthesis.
 
 The other espeak languages were trained on a lighter rewrite: only the tied
-pairs fold (plus ``s͡s`` → ``S``); everything else stays as espeak wrote it,
-``ɐ`` included, so Portuguese ``ã`` is ``ɐ̃`` as the Portuguese voices heard
-it, not English's ``ə``. French needs nothing more: its nasal vowels (base
-letter + U+0303), ``ʁ`` and ``œ`` all have ids.
+pairs fold; everything else stays as espeak wrote it, ``ɐ`` included, so
+Portuguese ``ã`` is ``ɐ̃`` as the Portuguese voices heard it, not English's
+``ə``. French needs nothing more: its nasal vowels (base letter + U+0303),
+``ʁ`` and ``œ`` all have ids. Kokoro's own rewrite also folds Italian's long
+``s͡s`` into ``S``; the Italian voices say that S short ("rossa" heard as
+"rosa", studies/g2p_conventions.py), so it stays ``ss`` here.
 
 espeak-ng comes from the ``espeakng-loader`` wheel (library + data inside the
 wheel), so no system package is needed.
@@ -72,7 +74,6 @@ _COMMON: dict[str, str] = {
 _OTHER: dict[str, str] = {
     f"o{TIE}ʊ": "O",
     f"ə{TIE}ʊ": "Q",
-    f"s{TIE}s": "S",  # a long s (Italian "bellissimo" bellˈis͡simo)
     "-": "",
     "¿": "",  # Spanish opening marks: no id, nothing to say
     "¡": "",
