@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from voxclone.synth.text.normalize_titles import title_normalizers
+
 log = logging.getLogger(__name__)
 
 Normalizer = Callable[[str], str]
@@ -739,4 +741,11 @@ def international_normalizers() -> dict[str, Normalizer]:
         code: _latin_normalizer(spec) for code, spec in _SPECS.items()
     }
     normalizers.update({"hi": normalize_hindi, "ja": normalize_japanese, "zh": normalize_chinese})
+    # Titles first ("Sr. Silva" → "senhor Silva"); German has titles only.
+    for code, titles in title_normalizers().items():
+        normalizers[code] = _then(titles, normalizers.get(code, _identity))
     return {code: _never_raise(code, fn) for code, fn in normalizers.items()}
+
+
+def _then(first: Normalizer, second: Normalizer) -> Normalizer:
+    return lambda text: second(first(text))

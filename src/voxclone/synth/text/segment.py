@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Callable
 
 from voxclone.errors import InvalidInput
+from voxclone.synth.text.normalize_titles import is_title_abbreviation
 
 __all__ = [
     "clean_text",
@@ -260,6 +261,7 @@ def _period_ends_sentence(line: str, period_at: int, next_word: str) -> bool:
         return True  # "in 1999. Then": digits are no abbreviation
     ambiguous = (
         lowered in _NAME_ABBREVIATIONS
+        or is_title_abbreviation(token)  # "Sra. Souza", "sig. Rossi", "Hr. Weber"
         or (len(token) == 1 and token.isalpha())  # initials: "J. R. R. Tolkien"
         or _DOTTED_ACRONYM.fullmatch(token) is not None  # "U.S", "Ph.D"
     )
