@@ -171,15 +171,19 @@ def _controls(args: argparse.Namespace) -> Any:
 
 def _server_for_say(args: argparse.Namespace, settings: Settings) -> str | None:
     """The server ``say`` speaks through: --server, else the configured local
-    one if it is ready; None to speak in-process."""
-    from voxclone.api.cli_remote import default_server_url, server_ready
+    one if it is ready; None to speak in-process (said on stderr first)."""
+    from voxclone.api.cli_remote import SAY_LOAD, default_server_url, note_local_load, server_ready
 
     if args.local:
+        note_local_load(None, SAY_LOAD)
         return None
     if args.server is not None:
         return str(args.server)
     url = default_server_url(settings)
-    return url if server_ready(url) else None
+    if server_ready(url):
+        return url
+    note_local_load(url, SAY_LOAD)
+    return None
 
 
 def _say_via_server(args: argparse.Namespace, url: str, text: str) -> bool:

@@ -172,13 +172,22 @@ def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> 
 def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> bool:
     """Clone through a running server; False if none is there (then clone in-process)."""
     from voxclone.api.cli_jobs import wait_job
-    from voxclone.api.cli_remote import RemoteError, call_json, default_server_url, server_ready
+    from voxclone.api.cli_remote import (
+        CLONE_LOAD,
+        RemoteError,
+        call_json,
+        default_server_url,
+        note_local_load,
+        server_ready,
+    )
 
     if args.local or args.owner != "local":
+        note_local_load(None, CLONE_LOAD)
         return False
     explicit = args.server is not None
     url = args.server if explicit else default_server_url(settings)
     if not explicit and not server_ready(url):
+        note_local_load(url, CLONE_LOAD)
         return False
     files = [
         ("audio", Path(path).name, clip) for path, clip in zip(args.reference, clips, strict=True)

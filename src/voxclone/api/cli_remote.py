@@ -30,6 +30,11 @@ from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
 
 PROBE_TIMEOUT_S = 0.2  # a local server answers /readyz in a few ms
+# What loading the models in the CLI costs a command on a loaded 2-core
+# machine (issue 38: 8-16 s per `say`, 16-31 s per `clone`, which also loads
+# the cloning models); a server pays it once.
+SAY_LOAD = "~8-16 s"
+CLONE_LOAD = "~16-31 s"
 REQUEST_TIMEOUT_S = 600.0
 API_KEY_ENV = "VOXCLONE_API_KEY"
 # How long one call keeps retrying while the server answers 429 (rate limited);
@@ -102,6 +107,34 @@ def add_server_options(parser: Any, verb: str) -> None:
     where.add_argument(
         "--local", action="store_true", help="load the models in this process, never a server"
     )
+
+
+def note_local_load(unanswered_url: str | None, expected: str) -> None:
+    """One line on stderr before a command loads the models in this process,
+    so a wait of many seconds is not mistaken for a hang: ``unanswered_url``
+    is the server that did not answer (the line then says how to make the
+    next command fast); None where the user chose this (``--local``), which
+    gets the wait only. ``expected`` is the command's usual load time.
+
+    Only where a person watches (stderr a terminal, like the progress bar): a
+    script's stderr keeps its one line per failure."""
+    if not _watched(sys.stderr):
+        return
+    if unanswered_url is None:
+        print(f"voxclone: loading the models in this process ({expected})", file=sys.stderr)
+        return
+    print(
+        f"voxclone: no voxclone server at {unanswered_url}: loading the models here "
+        f"({expected}); `voxclone serve` in another terminal makes each command fast",
+        file=sys.stderr,
+    )
+
+
+def _watched(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # replaced or closed stderr
+        return False
 
 
 def default_server_url(settings: Settings) -> str:
