@@ -3,7 +3,7 @@
 espeak reads a title it does not know letter by letter or as a bare syllable:
 French "M. Dupont" was "ˈɛm. dypˈɔ̃", Brazilian "Sr. Silva" the letters S-R,
 Italian "sig." the syllable "sig" (and its period cut the sentence in two);
-even the titles it does expand (Spanish "Sr.", French "Dr") keep their period,
+even the titles it does expand (Spanish "Sr.", "Dr.") keep their period,
 which it speaks as a pause before the name. So each language gets its table
 here, expanded to the spoken word before the numbers are spelled, and the
 sentence splitter asks :func:`is_title_abbreviation` so that a title's period
