@@ -55,8 +55,7 @@ def test_hundred_thousand_characters_plan_quickly_and_lazily(runtime: object) ->
     started = time.perf_counter()
     # The router picks the engine's service; the test drives its planner directly.
     speech, request = runtime.speech.route(SpeechRequest(text=text))  # type: ignore[attr-defined]
-    voice, language = speech._validate(request)
-    pieces = speech.render_pieces(request, voice, language, fast_start=True)
+    pieces = speech.render_pieces(request, fast_start=True)
     first = next(pieces)
     pieces.close()
     assert first.size > 0

@@ -37,8 +37,11 @@ from starlette.routing import BaseRoute, Match
 
 from voxclone.api.errors import voxclone_error_response
 from voxclone.api.header_guard import header_values
-from voxclone.api.input_guard import UnsafeJSON, check_json
+from voxclone.api.input_guard import NOT_JSON, UnsafeJSON, check_json
 from voxclone.errors import BadRequest, PayloadTooLarge, UnsupportedMedia
+
+# Where the guard leaves a JSON body it parsed, in the request's state.
+PARSED_JSON = "voxclone_parsed_json"
 
 
 class MediaKind(enum.Enum):
@@ -192,11 +195,15 @@ class BodyGuardMiddleware:
             return
         if kind is MediaKind.JSON and body:
             try:
-                check_json(body)
+                tree = check_json(body)
             except UnsafeJSON as exc:
                 error = BadRequest(exc.message, field=exc.field or "body")
                 await voxclone_error_response(error)(scope, receive, send)
                 return
+            if tree is not NOT_JSON:
+                # Kept for a route that reads its body itself (routes_tts): the
+                # body is parsed once, here.
+                scope.setdefault("state", {})[PARSED_JSON] = tree
         await self.app(scope, _replaying(body, receive), send)
 
     async def _read_text_body(self, scope: Any, receive: Any) -> bytes | None:

@@ -7,7 +7,8 @@ UTF-16 surrogates from ``"\\ud800"`` escapes (every later ``.encode()`` fails),
 and nesting deep enough to exhaust the interpreter's recursion limit. Every
 JSON request body is parsed once here (by ``body_guard.BodyGuardMiddleware``,
 which decides which bodies are JSON), bounded, and refused with a 400 that
-names the offending field; routes then parse a body known to be clean.
+names the offending field; routes then read a body known to be clean
+(``/v1/tts`` takes the tree parsed here; FastAPI's body models parse it again).
 
 Form fields and query parameters cannot carry these (they arrive as UTF-8
 text and are decoded with replacement); numbers in them are checked by the
@@ -88,17 +89,24 @@ def _check_tree(root: Any) -> None:
                 stack.append((item, [*path, str(index)], depth + 1))
 
 
-def check_json(raw: bytes) -> None:
-    """Raise ``UnsafeJSON`` if ``raw`` parses to something no route may see.
+# What check_json returns for text that is not JSON at all.
+NOT_JSON = object()
 
-    Text that is not JSON at all passes: the route's own parser reports it as
-    it always has.
+
+def check_json(raw: bytes) -> Any:
+    """Raise ``UnsafeJSON`` if ``raw`` parses to something no route may see;
+    else return what it parsed to (the body guard keeps it, as
+    ``body_guard.PARSED_JSON``, for a route that reads its body itself).
+
+    Text that is not JSON at all passes (as :data:`NOT_JSON`): the route's own
+    parser reports it as it always has.
     """
     try:
         tree = json.loads(raw, parse_constant=_NonFinite, parse_float=_finite_float)
     except RecursionError:
         raise UnsafeJSON(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", None) from None
     except ValueError:
-        return
+        return NOT_JSON
     # Big integers stay exact in Python; the models' ranges refuse them.
     _check_tree(tree)
+    return tree

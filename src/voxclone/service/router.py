@@ -21,7 +21,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from voxclone.service.speech import (
     SpeechService,
 )
 from voxclone.service.speech_admission import released_at_end, released_on_failure
+from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import Chunk
 from voxclone.synth.text.wordtimes import WordTime
@@ -136,22 +137,38 @@ class SpeechRouter:
             limit=names,
         )
 
-    def route(self, req: SpeechRequest) -> tuple[SpeechService, SpeechRequest]:
-        """The service that speaks ``req`` and the request with its voice resolved."""
-        engine = self.engine_for(req.model)
+    def request(self, req: Speakable) -> ResolvedRequest:
+        """``req`` as it travels from the edge (service/speech_resolved.py): the
+        engine its model names is picked here, at once (400 for an unknown
+        model); its voice, the engine that speaks it, its language, SSML voices
+        and lexicon resolve once, in the worker thread that first needs them
+        (:meth:`_resolve`). A request already built here is returned as it is."""
+        if isinstance(req, ResolvedRequest):
+            return req
+        return ResolvedRequest(req, self._resolve, model_engine=self.engine_for(req.model))
+
+    def _resolve(self, r: ResolvedRequest) -> Resolution:
+        """Pick the engine and voice of ``r`` (its model's engine, else its
+        voice's, else the default; no voice: its language's default), then let
+        that engine's service resolve and check the rest."""
+        req, engine = r.request, r.model_engine
+        voice = None
         if req.voice_override is not None:
             chosen = engine or req.voice_override.engine or self.default_engine
-            return self._service(chosen), req
-        if req.voice is None:
+        elif req.voice is None:
             chosen = engine or self.default_engine
             name = self.default_voice(chosen, req)
-            if name is None:
-                return self._service(chosen), req
-            voice = self._catalog.resolve(name, req.owner, chosen)
+            if name is not None:
+                voice = self._catalog.resolve(name, req.owner, chosen)
         else:
             voice = self._catalog.resolve(req.voice, req.owner, engine)
             chosen = engine or voice.engine or self.default_engine
-        return self._service(chosen), replace(req, voice_override=voice)
+        return self._service(chosen).resolution(r, voice)
+
+    def route(self, req: Speakable) -> tuple[SpeechService, ResolvedRequest]:
+        """The service that speaks ``req`` and the request, resolved."""
+        r = self.request(req)
+        return self._service(r.engine), r
 
     def language_defaults(self, engine: str | None = None) -> dict[str, str]:
         """Language -> the voice a request in it that names none speaks with."""
@@ -195,7 +212,7 @@ class SpeechRouter:
 
     def synthesize(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         progress: Callable[[int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
@@ -209,7 +226,7 @@ class SpeechRouter:
 
     def stream(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
@@ -220,7 +237,7 @@ class SpeechRouter:
 
     def synthesize_captioned(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
@@ -233,7 +250,7 @@ class SpeechRouter:
 
     def stream_captioned(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
@@ -246,7 +263,7 @@ class SpeechRouter:
 
     def admit(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         deadline: float,
         *,
         stream: bool,
@@ -263,7 +280,7 @@ class SpeechRouter:
 
     def precheck(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         terms: AdmissionTerms,
         *,
         stream: bool,
@@ -282,15 +299,16 @@ class SpeechRouter:
         the default engine. Measured: 40 clients at once on 2 cores got their
         503s after a median 0.37 s when every refusal went through a thread
         (validation, lexicon read, pricing) behind the renders."""
-        if terms.deadline is None or not isinstance(req.text, str):
+        r = self.request(req)
+        if terms.deadline is None or not isinstance(r.request.text, str):
             return terms
         if request_key is None:
-            request_key = speech_request_key(req, stream=stream)
+            request_key = speech_request_key(r.request, stream=stream)
         with self._seen_lock:
             if self._seen.get(request_key):
                 return terms
-        service = self._service(self.engine_for(req.model) or self.default_engine)
-        checked = service.precheck(req, terms, stream=stream)
+        service = self._service(r.model_engine or self.default_engine)
+        checked = service.precheck(r.request, terms, stream=stream)
         with self._seen_lock:
             self._seen.put(request_key, True)
         return checked
@@ -298,7 +316,7 @@ class SpeechRouter:
     @contextmanager
     def admission(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         terms: AdmissionTerms,
         *,
         stream: bool,
@@ -314,27 +332,28 @@ class SpeechRouter:
         with (released_on_failure if stream else released_at_end)(checked):
             yield checked
 
-    def admit_background(self, req: SpeechRequest) -> Admission:
+    def admit_background(self, req: Speakable) -> Admission:
         """A speech job's admission on the engine that will speak it
         (see :meth:`SpeechService.admit_background`)."""
         service, routed = self.route(req)
         return service.admit_background(routed)
 
     def plan(
-        self, req: SpeechRequest, *, fast_start: bool = False
+        self, req: Speakable, *, fast_start: bool = False
     ) -> tuple[ResolvedVoice, Iterator[Chunk]]:
         service, routed = self.route(req)
         return service.plan(routed, fast_start=fast_start)
 
-    def render_audio(self, req: SpeechRequest) -> np.ndarray:
+    def render_audio(self, req: Speakable) -> np.ndarray:
         service, routed = self.route(req)
         return service.render_audio(routed)
 
-    def ssml_warnings(self, req: SpeechRequest) -> tuple[str, ...]:
-        service, routed = self.route(req)
-        return service.ssml_warnings(routed)
+    def ssml_warnings(self, req: Speakable) -> tuple[str, ...]:
+        """What ``req``'s markup ignores (its document, parsed once; no voice
+        lookup); raises InvalidSsml (400) when the markup is malformed."""
+        return self.request(req).warnings
 
-    def text_size(self, req: SpeechRequest) -> int:
+    def text_size(self, req: Speakable) -> int:
         service, routed = self.route(req)
         return service.text_size(routed)
 

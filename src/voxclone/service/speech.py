@@ -45,6 +45,7 @@ from voxclone.service.speech_request import (
     ssml_warnings,
 )
 from voxclone.service.speech_resolve import RequestResolver
+from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.audio.encode import content_type, encode, parse_format
 from voxclone.synth.controls import ResolvedControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
@@ -121,7 +122,6 @@ class SpeechService:
                 max_text_chars=max_text_chars,
                 default_language=default_language,
             ),
-            self._resolve,
             scheduler,
             capabilities,
         )
@@ -143,31 +143,37 @@ class SpeechService:
     def languages(self) -> tuple[str, ...]:
         return self._frontend.languages
 
-    # -- validation -------------------------------------------------------------
-    def _validate(self, req: SpeechRequest) -> tuple[ResolvedVoice, str]:
-        """The voice and language ``req`` speaks with (:meth:`RequestResolver.validate`)."""
-        return self._resolve.validate(req)
+    # -- the request, resolved once (service/speech_resolved.py) -----------------
+    def request(self, req: Speakable) -> ResolvedRequest:
+        """``req`` as this service resolves it (a :class:`ResolvedRequest` the
+        router built is used as it is: its parts are not resolved again)."""
+        return self._resolve.request(req)
 
-    def ssml_warnings(self, req: SpeechRequest) -> tuple[str, ...]:
+    def resolution(self, r: ResolvedRequest, voice: ResolvedVoice | None) -> Resolution:
+        """Resolve ``r`` for this engine (``voice``: the one the router picked),
+        with its 4xx checks (:meth:`RequestResolver.resolve`)."""
+        return self._resolve.resolve(r, voice)
+
+    def ssml_warnings(self, req: Speakable) -> tuple[str, ...]:
         """What an SSML request's markup asked for that was ignored (empty for
         plain text); raises InvalidSsml (400) when the markup is malformed."""
-        return ssml_warnings(req)
+        return self.request(req).warnings
 
     def language_of(self, req: SpeechRequest) -> str:
         """The language ``req`` is spoken in: its own, else detected from the
         text, else the default (the router picks a default voice by it)."""
         return self._resolve.language_of(req)
 
-    def _cacheable(self, req: SpeechRequest, voice: ResolvedVoice) -> bool:
-        """A file that speaks with voices other than ``voice`` is not kept: the
+    def _cacheable(self, r: ResolvedRequest) -> bool:
+        """A file that speaks with voices other than its own is not kept: the
         cache purges by voice id, and a deleted voice must leave nothing behind.
         A blend speaks with several voices, so it is never kept either."""
-        return self._cache is not None and self._resolve.speaks_only_with(req, voice)
+        return self._cache is not None and self._resolve.speaks_only_with(r)
 
     # -- whole-file synthesis --------------------------------------------------
     def synthesize(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         progress: Callable[[int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
@@ -187,10 +193,11 @@ class SpeechService:
         refused; only a request that needs a render of its own is priced and
         admitted, and refused (503) when the work ahead would make it late.
         """
-        voice, language = self._validate(req)
-        ctype = content_type(req.format)
-        key = self._resolve.key(req, voice, language, stream=False)
-        cache = self._cache if self._cacheable(req, voice) else None
+        r = self.request(req)
+        voice = r.voice  # resolved (and checked) first: a bad request is a 4xx
+        ctype = content_type(r.request.format)
+        key = self._resolve.key(r, stream=False)
+        cache = self._cache if self._cacheable(r) else None
         if cache is not None:
             hit = cache.get_entry(key)
             if hit is not None:
@@ -206,8 +213,8 @@ class SpeechService:
                 if late_hit is not None:
                     return late_hit[0].data
             # Only the leader of the shared render is admitted.
-            taken = self._admission.take(req, language, terms, stream=False)
-            data = self._render_file(req, voice, language, progress, abandoned, deadline, taken)
+            taken = self._admission.take(r, terms, stream=False)
+            data = self._render_file(r, progress, abandoned, deadline, taken)
             if cache is not None:
                 # Not kept when the voice was deleted or changed meanwhile.
                 put_while_current(
@@ -230,9 +237,7 @@ class SpeechService:
 
     def _render_file(
         self,
-        req: SpeechRequest,
-        voice: ResolvedVoice,
-        language: str,
+        r: ResolvedRequest,
         progress: Callable[[int], None] | None,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
@@ -240,9 +245,7 @@ class SpeechService:
     ) -> bytes:
         def render(stats: RenderStats) -> Iterator[np.ndarray]:
             return self.render_pieces(
-                req,
-                voice,
-                language,
+                r,
                 fast_start=False,
                 cancelled=cancelled,
                 stats=stats,
@@ -251,28 +254,28 @@ class SpeechService:
                 admission=admission,
             )
 
+        req = r.request
         return encode_file(req.format, self.sample_rate, req.sample_rate, render)
 
     # -- word timestamps ----------------------------------------------------------
     def synthesize_captioned(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
         admission: Admit = None,
     ) -> CaptionedResult:
         """The whole file and its word timestamps (not cached: the cache keeps audio only)."""
-        voice, language = self._validate(req)
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) before the admission is held
         with released_on_failure(admission):
-            track = self._resolve.word_track(req, language)
+            track = self._resolve.word_track(r)
             terms = admission or AdmissionTerms(deadline)
-            taken = self._admission.take(req, language, terms, stream=False)
+            taken = self._admission.take(r, terms, stream=False)
         pieces = list(
             self.render_pieces(
-                req,
-                voice,
-                language,
+                r,
                 fast_start=False,
                 cancelled=cancelled,
                 deadline=deadline,
@@ -281,6 +284,7 @@ class SpeechService:
             )
         )
         audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        req = r.request
         data = encode(
             audio, self.sample_rate, parse_format(req.format).value, out_rate=req.sample_rate
         )
@@ -290,7 +294,7 @@ class SpeechService:
 
     def stream_captioned(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
@@ -298,28 +302,28 @@ class SpeechService:
     ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
         """Validate now, then (content type, iterator of (encoded audio, the
         words whose speech has been sent by the end of that audio))."""
-        voice, language = self._validate(req)
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) before the admission is held
         with released_on_failure(admission):
-            track = self._resolve.word_track(req, language)
+            track = self._resolve.word_track(r)
             terms = admission or AdmissionTerms(deadline, must_finish=False)
-            taken = self._admission.take(req, language, terms, stream=True)
+            taken = self._admission.take(r, terms, stream=True)
         pieces = self.render_pieces(
-            req,
-            voice,
-            language,
+            r,
             fast_start=True,
             cancelled=cancelled,
             admission=taken,
             words=track,
         )
-        parts = encode_captioned(req.format, self.sample_rate, req.sample_rate, pieces, track)
+        fmt, rate = r.request.format, r.request.sample_rate
+        parts = encode_captioned(fmt, self.sample_rate, rate, pieces, track)
         weakref.finalize(parts, taken.release)
-        return content_type(req.format), parts
+        return content_type(fmt), parts
 
     # -- streaming ------------------------------------------------------------
     def stream(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         *,
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
@@ -336,10 +340,11 @@ class SpeechService:
         early. Once audio flows, the client sets the pace and a disconnect
         (``cancelled``) stops the render once every listener of it has gone.
         """
-        voice, language = self._validate(req)
-        ctype = content_type(req.format)
-        key = self._resolve.key(req, voice, language, stream=True)
-        if self._cacheable(req, voice):
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) first: a bad request is a 4xx
+        ctype = content_type(r.request.format)
+        key = self._resolve.key(r, stream=True)
+        if self._cacheable(r):
             assert self._cache is not None
             hit = self._cache.get_entry(key)
             if hit is not None:
@@ -350,12 +355,10 @@ class SpeechService:
             release(admission)
             return ctype, follower
         terms = admission if admission is not None else AdmissionTerms(deadline, must_finish=False)
-        taken = self._admission.take(req, language, terms, stream=True)
+        taken = self._admission.take(r, terms, stream=True)
 
         def render(shared: SharedStream) -> Iterator[bytes]:
-            chunks = self._stream_and_cache(
-                req, voice, language, key, ctype, shared.abandoned, taken
-            )
+            chunks = self._stream_and_cache(r, key, ctype, shared.abandoned, taken)
             # A generator closed before its first step never runs its
             # ``finally``: free the reservation when it is dropped, run or not.
             weakref.finalize(chunks, taken.release)
@@ -369,18 +372,15 @@ class SpeechService:
 
     def _stream_and_cache(
         self,
-        req: SpeechRequest,
-        voice: ResolvedVoice,
-        language: str,
+        r: ResolvedRequest,
         key: str,
         ctype: str,
         cancelled: Callable[[], bool] | None,
         admission: Admission,
     ) -> Iterator[bytes]:
-        kept: list[bytes] | None = [] if self._cacheable(req, voice) else None
-        parts = self._encoded(
-            req, voice, language, fast_start=True, cancelled=cancelled, admission=admission
-        )
+        voice = r.voice
+        kept: list[bytes] | None = [] if self._cacheable(r) else None
+        parts = self._encoded(r, fast_start=True, cancelled=cancelled, admission=admission)
         for part in parts:
             if kept is not None:
                 kept.append(part)
@@ -400,9 +400,7 @@ class SpeechService:
     # -- the pipeline -----------------------------------------------------------
     def render_pieces(
         self,
-        req: SpeechRequest,
-        voice: ResolvedVoice,
-        language: str,
+        req: Speakable,
         *,
         fast_start: bool,
         cancelled: Callable[[], bool] | None = None,
@@ -420,18 +418,19 @@ class SpeechService:
         ``words``, the words spoken so far are in ``words.words`` (output
         time) before the audio that contains them is yielded.
         """
+        r = self.request(req)
         controls = replace(
-            req.controls.resolve(), native_speed="speed" in self._caps.native_controls
+            r.request.controls.resolve(), native_speed="speed" in self._caps.native_controls
         )
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
         if admission is None:
-            admission = self._admission.take(req, language, AdmissionTerms(deadline), stream=False)
+            admission = self._admission.take(r, AdmissionTerms(deadline), stream=False)
         frames = self._renderer.frames(
-            voice, controls, fast_start=fast_start, words=words, ssml=req.is_ssml
+            r.voice, controls, fast_start=fast_start, words=words, ssml=r.is_ssml
         )
         with released_on_failure(admission):
-            plan = self._plan(req, voice, language, controls, fast_start)
+            plan = self._plan(r, controls, fast_start)
         yield from self._renderer.render(
             plan,
             admission,
@@ -445,46 +444,37 @@ class SpeechService:
         )
 
     def _plan(
-        self,
-        req: SpeechRequest,
-        voice: ResolvedVoice,
-        language: str,
-        controls: ResolvedControls,
-        fast_start: bool,
+        self, r: ResolvedRequest, controls: ResolvedControls, fast_start: bool
     ) -> Iterator[PlannedChunk]:
         """The chunks to speak, with their voice, controls and pauses. Text is
         planned now (errors surface before any audio); phonemes lazily."""
-        lexicons = self._resolve.lexicons(req)
-        if not req.is_ssml:
+        language, doc = r.language, r.document
+        if doc is None:
             return plan_text(
                 self._frontend,
-                req.text,
-                voice,
+                r.request.text,
+                r.voice,
                 language,
                 controls,
                 fast_start=fast_start,
-                lexicon=lexicons(language),
+                lexicon=r.lexicon(language),
             )
-        doc = self._resolve.document(req)
-        voices = self._resolve.ssml_voices(req, doc)
-        if doc.language and not req.language:
+        if doc.language and not r.request.language:
             language = ssml_language(doc.language, self.languages)
         return plan_ssml(
             self._frontend,
             doc,
-            voices,
-            voice,
+            r.ssml_voices,
+            r.voice,
             language,
             controls,
             fast_start=fast_start,
-            lexicons=lexicons,
+            lexicons=r.lexicon,
         )
 
     def _encoded(
         self,
-        req: SpeechRequest,
-        voice: ResolvedVoice,
-        language: str,
+        r: ResolvedRequest,
         *,
         fast_start: bool,
         cancelled: Callable[[], bool] | None = None,
@@ -492,9 +482,7 @@ class SpeechService:
     ) -> Iterator[bytes]:
         def render(stats: RenderStats) -> Iterator[np.ndarray]:
             return self.render_pieces(
-                req,
-                voice,
-                language,
+                r,
                 fast_start=fast_start,
                 cancelled=cancelled,
                 stats=stats,
@@ -502,9 +490,9 @@ class SpeechService:
             )
 
         return encode_stream(
-            req.format,
+            r.request.format,
             self.sample_rate,
-            req.sample_rate,
+            r.request.sample_rate,
             render,
             stream=fast_start,
             on_first_audio_stages=self._hooks.on_first_audio_stages,
@@ -519,7 +507,7 @@ class SpeechService:
 
     def admit(
         self,
-        req: SpeechRequest,
+        req: Speakable,
         deadline: float,
         *,
         stream: bool,
@@ -532,20 +520,19 @@ class SpeechService:
         (releasing twice is harmless); a cache hit or a shared render releases
         it unused. Transports that can wait should pass :class:`AdmissionTerms`
         to :meth:`synthesize` / :meth:`stream` instead, which coalesce first."""
-        _voice, language = self._validate(req)
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) before it is priced
         return self._admission.admit(
-            req,
-            language,
+            r,
             deadline,
             stream=stream,
             must_finish=must_finish,
             first_audio_s=first_audio_s,
         )
 
-    def admit_background(self, req: SpeechRequest) -> Admission:
+    def admit_background(self, req: Speakable) -> Admission:
         """A speech job's admission (:meth:`SpeechAdmission.background`)."""
-        _voice, language = self._validate(req)
-        return self._admission.background(req, language)
+        return self._admission.background(self.request(req))
 
     def calibrate(self) -> float:
         """Measure the engine's rate with one real call at background priority
@@ -557,24 +544,25 @@ class SpeechService:
         return self._scheduler.calibrate(item, float(units(chunk)))
 
     def plan(
-        self, req: SpeechRequest, *, fast_start: bool = False
+        self, req: Speakable, *, fast_start: bool = False
     ) -> tuple[ResolvedVoice, Iterator[Chunk]]:
         """The voice ``req`` resolves to and the chunks its text becomes (what
         the engine will be asked for): for benchmarks and tools."""
-        voice, language = self._validate(req)
-        controls = req.controls.resolve()
-        planned = self._plan(req, voice, language, controls, fast_start)
+        r = self.request(req)
+        voice = r.voice  # resolved (and checked) first
+        planned = self._plan(r, r.request.controls.resolve(), fast_start)
         return voice, (p.chunk for p in planned)
 
-    def render_audio(self, req: SpeechRequest) -> np.ndarray:
+    def render_audio(self, req: Speakable) -> np.ndarray:
         """Whole utterance as float32 at the engine rate (CLI, tests, benchmarks)."""
-        voice, language = self._validate(req)
-        pieces = list(self.render_pieces(req, voice, language, fast_start=False))
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) before rendering
+        pieces = list(self.render_pieces(r, fast_start=False))
         return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
 
-    def text_size(self, req: SpeechRequest) -> int:
+    def text_size(self, req: Speakable) -> int:
         """Characters the planner will speak (for progress bars)."""
-        return self._resolve.text_size(req)
+        return self._resolve.text_size(self.request(req))
 
     def invalidate_voice(self, voice_id: str) -> None:
         """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""

@@ -4,8 +4,8 @@ One place for the admit → run → release sequence every transport repeats
 (whole file, stream, captions, OpenAI, Wyoming, speech jobs):
 
 * :class:`SpeechAdmission` takes the reservation for one engine, priced by
-  :class:`~voxclone.service.pricing.SpeechPricer` with what the resolver
-  knows of the request (its language, lexicon, SSML);
+  :class:`~voxclone.service.pricing.SpeechPricer` with what the request
+  resolved to (its language, lexicon, SSML: :class:`ResolvedRequest`);
 * :func:`released_at_end` and :func:`released_on_failure` hold what a
   transport or the service was given (an :class:`Admission`, or the
   :class:`AdmissionTerms` with a provisional reservation) while it runs, and
@@ -23,7 +23,7 @@ from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission, Scheduler
 from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPricer
 from voxclone.service.speech_request import Admit, SpeechRequest
-from voxclone.service.speech_resolve import RequestResolver
+from voxclone.service.speech_resolved import ResolvedRequest
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import Spoken
 
@@ -63,36 +63,25 @@ class SpeechAdmission:
     def __init__(
         self,
         pricer: SpeechPricer,
-        resolver: RequestResolver,
         scheduler: Scheduler,
         capabilities: EngineCapabilities,
     ) -> None:
         self._pricer = pricer
-        self._resolve = resolver
         self._scheduler = scheduler
         self._caps = capabilities
 
-    def price(self, req: SpeechRequest, language: str) -> Spoken:
-        """What ``req`` costs to speak (:meth:`SpeechPricer.price`)."""
-        return self._pricer.price(
-            req, language, self._resolve.lexicons(req), self._resolve.ssml_doc(req)
-        )
+    def price(self, r: ResolvedRequest) -> Spoken:
+        """What ``r`` costs to speak (:meth:`SpeechPricer.price`)."""
+        return self._pricer.price(r.request, r.language, r.lexicon, r.document)
 
     def take(
-        self, req: SpeechRequest, language: str, admit: Admission | AdmissionTerms, *, stream: bool
+        self, r: ResolvedRequest, admit: Admission | AdmissionTerms, *, stream: bool
     ) -> Admission:
-        """The admission ``req`` renders under: ``admit`` when it was taken
+        """The admission ``r`` renders under: ``admit`` when it was taken
         earlier, else one taken now on its terms (:meth:`SpeechPricer.take`)."""
         if isinstance(admit, Admission):
             return admit
-        return self._pricer.take(
-            req,
-            language,
-            self._resolve.lexicons(req),
-            self._resolve.ssml_doc(req),
-            admit,
-            stream=stream,
-        )
+        return self._pricer.take(r.request, r.language, r.lexicon, r.document, admit, stream=stream)
 
     def precheck(
         self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
@@ -102,8 +91,7 @@ class SpeechAdmission:
 
     def admit(
         self,
-        req: SpeechRequest,
-        language: str,
+        r: ResolvedRequest,
         deadline: float,
         *,
         stream: bool,
@@ -120,13 +108,13 @@ class SpeechAdmission:
         also finish by ``deadline`` when ``must_finish``."""
         finish = (not stream) if must_finish is None else (must_finish or not stream)
         terms = AdmissionTerms(deadline, finish, first_audio_s if stream else None)
-        return self.take(req, language, terms, stream=stream)
+        return self.take(r, terms, stream=stream)
 
-    def background(self, req: SpeechRequest, language: str) -> Admission:
+    def background(self, r: ResolvedRequest) -> Admission:
         """An admission for a speech job, priced like a live request: it counts
         in the backlog live requests see only as much as it keeps on the engine
         at once (the look-ahead), not its whole (possibly book-long) text."""
-        units = self._pricer.charged(self.price(req, language)).units
+        units = self._pricer.charged(self.price(r)).units
         return self._scheduler.admit_window(
-            float(units), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens), tenant=req.owner
+            float(units), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens), tenant=r.request.owner
         )

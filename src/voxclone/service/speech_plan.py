@@ -8,7 +8,7 @@ the chunks are taken.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from voxclone.errors import InvalidInput
@@ -54,7 +54,7 @@ def plan_text(
 def plan_ssml(
     frontend: TextFrontend,
     doc: SsmlDocument,
-    voices: dict[str, ResolvedVoice],
+    voices: Mapping[str, ResolvedVoice],
     voice: ResolvedVoice,
     language: str,
     controls: ResolvedControls,

@@ -15,11 +15,12 @@ from voxclone.service.blends import is_blend_id
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.pricing import spoken_text
-from voxclone.service.speech_request import SpeechRequest, ssml_document
+from voxclone.service.speech_request import SpeechRequest
+from voxclone.service.speech_resolved import Resolution, ResolvedRequest
 from voxclone.synth.audio.encode import check_rate, parse_format
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import TextFrontend
-from voxclone.synth.text.lexicon import Lexicon, Pronunciation, for_language
+from voxclone.synth.text.lexicon import Pronunciation
 from voxclone.synth.text.ssml import SsmlBreak, SsmlDocument, check_output_s, ssml_language
 
 
@@ -52,9 +53,19 @@ class RequestResolver:
         # An owner's pronunciation entries (runtime/lexicon_store.py), read per request.
         self._lexicon_source = lexicon
 
-    def validate(self, req: SpeechRequest) -> tuple[ResolvedVoice, str]:
-        """The voice and language ``req`` speaks with, once its text, format,
-        rate and SSML are checked (4xx when any is wrong)."""
+    def request(self, req: SpeechRequest | ResolvedRequest) -> ResolvedRequest:
+        """``req`` to be resolved by this engine alone (a caller that skipped
+        the router); a request the router built is returned as it is."""
+        if isinstance(req, ResolvedRequest):
+            return req
+        return ResolvedRequest(req, lambda r: self.resolve(r, None))
+
+    def resolve(self, r: ResolvedRequest, voice: ResolvedVoice | None) -> Resolution:
+        """What ``r`` speaks with (``voice``: the one the router picked, else
+        the one it names or the default), once its text, format, rate and SSML
+        are checked (4xx when any is wrong); the caller's lexicon is read here,
+        once for the request."""
+        req = r.request
         if not isinstance(req.text, str) or not req.text.strip():
             raise InvalidInput("text must not be empty", field="text")
         if len(req.text) > self._max_text:
@@ -66,23 +77,19 @@ class RequestResolver:
             )
         parse_format(req.format)
         check_rate(req.sample_rate)
-        voice = self.voice(req)
+        voice = self.voice(req) if voice is None else self._checked(voice)
         language = self.language(req, voice)
-        if req.is_ssml:
-            doc = self.document(req)
-            self.ssml_voices(req, doc)  # unknown voices: 4xx now
+        ssml_voices: dict[str, ResolvedVoice] = {}
+        doc = r.document
+        if doc is not None:
+            ssml_voices = self._ssml_voices(req, doc)  # unknown voices: 4xx now
             speed = req.controls.resolve().speed
             check_output_s(doc, limit_s=self._max_output_s, speed=speed)
-        return voice, language
+        return Resolution(
+            self._caps.engine, voice, language, ssml_voices, tuple(self._pronunciations(req))
+        )
 
-    def document(self, req: SpeechRequest) -> SsmlDocument:
-        return ssml_document(req)
-
-    def ssml_doc(self, req: SpeechRequest) -> SsmlDocument | None:
-        """``req``'s SSML document, None for plain text."""
-        return ssml_document(req) if req.is_ssml else None
-
-    def ssml_voices(self, req: SpeechRequest, doc: SsmlDocument) -> dict[str, ResolvedVoice]:
+    def _ssml_voices(self, req: SpeechRequest, doc: SsmlDocument) -> dict[str, ResolvedVoice]:
         """Every voice a <voice name> switches to, resolved for the caller."""
         return {
             name: self._catalog.resolve(name, req.owner, self._caps.engine)
@@ -94,15 +101,20 @@ class RequestResolver:
         engine = self._caps.engine
         if req.voice_override is None:
             return self._catalog.resolve(req.voice or self._default_voice, req.owner, engine)
-        if req.voice_override.engine not in ("", engine):
+        return self._checked(req.voice_override)
+
+    def _checked(self, voice: ResolvedVoice) -> ResolvedVoice:
+        """``voice``, refused when another engine made it."""
+        engine = self._caps.engine
+        if voice.engine not in ("", engine):
             from voxclone.errors import VoiceModelMismatch
 
             raise VoiceModelMismatch(
-                f"this voice was made for the {req.voice_override.engine} engine, not {engine}",
+                f"this voice was made for the {voice.engine} engine, not {engine}",
                 field="voice",
-                limit=req.voice_override.engine,
+                limit=voice.engine,
             )
-        return req.voice_override
+        return voice
 
     def language_of(self, req: SpeechRequest) -> str:
         """The language ``req`` is spoken in: its own, else detected from the
@@ -130,68 +142,50 @@ class RequestResolver:
             return self._detect(spoken_text(req), prefer)
         return self._default_language
 
-    def key(self, req: SpeechRequest, voice: ResolvedVoice, language: str, *, stream: bool) -> str:
+    def key(self, r: ResolvedRequest, *, stream: bool) -> str:
+        req = r.request
         return cache_key(
             # The same voice name may exist in two engines.
             engine=self._caps.engine,
             model=self._caps.model_id,
             model_version=self._caps.model_version,
-            voice=voice.id,
-            voice_version=voice.version,
+            voice=r.voice.id,
+            voice_version=r.voice.version,
             text=" ".join(req.text.split()),
-            language=language,
-            controls=self.key_controls(req),
+            language=r.language,
+            controls=self.key_controls(r),
             format=req.format,
             sample_rate=req.sample_rate,
             stream=stream,
         )
 
-    def pronunciations(self, req: SpeechRequest) -> list[Pronunciation]:
+    def _pronunciations(self, req: SpeechRequest) -> list[Pronunciation]:
         if self._lexicon_source is None or req.owner is None:
             return []
         return self._lexicon_source(req.owner)
 
-    def lexicons(self, req: SpeechRequest) -> Callable[[str], Lexicon | None]:
-        """The caller's lexicon per language (read once for the request)."""
-        entries = self.pronunciations(req)
-        if not entries:
-            return lambda _language: None
-        compiled: dict[str, Lexicon] = {}
-
-        def lexicon(language: str) -> Lexicon | None:
-            if language not in compiled:
-                compiled[language] = for_language(entries, language)
-            return compiled[language] or None
-
-        return lexicon
-
-    def key_controls(self, req: SpeechRequest) -> dict[str, object]:
-        parts = req.controls.cache_parts()
-        entries = self.pronunciations(req)
-        if entries:
+    def key_controls(self, r: ResolvedRequest) -> dict[str, object]:
+        parts = r.request.controls.cache_parts()
+        if r.lexicon_fingerprint is not None:
             # A changed pronunciation is other audio.
-            parts["lexicon"] = Lexicon(entries).fingerprint()
-        if req.is_ssml:
+            parts["lexicon"] = r.lexicon_fingerprint
+        if r.is_ssml:
             # The same markup read as plain text is other audio; a voice the
             # markup switches to is part of it (a new version, new audio).
-            voices = self.ssml_voices(req, self.document(req))
-            parts["ssml"] = [f"{v.id}@{v.version}" for v in voices.values()]
+            parts["ssml"] = [f"{v.id}@{v.version}" for v in r.ssml_voices.values()]
         return parts
 
-    def speaks_only_with(self, req: SpeechRequest, voice: ResolvedVoice) -> bool:
-        """Whether ``req`` speaks with ``voice`` alone: not a blend, and no
+    def speaks_only_with(self, r: ResolvedRequest) -> bool:
+        """Whether ``r`` speaks with its voice alone: not a blend, and no
         <voice> switch to another voice or to a blend."""
+        voice = r.voice
         if is_blend_id(voice.id):
             return False
-        if not req.is_ssml:
-            return True
-        return all(
-            v.id == voice.id and not is_blend_id(v.id)
-            for v in self.ssml_voices(req, self.document(req)).values()
-        )
+        return all(v.id == voice.id and not is_blend_id(v.id) for v in r.ssml_voices.values())
 
-    def word_track(self, req: SpeechRequest, language: str) -> WordTrack:
-        """What collects ``req``'s word times (400 when they cannot be had)."""
+    def word_track(self, r: ResolvedRequest) -> WordTrack:
+        """What collects ``r``'s word times (400 when they cannot be had)."""
+        req = r.request
         if not self._caps.word_timestamps:
             raise InvalidInput(
                 f"the {self._caps.engine} engine cannot time words; use a Kokoro voice",
@@ -207,14 +201,13 @@ class RequestResolver:
             req.text,
             self._caps.sample_rate,
             self._frontend.token_ids,
-            self._frontend.normalizer(language),
+            self._frontend.normalizer(r.language),
         )
 
-    def text_size(self, req: SpeechRequest) -> int:
+    def text_size(self, r: ResolvedRequest) -> int:
         """Characters the planner will speak (for progress bars)."""
-        language = self.language(req, self.voice(req))
-        if req.is_ssml:
-            doc = self.document(req)
+        req, language, doc = r.request, r.language, r.document
+        if doc is not None:
             return sum(
                 len(s)
                 for item in doc.items
