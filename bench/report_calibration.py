@@ -18,6 +18,14 @@ from ``bench/results/report_calibration.json`` without rendering again.
     python bench/report_calibration.py [--evaldata PATH] [--limit N]
 
 Writes bench/results/report_calibration.json and .md.
+
+``--clone-eval RUN.json ...`` refits the identity cues instead from
+``bench/clone_eval.py --no-stock-check`` runs (one enrollment per speaker; no
+render): each speaker's voice is what the product keeps (the stock check
+replayed at the product's shortlist and preference), its report figures the
+stock check's one comparison (``similarity``, ``gain_over_stock``), and its
+identity problem as above, with the toned built-ins of the run. Pass only
+fit and validation runs of bench/speaker_splits.py.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "report_calibration.json"
 HARD_WER = 0.10
+ENROLLED_AS = "every recording of the speakers with several"
 # Warning kinds by the words they start with (the report's own sentences).
 KINDS = {
     "noisy reference": "noisy",
@@ -305,7 +314,7 @@ def markdown(result: dict[str, Any]) -> str:
     ev = result["evaluation"]
     base = ev["base_rate"]
     lines = [
-        f"{ev['enrolled']} enrollments (every recording of the speakers with several), "
+        f"{ev['enrolled']} enrollments ({result.get('enrolled_as', ENROLLED_AS)}), "
         f"{len(ev['refused'])} refused; real problems on a held-out text: clone no closer "
         f"(judge) than the stock voice of the speaker's sex {base['identity_problem']:.0%} of "
         f"enrollments (than the best of all {base['oracle_identity_problem']:.0%}: a ceiling "
@@ -347,14 +356,73 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rows_from_clone_eval(paths: list[Path]) -> list[dict[str, Any]]:
+    """One row per speaker of clone_eval runs, as the product reports it now."""
+    from stock_preference import speakers_of
+    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+    from voxclone.synth.voice.stock_voices import SHORTLIST
+
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        result = json.loads(path.read_text())
+        by_name = {r["speaker"]: r for r in result["speakers"]}
+        for speaker in speakers_of(result, path.stem):
+            raw = by_name[speaker.name]
+            switched = speaker.switched(STOCK_PREFERENCE)
+            name, heard, _ = speaker.closest(SHORTLIST)
+            voice_sim = raw["builtin_toned_sims"][name] if switched else raw["instant"]["judge_raw"]
+            rows.append(
+                {
+                    "speaker": speaker.name,
+                    "set": path.stem,
+                    "sex": raw["sex"],
+                    "kinds": [],
+                    "similarity": heard if switched else speaker.clone_heard,
+                    "gain_over_stock": 0.0 if switched else speaker.clone_heard - heard,
+                    "stock_voice": name,
+                    "clone_judge": float(voice_sim),
+                    "stock_judges": dict(raw["builtin_toned_sims"]),
+                    "intelligibility_problem": False,
+                }
+            )
+    for r in rows:
+        r["sex_used"] = r["sex"]
+    for r in rows:
+        peers = [p for p in rows if p["speaker"] != r["speaker"] and p["sex_used"] == r["sex_used"]]
+        names = list(r["stock_judges"])
+        best = max(names, key=lambda n: float(np.mean([p["stock_judges"][n] for p in peers])))
+        r["sex_stock"] = best
+        r["identity_problem"] = r["clone_judge"] <= r["stock_judges"][best]
+        r["oracle_identity_problem"] = r["clone_judge"] <= max(r["stock_judges"].values())
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
     parser.add_argument("--limit", type=int, help="stop after this many enrollments (smoke)")
     parser.add_argument("--rows", type=Path, help="re-evaluate rows of an earlier run")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--clone-eval", type=Path, nargs="*", default=[], help="refit from clone_eval runs"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    if args.clone_eval:
+        rows = rows_from_clone_eval(args.clone_eval)
+        result = {
+            "command": "python bench/report_calibration.py --clone-eval "
+            + " ".join(str(p) for p in args.clone_eval),
+            "rows": rows,
+            "evaluation": evaluate(rows),
+            "thresholds": threshold_study(rows),
+        }
+        result["enrolled_as"] = (
+            "one per speaker of clone_eval runs, the stock check replayed at the product's "
+            "shortlist and preference, problems judged against the runs' toned built-ins"
+        )
+        write_result(args.out, result, markdown(result))
+        return 0
     if args.rows:
         rows = json.loads(args.rows.read_text())["rows"]
         add_stock_judges(rows, args.evaldata)

@@ -184,9 +184,9 @@ class Settings(BaseSettings):
     clone_pitch_calibration: bool = True
     # A clone speaks at a pace towards its reference's (synth/voice/rate_match.py).
     clone_follow_rate: bool = True
-    # A built-in voice of the clone's pitch range replaces the clone unless the
-    # product encoder hears the clone closer by more than 0.01, both with the
-    # reference's tone (synth/voice/pipeline.py closer_stock, STOCK_PREFERENCE).
+    # A built-in voice of the reference's sex replaces the clone unless the
+    # product encoder hears the clone closer by more than 0.03, both with the
+    # reference's tone (synth/voice/pipeline.py compare_stock, STOCK_PREFERENCE).
     clone_stock_check: bool = True
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.

@@ -22,7 +22,7 @@ from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs, packs_dir
-from voxclone.synth.voice.builtin import CLONING_COMPARISON_VOICES, earlier_voices
+from voxclone.synth.voice.builtin import FALLBACK_COMPARISON_VOICES, earlier_voices
 from voxclone.synth.voice.standard_voices import LANGUAGE_DEFAULTS
 
 pytestmark = pytest.mark.models
@@ -127,7 +127,7 @@ def test_a_spanish_request_without_a_voice_speaks_the_spanish_default(
 def test_earlier_names_keep_their_exact_style(standard_runtime: Runtime) -> None:
     engine = standard_runtime.engines["kokoro"].engine
     before = earlier_voices(engine.style_packs())  # the shipped five, as before
-    for name in CLONING_COMPARISON_VOICES:
+    for name in FALLBACK_COMPARISON_VOICES:
         resolved = standard_runtime.catalog.resolve(name, None)
         assert resolved.style is not None
         assert np.array_equal(resolved.style, before[name][1]), name

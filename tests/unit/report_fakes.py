@@ -49,7 +49,7 @@ class Atlas:
             raise InvalidInput("the atlas refuses this voice", field="voice")
         return np.full(SHAPE, SPOKEN_STYLE, np.float32)
 
-    def closest_builtin(self, embedding: np.ndarray, pitch_hz: float | None = None) -> Any:
+    def closest_builtin(self, embedding: np.ndarray, **_gate: Any) -> Any:
         return ("af_test", 0.25)
 
 

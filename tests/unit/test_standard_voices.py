@@ -22,7 +22,7 @@ from voxclone.synth.engine.kokoro.assets import KokoroAssets
 from voxclone.synth.engine.kokoro.engine import KokoroEngine
 from voxclone.synth.engine.kokoro.voice_packs import PACK_SHAPE, packs_dir
 from voxclone.synth.voice.builtin import (
-    CLONING_COMPARISON_VOICES,
+    FALLBACK_COMPARISON_VOICES,
     PACK_SEX,
     builtin_voices,
     earlier_voices,
@@ -157,7 +157,7 @@ def test_every_pack_is_a_voice_under_its_standard_name() -> None:
 def test_earlier_names_select_exactly_the_styles_they_did() -> None:
     before = {name: style for name, (_, style) in earlier_voices(SHIPPED).items()}
     catalog = _catalog()
-    assert set(before) == set(CLONING_COMPARISON_VOICES)
+    assert set(before) == set(FALLBACK_COMPARISON_VOICES)
     for name, style in before.items():
         resolved = catalog.resolve(name, None)
         assert resolved.builtin and np.array_equal(resolved.style, style), name
@@ -280,10 +280,13 @@ def test_installed_packs_become_voices_and_no_line(
     assert engine.atlas_packs()["ef_dora"] is engine.extra_packs()["ef_dora"]
 
 
-def test_cloning_compares_with_the_earlier_seven_whatever_the_catalog() -> None:
-    """The stock check and the report's closest built-in use the atlas's labelled
-    rows: the earlier seven, under their earlier names, with or without the
-    standard voices (their thresholds were fitted on these seven)."""
+def test_cloning_compares_with_the_standard_voices_else_the_earlier_seven() -> None:
+    """The stock check and the report's closest built-in use the catalog's
+    voices: the standard voices (but the Santa Claus characters) under their
+    standard names, each with its sex and language, when their packs are
+    installed; the earlier seven (the atlas's labelled rows, under their
+    earlier names) without them. Until issue 35 it was the earlier seven
+    whatever the catalog."""
     from importlib import resources
 
     from voxclone.synth.voice.atlas import VoiceAtlas
@@ -291,8 +294,16 @@ def test_cloning_compares_with_the_earlier_seven_whatever_the_catalog() -> None:
     with resources.as_file(resources.files("voxclone.synth.voice") / "data" / "atlas.npz") as f:
         shipped = np.load(f)
         names = [str(n) for n in shipped["pack_names"]]
-    for packs in ({**EXTRA, **SHIPPED}, SHIPPED):
-        basis = {name: packs[name] for name in names if name in packs}
-        atlas = VoiceAtlas.load(basis)
-        compared = {atlas.builtin_name(int(i)) for i in np.flatnonzero(atlas.is_builtin)}
-        assert compared == set(CLONING_COMPARISON_VOICES)
+    everything = {**EXTRA, **SHIPPED}
+    atlas = VoiceAtlas.load({name: everything[name] for name in names})
+    voices = {v.name: v for v in atlas.stock.voices}
+    # Every standard voice but the Santa Claus characters (no one's own voice).
+    assert set(voices) == set(STANDARD) - CHARACTER_VOICES and len(voices) == 51
+    assert voices["af_heart"].sex == "F" and voices["af_heart"].language == "en-us"
+    assert voices["zm_yunxia"].sex == "M" and voices["jf_gongitsune"].language == "ja"
+    # Each is the atlas row of that pack alone, so its embedding is that voice's.
+    heart = atlas.recipe(voices["af_heart"].index)
+    assert heart.timbre_weights[names.index("af_heart")] == pytest.approx(1.0)
+    earlier = VoiceAtlas.load({name: SHIPPED[name] for name in names if name in SHIPPED})
+    assert {v.name for v in earlier.stock.voices} == set(FALLBACK_COMPARISON_VOICES)
+    assert {v.name: v.sex for v in earlier.stock.voices}["clear_male"] == "M"

@@ -310,8 +310,9 @@ def test_instant_clone_blends_the_nearest_voices_inside_the_pitch_gate() -> None
 
 def test_the_stock_voice_a_clone_is_measured_against_is_inside_its_pitch_gate() -> None:
     """The report named (and suggested) the closest built-in by cosine alone,
-    at times one of the other sex; the stock voice now comes from the clone's
-    own pitch gate."""
+    at times one of the other sex; the stock voice is now of the reference's
+    sex (here by its pitch: the 250 Hz voice counts as female, the 100 Hz one
+    as male; tests/unit/test_stock_voices.py for the catalog's voices)."""
     # stock_high is the 250 Hz voice, stock_low the 100 Hz one.
     atlas = _labelled_atlas(["stock_high", "", "", "", "stock_low", ""])
     query = atlas.embeddings[0] + 0.1 * atlas.embeddings[4]
@@ -431,3 +432,66 @@ def test_stock_check_prefers_a_builtin_heard_almost_as_close_as_the_clone() -> N
     assert strict.clone_print(print_, match_tone=False).stock_voice is None
     tie = strict.clone_print(_voice_print(clone + stock, 105.0), match_tone=False)
     assert tie.stock_voice is None
+
+
+def _report_of(pipeline: Any, cloned: Any) -> Any:
+    """The quality report as the service makes it: the probe as the voice
+    speaks, the stock check's comparison for the closest built-in."""
+    from voxclone.synth.audio.reference import ReferenceAudio
+    from voxclone.synth.voice.quality_report import QualityReporter
+
+    reporter = QualityReporter(
+        pipeline.cloner.encoder,
+        lambda tokens, style: np.zeros(24_000, np.float32),
+        (1, 2, 3),
+        transcribe=None,
+        word_error_rate=None,
+    )
+    reference = ReferenceAudio(
+        samples16k=np.zeros(3 * 16_000, np.float32),
+        speech_seconds=3.0,
+        original_seconds=3.0,
+        snr_db=30.0,
+        clipping=0.0,
+        warnings=[],
+    )
+    return reporter.report(
+        reference, cloned.print.embedding, cloned.voice.probe, comparison=cloned.comparison
+    )
+
+
+def test_the_report_and_the_stock_check_give_one_verdict() -> None:
+    """Issue 40: "speaks as clear_female ... heard about as close" beside
+    "+0.11 closer than clear_female": the report measured its closest built-in
+    another way (the atlas's untoned embeddings) than the stock check heard it.
+    Now both come from one comparison, and one sentence says which voice it is."""
+    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+
+    stock, clone = np.eye(256, dtype=np.float32)[:2]
+    pipeline, _, _ = _stock_check_pipeline()
+    within = pipeline.clone_print(
+        _voice_print(clone + (1.0 - STOCK_PREFERENCE) * stock, 105.0), match_tone=False
+    )
+    assert within.stock_voice == "stock_low"
+    report = _report_of(pipeline, within).to_dict()
+    assert report["stock_voice"] == "stock_low" and report["gain_over_stock"] == 0.0
+    assert report["clone_similarity"] > report["similarity"]  # the clone's lead was too small
+    assert report["verdict"].startswith("speaks as the built-in voice stock_low")
+    assert "about as close" in report["verdict"]
+    # The clone heard closer by more than the preference: its own voice, and
+    # the same lead in the verdict as in the figures.
+    ahead = pipeline.clone_print(_voice_print(clone + 0.5 * stock, 105.0), match_tone=False)
+    kept = _report_of(pipeline, ahead).to_dict()
+    assert ahead.stock_voice is None and kept["stock_voice"] == "stock_low"
+    assert kept["gain_over_stock"] == pytest.approx(ahead.comparison.lead, abs=1e-4)
+    assert kept["verdict"].startswith(
+        f"speaks as its own clone, heard {kept['gain_over_stock']:.2f} closer"
+    )
+    # Kept as asked although a built-in is heard closer: said so, not hidden.
+    mine = pipeline.clone_print(
+        _voice_print(clone + 2.0 * stock, 105.0), match_tone=False, allow_stock=False
+    )
+    asked = _report_of(pipeline, mine).to_dict()
+    assert mine.stock_voice is None and asked["gain_over_stock"] < 0
+    assert asked["verdict"].startswith("speaks as its own clone, kept as asked")
+    assert "closer than the clone" in asked["verdict"]

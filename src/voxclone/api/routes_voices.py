@@ -66,7 +66,7 @@ async def enroll_voice(
     keep_clone: Annotated[
         bool,
         Form(
-            description="keep the clone even where a built-in voice of its pitch range, given "
+            description="keep the clone even where a built-in voice of the speaker's sex, given "
             "the recording's tone, is heard about as close to the reference (by default that "
             "built-in is used instead and quality.replaced_by_stock_voice names it)"
         ),

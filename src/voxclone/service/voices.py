@@ -366,7 +366,10 @@ class VoiceService:
         )
         if wait:
             cloned = pipeline.finish(
-                cloned, match_tone=req.match_tone, allow_stock=not req.keep_clone
+                cloned,
+                match_tone=req.match_tone,
+                allow_stock=not req.keep_clone,
+                language=req.language,
             )
         quality = self._quality(references, cloned)
         if req.keep_clone:
@@ -522,7 +525,10 @@ class VoiceService:
         pooled = new_print if stored is None else pool_prints([stored, new_print])
         keep_clone = bool(record.quality.get("keep_clone", False))
         cloned = self._pipeline_or_fail().clone_print(
-            pooled, match_tone=record.tone_db is not None, allow_stock=not keep_clone
+            pooled,
+            match_tone=record.tone_db is not None,
+            allow_stock=not keep_clone,
+            language=record.language,
         )
         quality = self._quality(references, cloned)
         if keep_clone:
@@ -578,7 +584,12 @@ class VoiceService:
                 reference_pitch_hz=pitch.median_hz,
                 style=voice.style,
                 heard=as_heard,
-                stock=self._pipeline_or_fail().closest_stock(cloned.print),
+                # One comparison for the stock check and the report (issue 40);
+                # without a heard one, the atlas's closest of the same sex.
+                stock=None
+                if cloned.comparison is not None
+                else self._pipeline_or_fail().closest_stock(cloned.print),
+                comparison=cloned.comparison,
             ).to_dict()
         else:
             quality = {
@@ -814,7 +825,10 @@ class VoiceService:
         else:
             references, draft = self._stored_report_inputs(record)
         cloned = self._pipeline_or_fail().finish(
-            draft, match_tone=task.match_tone, allow_stock=not task.keep_clone
+            draft,
+            match_tone=task.match_tone,
+            allow_stock=not task.keep_clone,
+            language=record.language,
         )
         quality = self._quality(references, cloned)
         if task.keep_clone:

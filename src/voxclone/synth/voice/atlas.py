@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import numpy as np
 from voxclone.errors import ModelAssetError
 from voxclone.synth.voice.builtin import legacy_aliases
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
+from voxclone.synth.voice.stock_voices import StockVoices
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
 
 log = logging.getLogger(__name__)
@@ -170,37 +172,30 @@ class VoiceAtlas:
         return [AtlasMatch(int(i), float(sims[i])) for i in order if np.isfinite(sims[i])]
 
     def closest_builtin(
-        self, embedding: np.ndarray, *, pitch_hz: float | None = None
+        self, embedding: np.ndarray, *, pitch_hz: float | None = None, language: str | None = None
     ) -> tuple[str, float] | None:
-        """(plain name, cosine) of the built-in voice closest to ``embedding``.
+        """(catalog name, cosine) of the comparison voice closest to ``embedding``
+        among those of the reference's sex (and ``language``'s, where it has
+        some): :class:`~voxclone.synth.voice.stock_voices.StockVoices`.
 
         The same measurement as :meth:`nearest` (the atlas's embeddings of each
-        voice's test sentences), so it says how far the stock voices are.
-
-        With ``pitch_hz`` (the reference's median F0) only the built-ins inside
-        the pitch gate of :meth:`nearest` count, widened until one passes: the
-        stock voices a clone competes with, and the ones a user of that voice
-        would pick. Without it, the closest by cosine was at times a voice of
-        the other sex (an encoder hit across a pitch gap, as the gate's comment
-        says), so the report compared the clone with, and suggested, a voice
-        no user of that sex would take.
+        voice's test sentences), so it says how far the stock voices are. By
+        cosine alone the closest was at times a voice of the other sex (an
+        encoder hit across a pitch gap, as the gate's comment says), so the
+        report compared the clone with, and suggested, a voice no user of that
+        sex would take; ``pitch_hz`` (the reference's median F0) decides the
+        sex where it is unambiguous.
         """
-        candidates = self.builtins_in_gate(pitch_hz)
-        if candidates.size == 0:
+        best = self.stock.shortlist(embedding, pitch_hz=pitch_hz, language=language, k=1)
+        if not best:
             return None
-        query = np.asarray(embedding, np.float32)
-        query = query / max(float(np.linalg.norm(query)), 1e-9)
-        sims = self.embeddings[candidates] @ query
-        best = int(candidates[int(np.argmax(sims))])
-        return self.builtin_name(best), float(np.max(sims))
+        voice, similarity = best[0]
+        return voice.name, similarity
 
-    def builtins_in_gate(self, pitch_hz: float | None) -> np.ndarray:
-        """Indices of the built-in voices inside the pitch gate of :meth:`nearest`
-        for ``pitch_hz`` (widened until one passes; all of them without a pitch)."""
-        if not self.is_builtin.any():
-            return np.zeros(0, np.int64)
-        gate = self._pitch_window(pitch_hz, PITCH_TOLERANCE, self.is_builtin, 1)
-        return np.flatnonzero(self.is_builtin & gate)
+    @cached_property
+    def stock(self) -> StockVoices:
+        """The built-in voices a clone is compared with (built on first use)."""
+        return StockVoices(self)
 
     def builtin_name(self, index: int) -> str:
         """The catalog name of the built-in voice at ``index``."""

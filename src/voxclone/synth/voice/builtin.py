@@ -122,13 +122,23 @@ PACK_SEX = {
     "jm_kumo": "M",
 }
 
-# The built-in voices cloning compares a clone with (the stock check and the
-# quality report's closest built-in, through the atlas's labelled rows): the
-# earlier seven, whatever the catalog offers. Their thresholds
-# (pipeline.STOCK_PREFERENCE, quality_report's margins) were fitted against
-# these seven, and each one compared costs a probe render per enrollment.
-# Re-fitting them to the standard voices is open work.
-CLONING_COMPARISON_VOICES: tuple[str, ...] = tuple(v.name for v in BLENDS + PACKS)
+# The built-in voices cloning compares a clone with when Kokoro's other packs
+# are not installed: the earlier seven (the atlas's labelled rows). With them,
+# the 54 standard voices (synth/voice/stock_voices.py: the stock check and the
+# quality report's closest built-in, same sex as the reference, its language's
+# where it has some, the few closest by the atlas's embeddings heard).
+FALLBACK_COMPARISON_VOICES: tuple[str, ...] = tuple(v.name for v in BLENDS + PACKS)
+
+
+def builtin_sex(name: str) -> str:
+    """The sex of a built-in voice by its catalog name: "F", "M" or "?"."""
+    standard = parse_standard(name)
+    if standard is not None:
+        return standard.sex
+    for voice in BLENDS + PACKS:
+        if name == voice.name or name in voice.aliases:
+            return voice.sex
+    return "?"
 
 
 def openai_aliases() -> dict[str, str]:
@@ -141,7 +151,7 @@ def openai_aliases() -> dict[str, str]:
 
 def legacy_aliases() -> dict[str, str]:
     """Earlier built-in name (a pack id) -> its plain name among the earlier seven
-    (what the atlas's labels are called: :data:`CLONING_COMPARISON_VOICES`)."""
+    (what the atlas's labels are called: :data:`FALLBACK_COMPARISON_VOICES`)."""
     return {alias: v.name for v in BLENDS + PACKS for alias in v.aliases if alias in PACK_SEX}
 
 

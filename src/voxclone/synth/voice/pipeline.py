@@ -3,9 +3,10 @@
     references → voice print (embedding, pitch, long-term spectrum; pooled
     over clips, weighted by their speech seconds) → instant clone (atlas
     lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
-    recording-tone filter → stock check (a built-in voice of the same pitch
-    range, given the same tone, replaces the clone unless the product encoder
-    hears the clone closer to the reference by more than ``STOCK_PREFERENCE``)
+    recording-tone filter → stock check (the built-in voices of the
+    reference's sex closest by the atlas, given the same tone, are heard; the
+    closest replaces the clone unless the product encoder hears the clone
+    closer to the reference by more than ``STOCK_PREFERENCE``)
 
 The lookup alone (:meth:`CloningPipeline.draft`) is a voice that can speak
 at once; the renders after it (:meth:`CloningPipeline.finish`, ~5 s on 2
@@ -42,6 +43,7 @@ from voxclone.synth.voice.encoder import cosine, normalize
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.rate_match import follow_speed
+from voxclone.synth.voice.stock_voices import SHORTLIST
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 
@@ -150,6 +152,9 @@ class ClonedVoice:
     speed: float = 1.0
     # The built-in voice that replaced the clone (stock check), None when the clone stayed.
     stock_voice: str | None = None
+    # What the stock check heard (None: no check ran); the quality report's
+    # closest built-in and its verdict come from this one comparison.
+    comparison: StockComparison | None = None
 
     @property
     def instant_seconds(self) -> float:
@@ -160,12 +165,16 @@ class ClonedVoice:
 # The stock check keeps a built-in unless the encoder hears the clone closer by
 # more than this. The clone is the encoder's own pick among the atlas voices,
 # so its heard similarity is inflated by that choice; a built-in, one of the
-# 1-4 voices in the gate, hardly is. Fitted leave-one-speaker-out over 17
-# speakers on the atlas with the model's other voice packs (all 17 folds chose
-# 0.01; 0.04 on the five-pack atlas, whose clones were weaker); on 7 speakers
-# that no choice saw the margin over the best toned built-in per sex is +0.092
-# with it, +0.082 with no check (bench/stock_preference.py, docs/benchmarks.md).
-STOCK_PREFERENCE = 0.01
+# few voices heard, hardly is. Fitted with the shortlist's length
+# (stock_voices.SHORTLIST), leave one speaker out, on the 17 fit and validation
+# speakers of bench/speaker_splits.py against the standard voices
+# (bench/stock_preference.py, bench/results/stock_preference.md): 0.03 in 15
+# of 17 folds; margin over the best toned built-in per sex +0.050 normalized
+# out of fold (+0.013 with no check). Against the earlier seven it was 0.01.
+STOCK_PREFERENCE = 0.03
+# Built-in probes rendered at start-up when there are at most this many
+# comparison voices (the earlier seven); more render on first use.
+WARM_STOCK_PROBES_UP_TO = 8
 
 
 @dataclass(frozen=True)
@@ -177,6 +186,29 @@ class HeardStock:
     similarity: float  # product-encoder cosine to the reference's print
     probe: np.ndarray
     tone: ToneFilter | None  # the reference's recording tone for this voice
+
+
+@dataclass(frozen=True)
+class StockComparison:
+    """The clone and the shortlisted built-in voices, heard the same way: each
+    probe sentence with the reference's recording tone, by the product encoder,
+    against the reference's print. One comparison, so the stock check and the
+    quality report cannot disagree (issue 40: "speaks as clear_female, heard
+    about as close" beside "+0.11 closer than clear_female")."""
+
+    clone_similarity: float
+    heard: tuple[HeardStock, ...]  # shortlist order (closest by the atlas first)
+    preference: float
+    replaced: bool  # the closest heard built-in replaced the clone
+
+    @property
+    def best(self) -> HeardStock:
+        return max(self.heard, key=lambda h: h.similarity)
+
+    @property
+    def lead(self) -> float:
+        """How much closer the clone is heard than the closest built-in."""
+        return self.clone_similarity - self.best.similarity
 
 
 class CloningPipeline:
@@ -197,7 +229,7 @@ class CloningPipeline:
         ``follow_rate`` gives the clone a speed towards the reference's pace;
         ``stock_check`` lets a built-in voice the encoder hears closer replace
         the clone, unless the clone is heard closer by more than
-        ``stock_preference`` (:meth:`closer_stock`)."""
+        ``stock_preference`` (:meth:`compare_stock`)."""
         self._cloner = cloner
         self._probe = probe
         self._rate = sample_rate
@@ -217,13 +249,15 @@ class CloningPipeline:
     def sample_rate(self) -> int:
         return self._rate
 
-    def closest_stock(self, voice_print: VoicePrint) -> tuple[str, float] | None:
-        """(name, product-encoder cosine) of the stock voice a clone of
-        ``voice_print`` is measured against: the closest built-in inside the
-        clone's own pitch gate (``VoiceAtlas.closest_builtin``)."""
+    def closest_stock(
+        self, voice_print: VoicePrint, language: str | None = None
+    ) -> tuple[str, float] | None:
+        """(name, product-encoder cosine) of the closest built-in voice of the
+        reference's sex by the atlas's embeddings (``VoiceAtlas.closest_builtin``):
+        what the report compares with when the stock check heard nothing."""
         pitch = voice_print.pitch.median_hz
         return self._cloner.atlas.closest_builtin(
-            voice_print.embedding, pitch_hz=pitch if pitch > 0 else None
+            voice_print.embedding, pitch_hz=pitch if pitch > 0 else None, language=language
         )
 
     def voice_print(self, references: Sequence[SpeechClip]) -> VoicePrint:
@@ -247,6 +281,7 @@ class CloningPipeline:
         *,
         match_tone: bool = True,
         allow_stock: bool = True,
+        language: str | None = None,
     ) -> ClonedVoice:
         started = time.perf_counter()
         voice_print = self.voice_print(references)
@@ -257,6 +292,7 @@ class CloningPipeline:
             allow_stock=allow_stock,
             started=started,
             print_seconds=print_seconds,
+            language=language,
         )
 
     def clone_print(
@@ -267,10 +303,11 @@ class CloningPipeline:
         allow_stock: bool = True,
         started: float | None = None,
         print_seconds: float = 0.0,
+        language: str | None = None,
     ) -> ClonedVoice:
         """Clone from a print already measured (e.g. a stored voice's, pooled with a new clip)."""
         draft = self.draft(voice_print, started=started, print_seconds=print_seconds)
-        return self.finish(draft, match_tone=match_tone, allow_stock=allow_stock)
+        return self.finish(draft, match_tone=match_tone, allow_stock=allow_stock, language=language)
 
     def draft(
         self,
@@ -295,21 +332,35 @@ class CloningPipeline:
         )
 
     def finish(
-        self, draft: ClonedVoice, *, match_tone: bool = True, allow_stock: bool = True
+        self,
+        draft: ClonedVoice,
+        *,
+        match_tone: bool = True,
+        allow_stock: bool = True,
+        language: str | None = None,
     ) -> ClonedVoice:
         """``draft`` spoken (pitch-calibrated, with the probe sentence) and, with
-        ``match_tone``, given the reference's recording tone; with ``allow_stock``
-        (and the pipeline's stock check on) a built-in may replace it."""
+        ``match_tone``, given the reference's recording tone; with the pipeline's
+        stock check on, compared with the built-in voices of the reference's sex
+        (and of ``language``, the voice's, where it has some), and with
+        ``allow_stock`` the closest of them may replace it."""
         began = time.perf_counter()
         voice_print = draft.print
         voice = self.speak(draft.instant.recipe, voice_print.pitch.median_hz)
         spectrum = voice_print.spectrum if match_tone else None
         tone = self.tone_for(spectrum, voice.probe)
-        checked = self._stock_check and allow_stock
-        stock = self.closer_stock(voice_print, voice, tone, spectrum) if checked else None
+        comparison = None
+        if self._stock_check:
+            comparison = self.compare_stock(
+                voice_print, voice, tone, spectrum, language=language, allow_stock=allow_stock
+            )
         stock_name = None
-        if stock is not None:
-            stock_name, voice, tone = stock
+        if comparison is not None and comparison.replaced:
+            best = comparison.best
+            recipe = self._cloner.atlas.recipe(best.index)
+            pack = self._cloner.atlas.basis.pack(recipe)
+            stock_name, tone = best.name, best.tone
+            voice = SpokenVoice(recipe, pack, best.probe, None)
         rate = 0.0
         if voice.probe is not None:
             probe16 = soxr.resample(voice.probe, self._rate, ENCODER_RATE).astype(np.float32)
@@ -326,16 +377,24 @@ class CloningPipeline:
             rate,
             speed,
             stock_name,
+            comparison,
         )
 
     def warm_stock_probes(self) -> None:
-        """Render every built-in voice's probe sentence now (start-up), not on the
-        first enrollment that needs it: that one took 13.7 s to finish its report
-        against ~5 s for the next ones (bench/clone_latency.py)."""
+        """Render the built-in voices' probe sentences now (start-up), not on the
+        first enrollment that needs them: that one took 13.7 s to finish its
+        report against ~5 s for the next ones (bench/clone_latency.py). Only
+        for a comparison set as small as the earlier seven: the 54 standard
+        voices would add ~30 s of renders before cloning is ready, so theirs
+        are rendered when a shortlist first names them (at most
+        ``stock_voices.SHORTLIST`` per report) and kept."""
         if not self._stock_check or self._probe is None:
             return
-        for index in np.flatnonzero(self._cloner.atlas.is_builtin):
-            self._stock_probe(int(index))
+        voices = self._cloner.atlas.stock.voices
+        if len(voices) > WARM_STOCK_PROBES_UP_TO:
+            return
+        for voice in voices:
+            self._stock_probe(voice.index)
 
     def _stock_probe(self, index: int) -> np.ndarray:
         probe = self._stock_probes.get(index)
@@ -353,51 +412,63 @@ class CloningPipeline:
         heard16 = soxr.resample(heard, self._rate, ENCODER_RATE).astype(np.float32)
         return cosine(self._cloner.encoder.embed(heard16), voice_print.embedding)
 
-    def heard_stock(self, voice_print: VoicePrint, spectrum: np.ndarray | None) -> list[HeardStock]:
-        """Every built-in voice inside the pitch gate of ``voice_print``, its probe
-        given the reference's recording tone (``spectrum``; None: untoned) and
-        heard by the product encoder; empty without a probe renderer."""
+    def heard_stock(
+        self,
+        voice_print: VoicePrint,
+        spectrum: np.ndarray | None,
+        *,
+        language: str | None = None,
+        shortlist: int = SHORTLIST,
+    ) -> list[HeardStock]:
+        """The ``shortlist`` built-in voices of the reference's sex (and
+        ``language``'s) closest to ``voice_print`` by the atlas's embeddings,
+        each probe given the reference's recording tone (``spectrum``; None:
+        untoned) and heard by the product encoder; empty without a probe renderer."""
         if self._probe is None:
             return []
-        atlas = self._cloner.atlas
         pitch = voice_print.pitch.median_hz
+        ranked = self._cloner.atlas.stock.shortlist(
+            voice_print.embedding,
+            pitch_hz=pitch if pitch > 0 else None,
+            language=language,
+            k=shortlist,
+        )
         heard = []
-        for index in atlas.builtins_in_gate(pitch if pitch > 0 else None):
-            index = int(index)
-            probe = self._stock_probe(index)
+        for voice, _ in ranked:
+            probe = self._stock_probe(voice.index)
             tone = self.tone_for(spectrum, probe)
             similarity = self.heard_similarity(voice_print, probe, tone)
-            heard.append(HeardStock(index, atlas.builtin_name(index), similarity, probe, tone))
+            heard.append(HeardStock(voice.index, voice.name, similarity, probe, tone))
         return heard
 
-    def closer_stock(
+    def compare_stock(
         self,
         voice_print: VoicePrint,
         voice: SpokenVoice,
         tone: ToneFilter | None,
         spectrum: np.ndarray | None,
-    ) -> tuple[str, SpokenVoice, ToneFilter | None] | None:
-        """(name, voice, tone) of the built-in voice of :meth:`heard_stock` that the
-        product encoder hears closest to ``voice_print``, when it is heard closer
-        than ``voice`` (with ``tone``) less the stock preference; None when the
-        clone stays, or there is no probe.
+        *,
+        language: str | None = None,
+        allow_stock: bool = True,
+    ) -> StockComparison | None:
+        """The clone (``voice`` with ``tone``) and :meth:`heard_stock`'s voices,
+        heard alike; ``replaced`` when ``allow_stock`` and the closest built-in is
+        heard closer than the clone less the stock preference. None without a
+        probe or a built-in to compare with.
 
         Why: the encoder heard a stock voice closer than the clone for 3 of 17
         speakers, and the judge agreed for 2 of them; with the preference (see
         ``STOCK_PREFERENCE``) the margin over the best toned built-in per sex
-        rose on 7 speakers no choice saw (docs/benchmarks.md, "Stock check")."""
+        rose (bench/stock_preference.py)."""
         if voice.probe is None or self._probe is None:
             return None
-        clone = self.heard_similarity(voice_print, voice.probe, tone)
-        heard = self.heard_stock(voice_print, spectrum)
+        heard = self.heard_stock(voice_print, spectrum, language=language)
         if not heard:
             return None
-        best = max(heard, key=lambda h: h.similarity)
-        if best.similarity <= clone - self._stock_preference:
-            return None
-        atlas = self._cloner.atlas
-        recipe = atlas.recipe(best.index)
-        return best.name, SpokenVoice(recipe, atlas.basis.pack(recipe), best.probe, None), best.tone
+        clone = self.heard_similarity(voice_print, voice.probe, tone)
+        best = max(h.similarity for h in heard)
+        replaced = allow_stock and best > clone - self._stock_preference
+        return StockComparison(clone, tuple(heard), self._stock_preference, replaced)
 
     def speak(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
         """``recipe`` made to speak at ``pitch_hz`` (when a calibrator is wired),
