@@ -35,7 +35,7 @@ from voxclone.api.schemas import CaptionedSpeechRequest
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.bootstrap import Runtime
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_resolved import Speakable
 from voxclone.synth.text.wordtimes import WordTime, to_srt, to_vtt
 
 router = APIRouter(tags=["speech"])
@@ -51,9 +51,10 @@ def timestamps_json(words: tuple[WordTime, ...] | list[WordTime]) -> list[dict[s
 
 
 async def captioned_response(
-    request: Request, runtime: Runtime, req: SpeechRequest, caption_format: CaptionFormat
+    request: Request, runtime: Runtime, speech: Speakable, caption_format: CaptionFormat
 ) -> Response:
     """The whole file with its word times (JSON), or only its subtitles."""
+    req = runtime.speech.request(speech)  # resolved once, for the precheck and the render
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     with runtime.speech.admission(req, AdmissionTerms(deadline), stream=False) as terms:
         result = await run_until_disconnect(
@@ -69,7 +70,7 @@ async def captioned_response(
     return JSONResponse(
         {
             "audio": base64.b64encode(result.audio).decode("ascii"),
-            "audio_format": req.format,
+            "audio_format": req.request.format,
             "content_type": result.content_type,
             "duration_s": round(result.duration_s, 3),
             "timestamps": timestamps_json(result.words),
@@ -91,7 +92,8 @@ def _sse(parts: Iterator[tuple[bytes, list[WordTime]]], fmt: str) -> Iterator[by
     yield f"data: {json.dumps({'type': 'speech.audio.done', 'audio_bytes': total})}\n\n".encode()
 
 
-async def captioned_stream(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+async def captioned_stream(request: Request, runtime: Runtime, speech: Speakable) -> Response:
+    req = runtime.speech.request(speech)  # resolved once, for the precheck and the render
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     terms = AdmissionTerms(
         deadline, must_finish=False, first_audio_s=request.app.state.settings.stream_first_audio_s
@@ -102,7 +104,7 @@ async def captioned_stream(request: Request, runtime: Runtime, req: SpeechReques
             _, parts = runtime.speech.stream_captioned(
                 req, cancelled=flag, deadline=deadline, admission=checked
             )
-            return "text/event-stream", _sse(parts, req.format)
+            return "text/event-stream", _sse(parts, req.request.format)
 
         stream = await open_audio_stream(request, start)
     return stream.response(

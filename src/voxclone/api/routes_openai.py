@@ -207,7 +207,9 @@ async def audio_speech(
         stream=True,
         request_key=f"openai:{principal.owner}:{body.model_dump_json()}",
     ) as checked:
-        req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
+        built = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
+        # Resolved once: the SSML header and the render read the same object.
+        req = runtime.speech.request(built)
         # Input that starts with <speak> is SSML (OpenAI has no flag for it).
         headers = await ssml_headers(runtime, req)
         stream = await open_audio_stream(

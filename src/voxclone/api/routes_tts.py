@@ -14,9 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import Principal, TTSCaller
-from voxclone.api.body_guard import FORM_KINDS, MediaKind, media_kind, unsupported
+from voxclone.api.body_guard import FORM_KINDS, PARSED_JSON, MediaKind, media_kind, unsupported
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
+from voxclone.api.input_guard import NOT_JSON
 from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import SpeechFields, TTSRequest
@@ -28,6 +29,7 @@ from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.keys import SCOPE_VOICES_WRITE
 from voxclone.runtime.voice_store import OWNER_MAX_CHARS
 from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_resolved import ResolvedRequest
 from voxclone.synth.controls import SpeechControls
 
 router = APIRouter(tags=["speech"])
@@ -102,7 +104,7 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
     )
 
 
-async def whole_file_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+async def whole_file_response(request: Request, runtime: Runtime, req: ResolvedRequest) -> Response:
     """The whole file; stops rendering if the client leaves or the deadline passes."""
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     headers = await ssml_headers(runtime, req)
@@ -125,7 +127,7 @@ async def whole_file_response(request: Request, runtime: Runtime, req: SpeechReq
     )
 
 
-async def streaming_response(request: Request, runtime: Runtime, req: SpeechRequest) -> Response:
+async def streaming_response(request: Request, runtime: Runtime, req: ResolvedRequest) -> Response:
     """Chunked audio while it is synthesized; validation errors still become 4xx."""
     started = time.perf_counter()
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
@@ -181,10 +183,14 @@ async def _parse_body(
             consent = {k: str(fields.pop(k)) for k in CONSENT_FIELDS if k in fields}
         raw: Any = fields
     elif kind is MediaKind.JSON:
-        try:
-            raw = await request.json()
-        except ValueError:
-            raise InvalidInput("the request body is not valid JSON", field="body") from None
+        # The body guard parsed (and checked) it; parsed again only when it
+        # could not (not JSON: the 400 below) or did not run.
+        raw = request.scope.get("state", {}).get(PARSED_JSON, NOT_JSON)
+        if raw is NOT_JSON:
+            try:
+                raw = await request.json()
+            except ValueError:
+                raise InvalidInput("the request body is not valid JSON", field="body") from None
         reference = None
         consent = {}
     else:
@@ -259,7 +265,9 @@ async def tts(
     override = None
     if reference is not None:
         override = await _inline_voice(request, principal, reference, consent, body.model)
-    req = speech_request(body, principal.owner, override)
+    # Resolved once from here on: the precheck, the SSML header, the cache
+    # key, the price and the plan all read this one object.
+    req = runtime.speech.request(speech_request(body, principal.owner, override))
     if body.timestamps:
         if body.stream:
             return await captioned_stream(request, runtime, req)
