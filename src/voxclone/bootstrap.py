@@ -14,14 +14,14 @@ speech service; a :class:`SpeechRouter` picks one per request and one
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from voxclone.assembly import EngineStack, Runtime
 from voxclone.config import Settings
 from voxclone.engine_setup import EngineLoad, build_engines
 from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
@@ -35,7 +35,7 @@ from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
 from voxclone.runtime.startup import StartupStages
-from voxclone.runtime.url_signing import UrlSigner, build_signer
+from voxclone.runtime.url_signing import build_signer
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger, orphan_audio_purge
@@ -60,107 +60,6 @@ REFINE_SENTENCES = (
     "The birch canoe slid on the smooth planks.",
     "Glue the sheet to the dark blue background.",
 )
-
-
-@dataclass
-class EngineStack:
-    """One loaded engine and what serves speech with it."""
-
-    engine: Engine
-    scheduler: Scheduler
-    speech: SpeechService
-
-
-@dataclass
-class Runtime:
-    settings: Settings
-    engines: dict[str, EngineStack]  # in VOXCLONE_ENGINES order; the first is the default
-    speech: SpeechRouter
-    catalog: VoiceCatalog
-    voice_store: SqlVoiceStore
-    cache: TieredCache | None
-    job_events: JobEvents
-    voices: VoiceService | None = None  # cloning; None when built without it
-    # The jobs table (refinement and speech jobs), the durable speech-job queue
-    # on it, and this process's worker (started by the app, see api/app.py).
-    jobs: SqlJobStore | None = None
-    speech_jobs: SpeechJobs | None = None
-    job_worker: JobWorker | None = None
-    # Signs download links of blobs when the blob store has no URLs of its own.
-    url_signer: UrlSigner | None = None
-    # Finishes cache purges of deleted voices that a down tier postponed.
-    purger: CachePurger | None = None
-    stages: StartupStages = field(default_factory=StartupStages)
-    # Where blobs live (kept references, job audio); shown on /readyz.
-    blobs: BlobStore | None = None
-    lexicon: SqlLexiconStore | None = None  # pronunciations per owner (/v1/lexicon)
-    # Set once the cloning models are loaded (clones before that load them on use).
-    cloning_warm: threading.Event = field(default_factory=threading.Event)
-
-    def warm_cloning(self) -> None:
-        """Load the speaker encoder before the first clone (the VAD and Whisper
-        load when a clone first needs them)."""
-        if self.voices is None:
-            return
-        with self.stages.stage("cloning_warmup"):
-            self.voices.warmup()
-        self.cloning_warm.set()
-
-    def speech_idle(self) -> bool:
-        """No speech queued, rendering or admitted-but-unrendered on any engine."""
-        for stack in self.engines.values():
-            stats = stack.scheduler.stats()
-            if stats.queued or stats.in_flight or stats.reserved_chars > 0:
-                return False
-        return True
-
-    @property
-    def cloning_state(self) -> str:
-        """One of: off (no cloning here), warming (loading now), on_demand
-        (``warm_cloning`` is off: the first clone loads them), ready."""
-        if self.voices is None:
-            return "off"
-        if self.cloning_warm.is_set():
-            return "ready"
-        return "warming" if self.settings.warm_cloning else "on_demand"
-
-    @property
-    def default(self) -> EngineStack:
-        return next(iter(self.engines.values()))
-
-    @property
-    def engine(self) -> Engine:
-        """The default engine."""
-        return self.default.engine
-
-    @property
-    def scheduler(self) -> Scheduler:
-        """The default engine's scheduler."""
-        return self.default.scheduler
-
-    @property
-    def ready(self) -> bool:
-        return all(stack.engine.ready for stack in self.engines.values())
-
-    def start_job_worker(self) -> bool:
-        """Start this process's speech-job worker; False if it was already running."""
-        if self.job_worker is None or self.job_worker.running:
-            return False
-        self.job_worker.start()
-        return True
-
-    def close(self) -> None:
-        if self.job_worker is not None:
-            # First: a job mid-render goes back to the queue before the
-            # schedulers it renders on close.
-            self.job_worker.stop()
-        if self.purger is not None:
-            self.purger.close()
-        if self.voices is not None:
-            self.voices.close()
-        for stack in self.engines.values():
-            stack.scheduler.close()
-        self.voice_store.close()
 
 
 @dataclass
@@ -470,43 +369,46 @@ def build_runtime(
         language_defaults=_language_defaults(settings, catalog),
     )
     events = JobEvents()
-    runtime = Runtime(
-        settings,
-        stacks,
-        router,
-        catalog,
-        store,
-        cache,
-        events,
-        stages=stages,
-        blobs=blobs,
-        lexicon=lexicon,
-    )
     # A shared database is shared by live processes: failing every unfinished
     # in-process job at start would fail the other replicas' live jobs. Queue
     # jobs are never failed this way (their leases decide).
-    runtime.jobs = SqlJobStore(store.database, recover_on_open=settings.database_url is None)
-    runtime.speech_jobs = build_speech_jobs(settings, runtime.jobs, router, events, blobs)
-    runtime.job_worker = JobWorker(
-        runtime.speech_jobs, poll_s=settings.job_poll_s, slots=settings.job_slots
-    )
-    runtime.url_signer = build_signer(settings.url_signing_secret, settings.home)
+    jobs = SqlJobStore(store.database, recover_on_open=settings.database_url is None)
+    speech_jobs = build_speech_jobs(settings, jobs, router, events, blobs)
+    voices: VoiceService | None = None
+    purger: CachePurger | None = None
     if with_voices:
         purger = build_purger(store, cache, router.invalidate_voice, retry_s=settings.purge_retry_s)
         purger.start()  # purges a previous process could not finish, then retries
-        runtime.purger = purger
-        runtime.voices = build_voice_service(
+        voices = build_voice_service(
             settings,
             stacks,
             store,
             router,
             events,
             purge=purger.purge,
-            jobs=runtime.jobs,
-            revoke_jobs=runtime.speech_jobs.revoke_voices,
+            jobs=jobs,
+            revoke_jobs=speech_jobs.revoke_voices,
         )
-        if warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
-            runtime.warm_cloning()
+    runtime = Runtime(
+        settings=settings,
+        engines=stacks,
+        speech=router,
+        catalog=catalog,
+        voice_store=store,
+        cache=cache,
+        job_events=events,
+        jobs=jobs,
+        speech_jobs=speech_jobs,
+        job_worker=JobWorker(speech_jobs, poll_s=settings.job_poll_s, slots=settings.job_slots),
+        url_signer=build_signer(settings.url_signing_secret, settings.home),
+        blobs=blobs,
+        lexicon=lexicon,
+        stages=stages,
+        voices=voices,
+        purger=purger,
+    )
+    if with_voices and warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
+        runtime.warm_cloning()
     return runtime
 
 

@@ -7,6 +7,7 @@ varied per test without reloading models.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,8 +37,30 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 AppFactory = Callable[..., FastAPI]
 
 
+class AppRuntime:
+    """The runtime one test's apps serve: the shared one, or a copy of it with
+    some parts replaced (``Runtime`` is frozen, so a fake voice service goes into
+    a copy, never into the shared runtime). ``replace`` also moves the apps
+    made before it onto the copy, whichever fixture ran first."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.current = runtime
+        self.apps: list[FastAPI] = []
+
+    def replace(self, **parts: Any) -> Runtime:
+        self.current = dataclasses.replace(self.current, **parts)
+        for app in self.apps:
+            app.state.runtime = self.current
+        return self.current
+
+
 @pytest.fixture()
-def make_app(runtime: Runtime, tmp_path: Path) -> AppFactory:
+def app_runtime(runtime: Runtime) -> AppRuntime:
+    return AppRuntime(runtime)
+
+
+@pytest.fixture()
+def make_app(app_runtime: AppRuntime, tmp_path: Path) -> AppFactory:
     """Build an app on the shared runtime; keyword arguments override Settings fields."""
     counter = iter(range(1000))
 
@@ -47,7 +70,9 @@ def make_app(runtime: Runtime, tmp_path: Path) -> AppFactory:
         # without keys; tests of the guard pass their own list.
         overrides.setdefault("allowed_hosts", ["testserver"])
         settings = Settings(home=home, **overrides)
-        return create_app(settings, runtime=runtime)
+        app = create_app(settings, runtime=app_runtime.current)
+        app_runtime.apps.append(app)
+        return app
 
     return factory
 

@@ -70,10 +70,9 @@ def test_wrong_scope_is_403(keyed_app: FastAPI) -> None:
 
 
 @pytest.fixture()
-def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
+def fake(runtime: Any, app_runtime: Any) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
-    monkeypatch.setattr(runtime, "voices", service, raising=False)
-    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
+    app_runtime.replace(voices=service, jobs=FakeJobView(service))
     yield service
 
 

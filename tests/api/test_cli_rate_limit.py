@@ -30,11 +30,9 @@ TIGHT = {"rate_limit_per_minute": 60.0, "rate_limit_burst": 3.0}
 
 
 @pytest.fixture()
-def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
+def fake(runtime: Any, app_runtime: Any) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
-    monkeypatch.setattr(runtime, "voices", service, raising=False)
-    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
-    monkeypatch.setattr(runtime, "job_events", service.events)
+    app_runtime.replace(voices=service, jobs=FakeJobView(service), job_events=service.events)
     stop = threading.Event()
 
     def work() -> None:

@@ -40,7 +40,7 @@ class Spy:
 
 
 @pytest.fixture()
-def spy(runtime: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Spy]:
+def spy(runtime: Any, app_runtime: Any, tmp_path: Path) -> Iterator[Spy]:
     caps = runtime.engine.capabilities
     store = SqlVoiceStore(tmp_path / "voices.sqlite3", style_shapes={caps.engine: caps.style_shape})
     jobs = SqlJobStore(store.database)
@@ -73,7 +73,7 @@ def spy(runtime: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
             model_id=caps.model_id,
         )
     )
-    monkeypatch.setattr(runtime, "voices", service, raising=False)
+    app_runtime.replace(voices=service)
     try:
         yield loader
     finally:

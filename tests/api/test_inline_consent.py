@@ -26,10 +26,9 @@ CONSENT = {"consent": "true", "consent_statement": "I agree that my voice is clo
 
 
 @pytest.fixture()
-def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
+def fake(runtime: Any, app_runtime: Any) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
-    monkeypatch.setattr(runtime, "voices", service, raising=False)
-    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
+    app_runtime.replace(voices=service, jobs=FakeJobView(service))
     yield service
 
 

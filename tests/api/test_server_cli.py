@@ -98,7 +98,7 @@ def test_bootstrap_admin_key_lets_a_fresh_server_bind_publicly(tmp_path: Path, c
     from voxclone.api.first_key import create_first_admin_key
 
     settings = Settings(home=tmp_path, host="0.0.0.0", bootstrap_admin_key=True)
-    created = create_first_admin_key(settings.home, settings.key_database_target)
+    created = create_first_admin_key(settings)
     assert created is not None
     plaintext, record = created
     assert record.scopes == {"admin"}
@@ -111,7 +111,7 @@ def test_bootstrap_admin_key_lets_a_fresh_server_bind_publicly(tmp_path: Path, c
     assert store.authenticate(plaintext) == record
     store.close()
     # A second start creates nothing more.
-    assert create_first_admin_key(settings.home, settings.key_database_target) is None
+    assert create_first_admin_key(settings) is None
 
 
 def test_serve_with_bootstrap_prints_the_key_once_then_never(

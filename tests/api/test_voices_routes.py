@@ -20,11 +20,9 @@ from voxclone.runtime.job_store import JobEvents
 
 
 @pytest.fixture()
-def fake(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVoiceService]:
+def fake(runtime: Any, app_runtime: Any) -> Iterator[FakeVoiceService]:
     service = FakeVoiceService(runtime.catalog, JobEvents())
-    monkeypatch.setattr(runtime, "voices", service, raising=False)
-    monkeypatch.setattr(runtime, "jobs", FakeJobView(service))
-    monkeypatch.setattr(runtime, "job_events", service.events)
+    app_runtime.replace(voices=service, jobs=FakeJobView(service), job_events=service.events)
     yield service
 
 
@@ -141,11 +139,9 @@ def test_job_events_stream_progress_until_done(client: TestClient, fake: FakeVoi
     assert "event: done" in r.text
 
 
-def test_voice_routes_without_voice_service_are_503(
-    client: TestClient, runtime: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_voice_routes_without_voice_service_are_503(client: TestClient, app_runtime: Any) -> None:
     # A runtime built with ``with_voices=False`` (a synthesis-only replica) has none.
-    monkeypatch.setattr(runtime, "voices", None)
+    app_runtime.replace(voices=None)
     for r in (
         client.get("/v1/voices"),
         client.get("/v1/voices/v_missing"),

@@ -40,11 +40,12 @@ from voxclone.api.header_guard import HeaderHygieneMiddleware
 from voxclone.api.host_guard import HostGuardMiddleware
 from voxclone.api.observability import RequestContextMiddleware
 from voxclone.api.streaming import StreamSlots
-from voxclone.bootstrap import Runtime, build_rate_limiter
+from voxclone.assembly import Runtime
+from voxclone.bootstrap import build_rate_limiter
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.key_setup import open_key_store
 from voxclone.runtime.background import run_at_low_priority, wait_for_quiet
-from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
 
@@ -185,7 +186,7 @@ def create_app(
                 # (30 s in our manifests, after uvicorn's 10 s drain): wait a
                 # little for the loader, then leave it; it is a daemon thread.
                 loader.join(timeout=LOADER_JOIN_S)
-            if worker_started and given is not None and given.job_worker is not None:
+            if worker_started and given is not None:
                 given.job_worker.stop()
             owned: Runtime | None = getattr(app.state, "owned_runtime", None)
             if owned is not None:
@@ -202,7 +203,7 @@ def create_app(
         redoc_url=None,
     )
     secure_home(settings.home)  # before the first file in it is created
-    keys = KeyStore(settings.key_database_target)
+    keys = open_key_store(settings)
     app.state.settings = settings
     app.state.runtime = runtime
     app.state.startup_error = None

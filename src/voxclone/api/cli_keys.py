@@ -66,9 +66,9 @@ def _when(ts: float | None) -> str:
 
 def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
     settings.home.mkdir(parents=True, exist_ok=True)
-    from voxclone.runtime.keys import KeyStore
+    from voxclone.key_setup import open_key_store
 
-    store = KeyStore(settings.key_database_target)
+    store = open_key_store(settings)
     try:
         if args.keys_command == "create":
             scopes = {s.strip() for s in args.scopes.split(",") if s.strip()}

@@ -69,13 +69,11 @@ def exposed_owner(args: argparse.Namespace, settings: Settings) -> str:
         return str(args.owner)
     if args.api_key is None:
         return BUILTINS_ONLY
-    from voxclone.runtime.keys import SCOPE_TTS, KeyStore
+    from voxclone.key_setup import open_key_store
+    from voxclone.runtime.key_scopes import SCOPE_TTS
 
-    store = KeyStore(settings.key_database_target)
-    try:
+    with open_key_store(settings) as store:
         record = store.authenticate(args.api_key)
-    finally:
-        store.close()
     if record is None:
         raise Unauthorized("--api-key is not an active API key of this server")
     if not record.allows(SCOPE_TTS):

@@ -15,32 +15,31 @@ from __future__ import annotations
 
 import fcntl
 import sys
-from pathlib import Path
 from typing import TextIO
 
-from voxclone.runtime.keys import SCOPE_ADMIN, KeyRecord, KeyStore
+from voxclone.config import Settings
+from voxclone.key_setup import open_key_store
+from voxclone.runtime.keys import SCOPE_ADMIN, KeyRecord
 from voxclone.runtime.private_home import secure_home
 
 BOOTSTRAP_KEY_NAME = "bootstrap-admin"
 
 
-def create_first_admin_key(home: Path, keys: str | Path) -> tuple[str, KeyRecord] | None:
-    """Create the admin key in ``keys`` (the key store's file or database URL) if
-    it has never held one; else None.
+def create_first_admin_key(settings: Settings) -> tuple[str, KeyRecord] | None:
+    """Create the admin key in the key store of ``settings`` if it has never held
+    one; else None.
 
     A file lock makes two processes starting on the same home at once (two
     replicas on one volume) create at most one key between them.
     """
+    home = settings.home
     secure_home(home)  # the key hash is created private, like every later file
     with open(home / ".bootstrap-key.lock", "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        store = KeyStore(keys)
-        try:
+        with open_key_store(settings) as store:
             if store.list(include_revoked=True):
                 return None
             return store.create(BOOTSTRAP_KEY_NAME, {SCOPE_ADMIN})
-        finally:
-            store.close()
 
 
 def announce_key(plaintext: str, record: KeyRecord, out: TextIO | None = None) -> None:

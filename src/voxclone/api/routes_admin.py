@@ -9,10 +9,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import AnyCaller, authenticate_request
-from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep
+from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep, loaded_runtime
 from voxclone.api.errors import error_body, retry_after_header
 from voxclone.api.ratelimit import rate_limiter_status
-from voxclone.bootstrap import Runtime
 from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
 from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
@@ -36,13 +35,13 @@ def _dependencies(state: Any) -> dict[str, Any]:
     """Degraded-but-serving states worth seeing: Redis, the rate limiter, owed
     purges; and which blob store this replica uses."""
     detail: dict[str, Any] = {"rate_limiter": rate_limiter_status(state.rate_limiter)}
-    runtime: Runtime | None = getattr(state, "runtime", None)
+    runtime = loaded_runtime(state)
     if runtime is not None and runtime.cache is not None:
         for tier in runtime.cache.tiers:
             breaker = getattr(getattr(tier, "client", None), "breaker", None)
             if breaker is not None:
                 detail["cache_redis"] = "unreachable" if breaker.is_open else "ok"
-    if runtime is not None and runtime.blobs is not None:
+    if runtime is not None:
         detail["blobs"] = runtime.blobs.name  # "local" or "s3"
     purger = runtime.purger if runtime is not None else None
     if purger is not None:
@@ -60,7 +59,7 @@ async def readyz(
     ),
 ) -> JSONResponse:
     state = request.app.state
-    runtime: Runtime | None = getattr(state, "runtime", None)
+    runtime = loaded_runtime(state)
     if runtime is not None:
         cloning = runtime.cloning_state
         # "on_demand": the operator chose not to warm them; a clone works (the
@@ -88,7 +87,7 @@ async def metrics(request: Request) -> Response:
     if not principal.allows(SCOPE_ADMIN):
         raise Forbidden("metrics need the 'admin' scope", field="scope", limit=SCOPE_ADMIN)
     m = request.app.state.metrics
-    runtime: Runtime | None = getattr(request.app.state, "runtime", None)
+    runtime = loaded_runtime(request.app.state)
     if runtime is not None:
         # Gauges are sampled at scrape time rather than updated on every change.
         stats = runtime.scheduler.stats()

@@ -33,7 +33,7 @@ from voxclone.api.deps import RuntimeDep
 from voxclone.api.routes_openai import _to_speech_request
 from voxclone.api.schemas import CaptionedSpeechRequest
 from voxclone.api.streaming import CancelFlag, open_audio_stream
-from voxclone.bootstrap import Runtime
+from voxclone.assembly import Runtime
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.speech_resolved import Speakable
 from voxclone.synth.text.wordtimes import WordTime, to_srt, to_vtt

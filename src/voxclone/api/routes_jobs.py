@@ -22,13 +22,13 @@ from voxclone.api.deps import RuntimeDep
 from voxclone.api.routes_tts import speech_controls
 from voxclone.api.schemas import DeletedOut, JobOut, SpeechJobRequest
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
-from voxclone.bootstrap import Runtime
+from voxclone.assembly import Runtime
 from voxclone.errors import Conflict, Forbidden, InvalidInput, NotFound, NotReady
 from voxclone.runtime.blobs import BlobNotFound, check_key
-from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore
+from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE
 from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND, SpeechJobs
+from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND
 from voxclone.synth.audio.encode import AudioFormat, content_type, file_extension
 
 router = APIRouter(tags=["jobs"])
@@ -43,18 +43,6 @@ IDEMPOTENCY_KEY_MAX = 200
 _EXTENSION_TYPES = {file_extension(fmt): content_type(fmt) for fmt in AudioFormat}
 
 
-def _jobs(runtime: Runtime) -> JobStore:
-    if runtime.jobs is None:
-        raise NotReady("jobs are not available on this server")
-    return runtime.jobs
-
-
-def _speech_jobs(runtime: Runtime) -> SpeechJobs:
-    if runtime.speech_jobs is None:
-        raise NotReady("speech jobs are not available on this server")
-    return runtime.speech_jobs
-
-
 def _check_scope(principal: Principal, job: JobRecord, *, write: bool) -> None:
     if job.kind == SPEECH_JOB_KIND:
         needed = SCOPE_TTS
@@ -67,15 +55,13 @@ def _check_scope(principal: Principal, job: JobRecord, *, write: bool) -> None:
 def _audio_link(request: Request, runtime: Runtime, job: JobRecord) -> tuple[str, str] | None:
     """(URL, expiry ISO time) of a succeeded speech job's audio, else None."""
     key = (job.result or {}).get("blob_key")
-    if job.state != "succeeded" or not isinstance(key, str) or runtime.speech_jobs is None:
+    if job.state != "succeeded" or not isinstance(key, str):
         return None
     ttl = max(1, int(runtime.settings.job_url_ttl_s))
     presigned = runtime.speech_jobs.blobs.presigned_url(key, expires_s=ttl)
     if presigned is not None:
         expires = int(datetime.now(UTC).timestamp()) + ttl
         return presigned, datetime.fromtimestamp(expires, UTC).isoformat()
-    if runtime.url_signer is None:
-        return None
     expires, sig = runtime.url_signer.sign(key, ttl)
     url = str(request.url_for("download_file", key=key))
     return f"{url}?expires={expires}&sig={sig}", datetime.fromtimestamp(expires, UTC).isoformat()
@@ -89,7 +75,7 @@ def job_out(request: Request, runtime: Runtime, job: JobRecord) -> JobOut:
 
 
 async def _load(runtime: Runtime, job_id: str, principal: Principal, *, write: bool) -> JobRecord:
-    job = await run_in_threadpool(_jobs(runtime).get, job_id, principal.owner)
+    job = await run_in_threadpool(runtime.jobs.get, job_id, principal.owner)
     _check_scope(principal, job, write=write)
     return job
 
@@ -131,7 +117,7 @@ async def create_speech_job(
         sample_rate=body.sample_rate,
         owner=principal.owner,
     )
-    jobs = _speech_jobs(runtime)
+    jobs = runtime.speech_jobs
     job, created = await run_in_threadpool(
         lambda: jobs.submit(req, idempotency_key=idempotency_key)
     )
@@ -154,7 +140,7 @@ async def cancel_job(
     job_id: str, request: Request, principal: JobCaller, runtime: RuntimeDep
 ) -> JobOut:
     await _load(runtime, job_id, principal, write=True)
-    job = await run_in_threadpool(_jobs(runtime).request_cancel, job_id, principal.owner)
+    job = await run_in_threadpool(runtime.jobs.request_cancel, job_id, principal.owner)
     runtime.job_events.publish(job)
     return job_out(request, runtime, job)
 
@@ -172,7 +158,7 @@ async def delete_job(job_id: str, principal: JobCaller, runtime: RuntimeDep) -> 
             "only speech jobs can be deleted; refinement jobs go with their voice",
             field="job_id",
         )
-    jobs = _speech_jobs(runtime)
+    jobs = runtime.speech_jobs
     await run_in_threadpool(jobs.delete, job_id, principal.owner)
     return DeletedOut(id=job_id)
 
@@ -234,7 +220,7 @@ async def job_events(
 ) -> CancellableStreamingResponse:
     # Check existence, ownership and scope before the 200 goes out.
     await _load(runtime, job_id, principal, write=False)
-    store = _jobs(runtime)
+    store = runtime.jobs
     return CancellableStreamingResponse(
         _job_events(
             runtime.job_events,

@@ -18,18 +18,11 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import VoiceReader, VoiceWriter
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.schemas import LexiconEntryIn, LexiconEntryOut, LexiconOut
-from voxclone.bootstrap import Runtime
-from voxclone.errors import NotFound, NotReady
-from voxclone.runtime.lexicon_store import SqlLexiconStore
+from voxclone.assembly import Runtime
+from voxclone.errors import NotFound
 from voxclone.synth.text.lexicon import Pronunciation, entry_language
 
 router = APIRouter(tags=["lexicon"])
-
-
-def _store(runtime: Runtime) -> SqlLexiconStore:
-    if runtime.lexicon is None:
-        raise NotReady("the pronunciation lexicon is not available on this server")
-    return runtime.lexicon
 
 
 def _language(runtime: Runtime, language: str) -> str:
@@ -48,7 +41,7 @@ async def list_entries(
     principal: VoiceReader, runtime: RuntimeDep, language: str | None = None
 ) -> LexiconOut:
     code = _language(runtime, language) if language is not None else None
-    entries = await run_in_threadpool(_store(runtime).entries, principal.owner, code)
+    entries = await run_in_threadpool(runtime.lexicon.entries, principal.owner, code)
     return LexiconOut(entries=[_out(e) for e in entries])
 
 
@@ -64,11 +57,11 @@ async def put_entry(
     entry = Pronunciation(
         body.word, _language(runtime, body.language), ipa=body.ipa, respelling=body.respelling
     )
-    created = await run_in_threadpool(_store(runtime).put, principal.owner, entry)
+    created = await run_in_threadpool(runtime.lexicon.put, principal.owner, entry)
     if not created:
         response.status_code = status.HTTP_200_OK
     stored = await run_in_threadpool(
-        _store(runtime).get, principal.owner, entry.language, entry.word
+        runtime.lexicon.get, principal.owner, entry.language, entry.word
     )
     assert stored is not None
     return _out(stored)
@@ -83,7 +76,7 @@ async def get_entry(
     language: str, word: str, principal: VoiceReader, runtime: RuntimeDep
 ) -> LexiconEntryOut:
     code = _language(runtime, language)
-    entry = await run_in_threadpool(_store(runtime).get, principal.owner, code, word)
+    entry = await run_in_threadpool(runtime.lexicon.get, principal.owner, code, word)
     if entry is None:
         raise NotFound(f"no lexicon entry for '{word[:40]}' in {code}", field="word")
     return _out(entry)
@@ -99,6 +92,6 @@ async def delete_entry(
     language: str, word: str, principal: VoiceWriter, runtime: RuntimeDep
 ) -> Response:
     code = _language(runtime, language)
-    if not await run_in_threadpool(_store(runtime).delete, principal.owner, code, word):
+    if not await run_in_threadpool(runtime.lexicon.delete, principal.owner, code, word):
         raise NotFound(f"no lexicon entry for '{word[:40]}' in {code}", field="word")
     return Response(status_code=status.HTTP_204_NO_CONTENT)

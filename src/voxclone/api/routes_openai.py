@@ -50,7 +50,7 @@ from voxclone.api.schemas import (
 )
 from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
-from voxclone.bootstrap import Runtime
+from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.router import OPENAI_ALIASES, ModelInfo

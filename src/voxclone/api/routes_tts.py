@@ -23,7 +23,7 @@ from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import SpeechFields, TTSRequest
 from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
-from voxclone.bootstrap import Runtime
+from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden, InvalidInput
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.keys import SCOPE_VOICES_WRITE

@@ -30,7 +30,7 @@ from typing import Any
 from voxclone.api.first_key import announce_key, create_first_admin_key
 from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
-from voxclone.runtime.keys import KeyStore
+from voxclone.key_setup import open_key_store
 
 EXIT_REFUSED = 2
 log = logging.getLogger("voxclone.api")
@@ -46,23 +46,17 @@ def is_loopback(host: str) -> bool:
 
 
 def _active_keys(settings: Settings) -> int:
-    store = KeyStore(settings.key_database_target)
-    try:
+    with open_key_store(settings) as store:
         return store.count_active()
-    finally:
-        store.close()
 
 
 def keys_notice(settings: Settings) -> str | None:
     """What the start-up log says about API keys when none is active (None
     when one is): key-less single-user mode, or every key revoked."""
-    store = KeyStore(settings.key_database_target)
-    try:
+    with open_key_store(settings) as store:
         if store.count_active():
             return None
         ever = bool(store.list(include_revoked=True))
-    finally:
-        store.close()
     if ever or settings.require_keys:
         return (
             "NO ACTIVE API KEYS: every key has been revoked, so every API request is "
@@ -94,7 +88,7 @@ def check_exposure(settings: Settings) -> str | None:
 
 def serve(settings: Settings) -> int:
     if settings.bootstrap_admin_key:
-        created = create_first_admin_key(settings.home, settings.key_database_target)
+        created = create_first_admin_key(settings)
         if created is not None:
             announce_key(*created)
     problem = check_exposure(settings) or _blob_store_problem(settings)

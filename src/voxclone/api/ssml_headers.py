@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from starlette.concurrency import run_in_threadpool
 
-from voxclone.bootstrap import Runtime
+from voxclone.assembly import Runtime
 from voxclone.errors import PayloadTooLarge
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_resolved import ResolvedRequest
