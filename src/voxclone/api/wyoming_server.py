@@ -211,12 +211,14 @@ class WyomingTts:
         release = self.slots.acquire()
         try:
             deadline = time.monotonic() + self.config.request_deadline_s
+            # Resolved once: the admission's price and the stream read the same object.
+            speech = self.runtime.speech.request(req)
             admission = self.runtime.speech.admit(
-                req, deadline, stream=True, first_audio_s=self.config.stream_first_audio_s
+                speech, deadline, stream=True, first_audio_s=self.config.stream_first_audio_s
             )
             with released_on_failure(admission):
                 _, chunks = self.runtime.speech.stream(
-                    req, cancelled=flag, deadline=deadline, admission=admission
+                    speech, cancelled=flag, deadline=deadline, admission=admission
                 )
         except BaseException:
             release()
