@@ -61,7 +61,7 @@ from voxclone.synth.text.segment import split_sentences
 from voxclone.synth.text.ssml import looks_like_ssml
 
 if TYPE_CHECKING:
-    from voxclone.bootstrap import Runtime
+    from voxclone.assembly import Runtime
 
 log = logging.getLogger("voxclone.wyoming")
 
