@@ -29,7 +29,12 @@ from typing import Any, TypeVar
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
 
-PROBE_TIMEOUT_S = 0.2  # a local server answers /readyz in a few ms
+# How long the CLI waits for /readyz before speaking in-process. Where no
+# server listens the connection is refused at once, so this bound is paid only
+# when a server exists but is slow: an idle one answers in a few ms, but a busy
+# 2-core host missed 0.2 s (the README walk, load ~11) and the CLI then loaded
+# the models itself for 8-16 s. Waiting up to 2 s for a server is always cheaper.
+PROBE_TIMEOUT_S = 2.0
 # What loading the models in the CLI costs a command on a loaded 2-core
 # machine (issue 38: 8-16 s per `say`, 16-31 s per `clone`, which also loads
 # the cloning models); a server pays it once.
