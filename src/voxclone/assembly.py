@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from voxclone.errors import VoxcloneError
 from voxclone.runtime.startup import StartupStages
 
 if TYPE_CHECKING:
@@ -81,14 +82,23 @@ class Runtime:
     purger: CachePurger | None = None
     # Set once the cloning models are loaded (clones before that load them on use).
     cloning_warm: threading.Event = field(default_factory=threading.Event)
+    # Why loading the cloning models failed (a model file not installed, e.g.
+    # a plain `pip install .` without the asset packages): /readyz says
+    # "unavailable" with this reason instead of "warming" forever.
+    cloning_failure: list[str] = field(default_factory=list)
 
     def warm_cloning(self) -> None:
         """Load the speaker encoder before the first clone (the VAD and Whisper
         load when a clone first needs them)."""
         if self.voices is None:
             return
-        with self.stages.stage("cloning_warmup"):
-            self.voices.warmup()
+        try:
+            with self.stages.stage("cloning_warmup"):
+                self.voices.warmup()
+        except VoxcloneError as exc:
+            self.cloning_failure[:] = [exc.message]
+            raise
+        self.cloning_failure.clear()
         self.cloning_warm.set()
 
     def speech_idle(self) -> bool:
@@ -102,11 +112,14 @@ class Runtime:
     @property
     def cloning_state(self) -> str:
         """One of: off (no cloning here), warming (loading now), on_demand
-        (``warm_cloning`` is off: the first clone loads them), ready."""
+        (``warm_cloning`` is off: the first clone loads them), unavailable
+        (loading failed: :attr:`cloning_failure` says why), ready."""
         if self.voices is None:
             return "off"
         if self.cloning_warm.is_set():
             return "ready"
+        if self.cloning_failure:
+            return "unavailable"
         return "warming" if self.settings.warm_cloning else "on_demand"
 
     @property

@@ -65,7 +65,10 @@ async def readyz(
         # "on_demand": the operator chose not to warm them; a clone works (the
         # first one loads them), so this replica may take clones.
         if capability == "cloning" and cloning not in ("ready", "on_demand"):
-            body = error_body("not_ready", f"cloning models: {cloning}")
+            reason = f"cloning models: {cloning}"
+            if cloning == "unavailable":
+                reason += f" ({'; '.join(runtime.cloning_failure)})"
+            body = error_body("not_ready", reason)
             return JSONResponse(
                 body, status_code=503, headers=retry_after_header(NOT_READY_RETRY_S)
             )
