@@ -93,6 +93,7 @@ mutants: install test-deps
 
 lint: test-deps
 	$(BIN)/ruff check src tests bench studies scripts
+	$(BIN)/ruff format --check src tests bench studies scripts
 	$(BIN)/mypy src
 	$(BIN)/lint-imports
 

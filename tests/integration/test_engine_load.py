@@ -49,9 +49,7 @@ def test_a_runtime_built_on_a_started_load_speaks(
     assert "kokoro_load" in runtime.stages.as_dict()
 
 
-def test_a_failed_load_is_raised_by_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_load_is_raised_by_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(name: str, config: object) -> object:
         raise ModelAssetError("the Kokoro model could not be loaded")
 

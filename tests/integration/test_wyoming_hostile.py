@@ -29,8 +29,6 @@ HOST = "127.0.0.1"
 READ_TIMEOUT_S = 60.0
 
 
-
-
 @pytest.fixture(scope="module")
 def server(runtime: Any) -> Iterator[_Server]:
     with _Server(WyomingTts.from_runtime(runtime, BUILTINS_ONLY)) as running:

@@ -75,9 +75,7 @@ def _last_finish(jobs: int, seconds_each: float, workers: int) -> float:
     return end
 
 
-def test_cold_scheduler_serves_a_small_team_at_once(
-    scheduler: Scheduler, clock: FakeClock
-) -> None:
+def test_cold_scheduler_serves_a_small_team_at_once(scheduler: Scheduler, clock: FakeClock) -> None:
     # Nothing measured yet; 2, 4, 8 and 16 people press "speak" together on a
     # short sentence with a 30 s deadline. Before: a deliberately slow prior
     # (0.25 s/char) refused all but the first (2 -> [200, 503], 16 -> 15 x 503)

@@ -323,4 +323,3 @@ class AdmissionControl(SchedulerFields):
             limit=fits,
             value=int(chars),
         )
-
