@@ -229,17 +229,7 @@ class DiskTier:
 
     def voice_ids(self) -> set[str]:
         """Voices that entries here were made with (reads every file's header)."""
-        found: set[str] = set()
-        for path in list(self._entry_files()):
-            if not path.name.endswith(_ENTRY_SUFFIX) or path.name.startswith(_TMP_PREFIX):
-                continue
-            try:
-                voice = read_entry_voice(path)
-            except (CorruptEntry, OSError):
-                continue
-            if voice is not None:
-                found.add(voice)
-        return found
+        return {voice for _, voice in self._entry_voices() if voice is not None}
 
     def invalidate_voice(self, voice_id: str) -> int:
         """Delete every entry made with ``voice_id``.
@@ -249,6 +239,15 @@ class DiskTier:
         deletion is rare, and the scan reads headers only.
         """
         removed = 0
+        for path, voice in self._entry_voices():
+            if voice == voice_id:
+                self._drop_file(path.name[: -len(_ENTRY_SUFFIX)])
+                removed += 1
+        return removed
+
+    def _entry_voices(self) -> Iterator[tuple[Path, str | None]]:
+        """Every finished entry file with the voice its header names (None for
+        none, or for a header that cannot be read)."""
         for path in list(self._entry_files()):
             if not path.name.endswith(_ENTRY_SUFFIX) or path.name.startswith(_TMP_PREFIX):
                 continue
@@ -256,10 +255,7 @@ class DiskTier:
                 voice = read_entry_voice(path)
             except (CorruptEntry, OSError):
                 voice = None
-            if voice == voice_id:
-                self._drop_file(path.name[: -len(_ENTRY_SUFFIX)])
-                removed += 1
-        return removed
+            yield path, voice
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
