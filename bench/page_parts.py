@@ -42,6 +42,7 @@ STUDY_RESULT_PATTERNS = (
     "clone_catalog_fit",
     "clone_catalog_validation",
     "clone_catalog_singles",
+    "stock_listener",
 )
 
 
