@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # Limits
     max_text_chars: int = 100_000
     # Longest audio one request may ask for, silence included (413 beyond it,
-    # before synthesis; synth/text/ssml.py check_output_s). Four hours: the
+    # before synthesis; synth/text/ssml_document.py check_output_s). Four hours: the
     # longest text (100,000 characters at ~15 a second is ~1.9 h) still fits
     # at the slowest speed (0.5: ~3.7 h); SSML breaks can only add so much.
     max_output_s: float = 4 * 3600.0
