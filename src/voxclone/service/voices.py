@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -39,14 +39,12 @@ from voxclone.errors import (
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore, SqlJobStore
 from voxclone.runtime.voice_store import (
-    BLEND_SOURCE,
     LEGACY_ENGINE,
     LEGACY_MODEL_ID,
     ConsentRecord,
     VoiceRecord,
     VoiceStore,
     VoiceSummary,
-    utc_now_iso,
 )
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
@@ -64,6 +62,21 @@ from voxclone.service.report_jobs import (
 )
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.service.speech_jobs import default_worker_id
+from voxclone.service.voices_request import (
+    ConsentInput,
+    DeletedVoice,
+    Enrollment,
+    EnrollRequest,
+    PromptCloning,
+    checked_consent,
+    refuse_blend,
+)
+from voxclone.service.voices_stored import (
+    prompt_quality,
+    recipe_from_json,
+    recipe_to_json,
+    stored_print,
+)
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.engine.base import EngineCapabilities
@@ -84,12 +97,21 @@ from voxclone.synth.voice.prosody import PitchStats, pitch_stats
 from voxclone.synth.voice.quality_report import QualityReporter, reference_warnings
 from voxclone.synth.voice.style_space import VoiceRecipe
 
+# Names other modules have imported from here since before the split.
+__all__ = [
+    "ConsentInput",
+    "DeletedVoice",
+    "EnrollRequest",
+    "Enrollment",
+    "PromptCloning",
+    "VoiceService",
+]
+
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 REFINE_JOB_KIND = "refine"
 MAX_REFINE_BUDGET_S = 1800.0
-STATEMENT_MAX_CHARS = 2000
 INLINE_CACHE_ENTRIES = 32
 INLINE_ID_PREFIX = "inline-"
 # How often expired inline voices are looked for when no request comes.
@@ -100,70 +122,7 @@ MAX_CLIPS = 8
 # Recording additions racing each other: each retry pools into the newer version.
 ADD_RECORDING_ATTEMPTS = 3
 
-
-@dataclass(frozen=True)
-class ConsentInput:
-    given: bool
-    statement: str
-    given_by: str
-    client_address: str | None = None
-
-
-@dataclass(frozen=True)
-class EnrollRequest:
-    audio: bytes
-    name: str
-    owner: str
-    consent: ConsentInput
-    language: str = "en-us"
-    keep_reference: bool = False
-    refine: bool = False
-    # Give the clone the reference recording's tone (long-term spectrum).
-    match_tone: bool = True
-    # The engine the voice is made for (registry name, model id or alias);
-    # None = the service's default engine.
-    model: str | None = None
-    # More recordings of the same speaker, pooled with ``audio`` (weighted by speech).
-    extra_audio: tuple[bytes, ...] = ()
-    # Keep the clone even where the stock check hears a built-in about as close.
-    keep_clone: bool = False
-
-
 RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
-
-
-@dataclass(frozen=True)
-class PromptCloning:
-    """What enrollment needs from a ``prompt`` engine (wired by the composition root)."""
-
-    capabilities: EngineCapabilities
-    make_prompt: Callable[[np.ndarray, int], bytes]
-    load_prompt: Callable[[bytes], object]
-    # Speaker embedding of 16 kHz audio (stored with the voice, used by the report).
-    embed: Callable[[np.ndarray], np.ndarray]
-    # Speaks the report's test sentence with a loaded prompt; None: no report.
-    reporter: QualityReporter | None = None
-
-
-@dataclass(frozen=True)
-class DeletedVoice:
-    record: VoiceRecord
-    purge_pending: bool  # cached audio not yet purged everywhere (journaled, retried)
-    # Saved blends made from the voice, deleted and purged with it.
-    derived: tuple[VoiceRecord, ...] = ()
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-
-@dataclass(frozen=True)
-class Enrollment:
-    record: VoiceRecord  # the stored voice (version 1)
-    # The background measurement of a ``wait=False`` enrollment (None: the
-    # report came with ``record``).
-    report_job: JobRecord | None
-    refine_job: JobRecord | None  # when ``refine`` was asked
 
 
 class VoiceService:
@@ -342,7 +301,7 @@ class VoiceService:
         A requested refinement starts after that job. Prompt engines always
         wait (their prompt is the clone; there is nothing to defer), and so
         does a service without a durable job queue."""
-        consent = _checked_consent(req.consent)
+        consent = checked_consent(req.consent)
         prompt_engine = self._prompt_cloning(self._engine_for(req.model))
         if prompt_engine is not None and req.refine:
             raise InvalidInput(
@@ -443,7 +402,7 @@ class VoiceService:
         probe = None
         if cloning.reporter is not None:
             probe = cloning.reporter.probe(cloning.load_prompt(blob))
-        quality = _prompt_quality(cloning.reporter, reference, embedding, probe, pitch)
+        quality = prompt_quality(cloning.reporter, reference, embedding, probe, pitch)
         quality["clone_method"] = "prompt"
         quality["instant_clone_s"] = round(clone_s, 3)
         caps = cloning.capabilities
@@ -489,7 +448,7 @@ class VoiceService:
         the old print.
         """
         record = self._store.get(voice_id, owner, include_reference_audio=False)
-        _refuse_blend(record, "add recordings to")
+        refuse_blend(record, "add recordings to")
         if record.style is None:
             raise InvalidInput(
                 "this voice's engine clones from a prompt: enroll it again with every "
@@ -521,7 +480,7 @@ class VoiceService:
     ) -> VoiceRecord:
         """Clone ``record``'s stored print pooled with ``new_print``; stored only
         over ``record``'s version."""
-        stored = _stored_print(record)
+        stored = stored_print(record)
         pooled = new_print if stored is None else pool_prints([stored, new_print])
         keep_clone = bool(record.quality.get("keep_clone", False))
         cloned = self._pipeline_or_fail().clone_print(
@@ -599,7 +558,7 @@ class VoiceService:
                 "reference_seconds": round(reference.speech_seconds, 2),
                 "reference_pitch_hz": round(pitch.median_hz, 1),
             }
-        quality["style_recipe"] = _recipe_to_json(voice.recipe)
+        quality["style_recipe"] = recipe_to_json(voice.recipe)
         if cloned.stock_voice is not None:
             # The voice speaks as this built-in (with the reference's tone): the
             # clone was not heard closer by the stock preference. Its own key:
@@ -634,7 +593,7 @@ class VoiceService:
         the owner (and the engine), so tenants never share an inline voice or
         its cached audio.
         """
-        record = _checked_consent(consent)
+        record = checked_consent(consent)
         engine = self._engine_for(model)
         prompt_engine = self._prompt_cloning(engine)
         self.purge_expired_inline()
@@ -772,7 +731,7 @@ class VoiceService:
                 value=budget,
             )
         record = self._store.get(voice_id, owner, include_reference_audio=False)
-        _refuse_blend(record, "refine")
+        refuse_blend(record, "refine")
         if record.style is None or self._pipeline is None:
             raise InvalidInput(
                 "only voices of a style engine can be refined; this voice is a "
@@ -884,7 +843,7 @@ class VoiceService:
         """What a report needs when the enrolling process is gone: the draft
         again from the stored print, and the recording itself where it was kept
         (one clip), else its stored summary (report_jobs.stand_in_reference)."""
-        voice_print = _stored_print(record)
+        voice_print = stored_print(record)
         if voice_print is None:
             raise InvalidInput("this voice has no stored print to measure", field="voice_id")
         draft = self._pipeline_or_fail().draft(voice_print)
@@ -1031,7 +990,7 @@ class VoiceService:
         quality.update(
             similarity=round(result.similarity, 4),
             wer=None if result.wer is None else round(result.wer, 4),
-            style_recipe=_recipe_to_json(result.recipe),
+            style_recipe=recipe_to_json(result.recipe),
             refine={
                 "improved": result.improved,
                 "start_similarity": round(result.start_similarity, 4),
@@ -1081,7 +1040,7 @@ class VoiceService:
     def _start_recipe(self, record: VoiceRecord) -> VoiceRecipe:
         stored = record.quality.get("style_recipe")
         if isinstance(stored, dict):
-            return _recipe_from_json(stored)
+            return recipe_from_json(stored)
         # Older records: derive the instant recipe again from the stored embedding.
         pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
         cloner = self._cloner_or_fail()
@@ -1107,97 +1066,3 @@ class VoiceService:
             self._sweeper.join(timeout=5)
         if self._inline_log is not None:
             self._inline_log.close()
-
-
-def _refuse_blend(record: VoiceRecord, action: str) -> None:
-    # A saved blend has no recording (and no speaker print) to work from.
-    if record.source == BLEND_SOURCE:
-        raise InvalidInput(
-            f"cannot {action} a saved blend: it has no recording; save the blend again "
-            "from changed parts instead",
-            field="voice_id",
-        )
-
-
-def _checked_consent(consent: ConsentInput) -> ConsentRecord:
-    if consent.given is not True:
-        raise InvalidInput(
-            "consent is required: the speaker must agree to having their voice cloned",
-            field="consent",
-        )
-    statement = (consent.statement or "").strip()
-    if not statement or len(statement) > STATEMENT_MAX_CHARS:
-        raise InvalidInput(
-            f"a consent statement of 1 to {STATEMENT_MAX_CHARS} characters is required",
-            field="consent.statement",
-            limit=STATEMENT_MAX_CHARS,
-        )
-    return ConsentRecord(
-        statement_sha256=hashlib.sha256(statement.encode("utf-8")).hexdigest(),
-        given_by=consent.given_by,
-        given_at=utc_now_iso(),
-        client_address=consent.client_address,
-    )
-
-
-def _stored_print(record: VoiceRecord) -> VoicePrint | None:
-    """A stored voice's pooled print (None: too old a record to pool with)."""
-    quality = record.quality
-    seconds = float(quality.get("reference_seconds") or 0.0)
-    if seconds <= 0:
-        return None
-    stats = quality.get("reference_pitch")
-    if isinstance(stats, dict):
-        pitch = PitchStats(
-            float(stats["median_hz"]),
-            float(stats["low_hz"]),
-            float(stats["high_hz"]),
-            float(stats["voiced_fraction"]),
-        )
-    else:  # older records keep the median only
-        pitch = PitchStats(float(quality.get("reference_pitch_hz") or 0.0), 0.0, 0.0, 0.0)
-    return VoicePrint(
-        embedding=np.asarray(record.embedding, np.float32),
-        pitch=pitch,
-        spectrum=record.reference_spectrum,
-        speech_seconds=seconds,
-        clips=int(quality.get("clips", 1)),
-        rate=float(quality.get("reference_rate") or 0.0),  # older records: unknown
-    )
-
-
-def _recipe_to_json(recipe: VoiceRecipe) -> dict[str, list[float]]:
-    return {
-        "timbre_weights": [round(float(x), 6) for x in recipe.timbre_weights],
-        "timbre_coeffs": [round(float(x), 6) for x in recipe.timbre_coeffs],
-        "prosody_weights": [round(float(x), 6) for x in recipe.prosody_weights],
-    }
-
-
-def _recipe_from_json(data: dict[str, Any]) -> VoiceRecipe:
-    return VoiceRecipe(
-        np.asarray(data["timbre_weights"], np.float32),
-        np.asarray(data["timbre_coeffs"], np.float32),
-        np.asarray(data["prosody_weights"], np.float32),
-    )
-
-
-def _prompt_quality(
-    reporter: QualityReporter | None,
-    reference: ReferenceAudio,
-    embedding: np.ndarray,
-    probe: np.ndarray | None,
-    pitch: PitchStats,
-) -> dict[str, Any]:
-    """The quality report of a prompt voice (its test sentence heard as spoken)."""
-    if reporter is not None and probe is not None:
-        return reporter.report(
-            reference, embedding, probe, reference_pitch_hz=pitch.median_hz
-        ).to_dict()
-    return {
-        "similarity": None,
-        "wer": None,
-        "warnings": reference_warnings(reference, None),
-        "reference_seconds": round(reference.speech_seconds, 2),
-        "reference_pitch_hz": round(pitch.median_hz, 1),
-    }
