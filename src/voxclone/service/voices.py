@@ -20,7 +20,6 @@ import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -62,6 +61,7 @@ from voxclone.service.report_jobs import (
 )
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.service.speech_jobs import default_worker_id
+from voxclone.service.voices_inline import INLINE_ID_PREFIX, InlineVoices
 from voxclone.service.voices_request import (
     ConsentInput,
     DeletedVoice,
@@ -112,10 +112,6 @@ _T = TypeVar("_T")
 
 REFINE_JOB_KIND = "refine"
 MAX_REFINE_BUDGET_S = 1800.0
-INLINE_CACHE_ENTRIES = 32
-INLINE_ID_PREFIX = "inline-"
-# How often expired inline voices are looked for when no request comes.
-INLINE_SWEEP_MAX_S = 60.0
 PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
 # Recordings pooled into one voice per request (each is checked on its own limits).
 MAX_CLIPS = 8
@@ -207,38 +203,26 @@ class VoiceService:
         )
         self._deleted_lock = threading.Lock()
         self._deleted: set[str] = set()
-        # voice id -> (voice, unix time it expires)
-        self._inline: OrderedDict[str, tuple[ResolvedVoice, float]] = OrderedDict()
-        self._inline_lock = threading.Lock()
         self._style_caps = style_engine
         self._prompt_engines = dict(prompt_engines or {})
         style_name = style_engine.engine if style_engine is not None else None
         self._default_engine = default_engine or style_name
         self._resolve_model = resolve_model
-        self._inline_log = inline_log
-        self._inline_ttl_s = inline_ttl_s
-        self._clock = clock
-        self._sweeper: threading.Thread | None = None
+        self._inline = InlineVoices(
+            on_voice_changed=on_voice_changed,
+            inline_log=inline_log,
+            ttl_s=inline_ttl_s,
+            clock=clock,
+            closing=self._closing,
+        )
         # Audio of inline voices a previous process made and never purged.
-        self._purge_orphaned_inline()
+        self._inline.purge_orphaned()
         if self._report_queue is not None:
             self._report_queue.start()  # last: its thread calls back into this service
 
     def start_inline_sweeper(self) -> None:
         """Purge expired inline voices in the background, even when no request comes."""
-        if self._sweeper is not None:
-            return
-        interval = max(1.0, min(INLINE_SWEEP_MAX_S, self._inline_ttl_s / 4))
-
-        def sweep() -> None:
-            while not self._closing.wait(interval):
-                try:
-                    self.purge_expired_inline()
-                except Exception:  # the next sweep retries; never kill the thread
-                    log.exception("purging expired inline voices failed")
-
-        self._sweeper = threading.Thread(target=sweep, name="inline-sweeper", daemon=True)
-        self._sweeper.start()
+        self._inline.start_sweeper()
 
     def warmup(self) -> None:
         """Before the first clone (call at start-up): load the speaker encoder,
@@ -602,11 +586,9 @@ class VoiceService:
             salt += f"{engine}\0".encode()
         digest = hashlib.sha256(salt + audio).hexdigest()
         voice_id = INLINE_ID_PREFIX + digest[:16]
-        with self._inline_lock:
-            hit = self._inline.get(voice_id)
-            if hit is not None:
-                self._inline.move_to_end(voice_id)
-                return hit[0]
+        hit = self._inline.find(voice_id)
+        if hit is not None:
+            return hit
         reference = self._load_reference(audio)
         if prompt_engine is not None:
             caps = prompt_engine.capabilities
@@ -637,49 +619,17 @@ class VoiceService:
                 model_id=model_id,
                 speed=cloned.speed,  # its pace, as a stored clone would have
             )
-        expires_at = self._clock() + self._inline_ttl_s
-        if self._inline_log is not None:
-            self._inline_log.record(voice_id, owner, record, expires_at)
-        evicted: list[str] = []
-        with self._inline_lock:
-            self._inline[voice_id] = (voice, expires_at)
-            while len(self._inline) > INLINE_CACHE_ENTRIES:
-                evicted.append(self._inline.popitem(last=False)[0])
-        for old in evicted:
-            self._purge_inline(old)
+        self._inline.add(voice_id, voice, owner, record)
         return voice
 
     def inline_voices(self) -> list[str]:
         """Ids of the inline voices alive now."""
-        with self._inline_lock:
-            return list(self._inline)
+        return self._inline.ids()
 
     def purge_expired_inline(self, now: float | None = None) -> list[str]:
         """Forget inline voices expired at ``now`` (default: the clock's now) and
         drop every audio cached with them."""
-        now = self._clock() if now is None else now
-        with self._inline_lock:
-            expired = [vid for vid, (_, until) in self._inline.items() if until <= now]
-            for vid in expired:
-                del self._inline[vid]
-        for vid in expired:
-            self._purge_inline(vid)
-        return expired
-
-    def _purge_inline(self, voice_id: str) -> None:
-        # The same path as a deleted voice: every cache tier drops its audio.
-        self._on_voice_changed(voice_id)
-        if self._inline_log is not None:
-            self._inline_log.mark_purged(voice_id)
-
-    def _purge_orphaned_inline(self) -> None:
-        if self._inline_log is None:
-            return
-        for voice_id in self._inline_log.pending():
-            try:
-                self._purge_inline(voice_id)
-            except Exception:  # a cache tier down at start: the next start retries
-                log.exception("purging an orphaned inline voice failed")
+        return self._inline.purge_expired(now)
 
     # -- library ------------------------------------------------------------------
     def get(self, voice_id: str, owner: str) -> VoiceRecord:
@@ -1062,7 +1012,4 @@ class VoiceService:
         if self._report_queue is not None:
             self._report_queue.close()
         self._executor.shutdown(wait=True, cancel_futures=True)
-        if self._sweeper is not None:
-            self._sweeper.join(timeout=5)
-        if self._inline_log is not None:
-            self._inline_log.close()
+        self._inline.close()
