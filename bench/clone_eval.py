@@ -952,7 +952,8 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         + ", then the reference's recording "
         "tone (third-octave long-term spectrum, ±12 dB EQ), then "
         + (
-            "the stock check (a built-in of the pitch gate, same tone, replaces it unless "
+            "the stock check (the standard voices of the reference's sex and language "
+            "the atlas ranks closest, same tone, replace it unless "
             f"resemblyzer hears the clone closer by more than {STOCK_PREFERENCE:g}: "
             f"{sum(1 for r in result['speakers'] if r['instant'].get('stock_voice'))} "
             f"of {len(result['speakers'])} here)"

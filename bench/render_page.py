@@ -289,7 +289,9 @@ def plot_peers(data: dict[str, Any], path: Path) -> Path | None:
 
 
 def plot_clone(data: dict[str, Any], path: Path) -> Path | None:
-    speakers = data.get("clone_eval", {}).get("speakers", [])
+    # The test split's run (the Cloning section's table), else the last dev run.
+    run = data.get("clone_catalog_test") or data.get("clone_eval") or {}
+    speakers = run.get("speakers", [])
     # Methods are whatever per-speaker entries carry a judge score (builtin,
     # instant, instant_top<k>, refined), in the order clone_eval wrote them.
     methods = [
@@ -633,12 +635,12 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
     )
 
 
-KNOWN_MARKDOWN = {"clone_eval", "controls", "load", "voice_table"}
+KNOWN_MARKDOWN = {"clone_catalog_test", "listener_eer", "controls", "load", "voice_table"}
 
 
 # -- the page ----------------------------------------------------------------------------
 # Lines each result's own Markdown may take on the page (the rest is linked).
-BUDGETS = {"clone_eval": 24, "controls": 36, "load": 22}
+BUDGETS = {"clone_catalog_test": 20, "listener_eer": 22, "controls": 30, "load": 22}
 
 
 def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
@@ -692,11 +694,14 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         + image(out_page, plots["ttfa_stages"], "TTFA stages"),
         speed_cloning(dated, runs),
         section_voice_table(dated, runs, link("voice_table")),
+        # The test split (bench/speaker_splits.py), scored once per final
+        # cloning change: the figure a speaker nobody fitted on would get.
         section(
             "Cloning",
-            "clone_eval",
+            "clone_catalog_test",
             image(out_page, plots["clone_similarity"], "clone identity per speaker"),
         ),
+        section("Speaker listeners", "listener_eer"),
         section("Controls", "controls"),
         section("Load", "load", image(out_page, load_png if load_png.exists() else None, "load")),
         section_cache(dated, runs),

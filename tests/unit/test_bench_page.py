@@ -46,15 +46,15 @@ def _page(results: Path, tmp_path: Path) -> str:
 def test_a_new_result_file_appears_dated_and_study_results_do_not(tmp_path: Path) -> None:
     results = tmp_path / "results"
     results.mkdir()
-    (results / "listener_eer.json").write_text(json.dumps({"command": "python bench/x.py"}))
-    (results / "listener_eer.md").write_text("# Listener\n\n" + _table(3, "speaker"))
+    (results / "fresh_bench.json").write_text(json.dumps({"command": "python bench/x.py"}))
+    (results / "fresh_bench.md").write_text("# Listener\n\n" + _table(3, "speaker"))
     moment = 1_900_000_000  # 2030-03-17 17:46 UTC
-    os.utime(results / "listener_eer.md", (moment, moment))
-    os.utime(results / "listener_eer.json", (moment, moment))
+    os.utime(results / "fresh_bench.md", (moment, moment))
+    os.utime(results / "fresh_bench.json", (moment, moment))
     (results / "stock_pref_dev.md").write_text(_table(3, "fold"))
     text = _page(results, tmp_path)
     other = text[text.index("## Other results") :]
-    assert "### listener_eer" in other
+    assert "### fresh_bench" in other
     # Outside git the date is the file's: a fresh run is dated when it was written.
     assert "Produced by `python bench/x.py` (result of 2030-03-17 17:46Z):" in other
     assert "| speaker 2 | 2 |" in other

@@ -374,7 +374,7 @@ def test_stock_preference_is_chosen_on_the_other_speakers(tmp_path: Path) -> Non
     held = result["sets"]["held"]
     assert held["margin_loso"] is None
     assert held["margin_chosen"] == pytest.approx(0.1)  # h switched: 0.4 - 0.3
-    assert [s["speaker"] for s in held["switched_at_chosen"]] == ["h"]
+    assert [s["speaker"] for s in held["switched_at_product"]] == ["h"]  # at 0.03
     # A run with the stock check on has already switched: refused.
     paths["dev"].write_text(json.dumps(_stock_run(fit, check=True)))
     with pytest.raises(SystemExit):
