@@ -94,12 +94,11 @@ def test_af_heart_speaks_over_http(client: TestClient) -> None:
 def test_a_spanish_request_without_a_voice_speaks_the_spanish_default(
     standard_runtime: Runtime, client: TestClient
 ) -> None:
+    # route() answers the request resolved once (voice, language, lexicon).
     _, routed = standard_runtime.speech.route(SpeechRequest(text=SPANISH))
-    assert routed.voice_override is not None
-    assert routed.voice_override.id == LANGUAGE_DEFAULTS["es"]
+    assert routed.voice.id == LANGUAGE_DEFAULTS["es"]
     _, english = standard_runtime.speech.route(SpeechRequest(text="Good morning to you all."))
-    assert english.voice_override is not None
-    assert english.voice_override.id == LANGUAGE_DEFAULTS["en-us"]
+    assert english.voice.id == LANGUAGE_DEFAULTS["en-us"]
     unnamed = client.post("/v1/tts", json={"text": SPANISH})
     named = client.post("/v1/tts", json={"text": SPANISH, "voice": LANGUAGE_DEFAULTS["es"]})
     other = client.post("/v1/tts", json={"text": SPANISH, "voice": "af_heart"})

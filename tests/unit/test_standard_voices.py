@@ -226,7 +226,12 @@ def test_kokoro_blend_syntax_mixes_standard_voices(
 
 def test_a_request_without_a_voice_speaks_its_languages_default() -> None:
     catalog = _catalog()
-    service = SimpleNamespace(language_of=lambda req: req.language or "en-us")
+    # The router picks the voice; the engine's service then resolves the rest
+    # (here: keeps the router's choice, which is what this test reads).
+    service = SimpleNamespace(
+        language_of=lambda req: req.language or "en-us",
+        resolution=lambda r, voice: SimpleNamespace(voice=voice, engine="kokoro"),
+    )
     router = SpeechRouter(
         {"kokoro": service},  # type: ignore[dict-item]
         catalog,
@@ -235,10 +240,9 @@ def test_a_request_without_a_voice_speaks_its_languages_default() -> None:
     )
     for language in ("es", "fr", "ja", "en-gb"):
         _, routed = router.route(SpeechRequest(text="...", language=language))
-        assert routed.voice_override is not None
-        assert routed.voice_override.id == LANGUAGE_DEFAULTS[language], language
+        assert routed.voice.id == LANGUAGE_DEFAULTS[language], language
     _, named = router.route(SpeechRequest(text="...", language="es", voice="am_michael"))
-    assert named.voice_override is not None and named.voice_override.id == "am_michael"
+    assert named.voice.id == "am_michael"
 
 
 def _assets() -> KokoroAssets:
