@@ -96,9 +96,11 @@ from voxclone.synth.engine.base import (  # noqa: E402
 )
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
+from voxclone.synth.voice.audition import Auditioner  # noqa: E402
 from voxclone.synth.voice.builtin import builtin_sex, builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
+from voxclone.synth.voice.listener import CAMPLUS, make_listener  # noqa: E402
 from voxclone.synth.voice.pipeline import (  # noqa: E402
     STOCK_PREFERENCE,
     ClonedVoice,
@@ -430,6 +432,13 @@ def main(argv: list[str] | None = None) -> int:
         "service); with --no-stock-check the rows keep what bench/stock_preference.py replays",
     )
     parser.add_argument(
+        "--audition",
+        action=argparse.BooleanOptionalAction,
+        default=product.clone_audition,
+        help="hear the atlas's nearest voices speak and keep the closest by GE2E + CAM++ "
+        "(synth/voice/audition.py; as the service, with the listener weights installed)",
+    )
+    parser.add_argument(
         "--split",
         default="",
         help="only the speakers of these splits of bench/speaker_splits.py (comma-separated: "
@@ -594,6 +603,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [v for v in variants if v not in INSTANT_VARIANTS]
     if unknown or "instant" not in variants:
         parser.error(f"--variants must include 'instant' and use only {list(INSTANT_VARIANTS)}")
+    auditioner = None
+    if args.audition:
+        listener = make_listener(CAMPLUS, models_dir=MODELS_DIR, encoder=encoder)
+        if listener.name != CAMPLUS:
+            parser.error("--audition needs the CAM++ weights (make listener-weights)")
+        auditioner = Auditioner(listener, encoder)
     # The product's cloning pipeline (as VoiceService wires it), one per variant.
     pipelines = {
         v: CloningPipeline(
@@ -604,6 +619,7 @@ def main(argv: list[str] | None = None) -> int:
             sample_rate=24_000,
             calibrator=calibrator,
             stock_check=args.stock_check,
+            auditioner=auditioner,
         )
         for v in variants
     }
@@ -665,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
             "builtin_voices": len(builtins),
             "pitch_calibration": args.pitch_calibration,
             "stock_check": args.stock_check,
+            "audition": args.audition,
             "repitch_refined": args.repitch_refined,
             "refine_config": None
             if args.no_refine
@@ -783,6 +800,7 @@ def main(argv: list[str] | None = None) -> int:
                 "clone_f0": cloned.voice.measured_hz,
                 "calibration_s": cloned.voice.seconds,
                 "stock_voice": cloned.stock_voice,
+                "audition": None if cloned.audition is None else cloned.audition.summary(),
             }
             if cloned.voice.probe is not None:
                 # What the quality report calls the clone's similarity: the product

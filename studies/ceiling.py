@@ -72,7 +72,9 @@ from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
+from voxclone.synth.voice.encoder import SAMPLE_RATE as ENCODER_RATE  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine  # noqa: E402
+from voxclone.synth.voice.listener import make_listener  # noqa: E402
 from voxclone.synth.voice.pick import AtlasCues, load_weights  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
@@ -168,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-candidates", type=int, default=0, help="smoke test: truncate")
     parser.add_argument("--render-cache", type=Path, default=Path("/tmp/ceiling_renders"))
+    parser.add_argument(
+        "--listener",
+        default="",
+        help="also score each candidate with this product listener (campplus) against "
+        "the enrollment clip: what an audition at enrollment could choose by",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "studies" / "results" / "ceiling.json")
     args = parser.parse_args(argv)
     if args.render_only:
@@ -211,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     judge = Judge()
     encoder = SpeakerEncoder()
     encoder.load()
+    listener = (
+        make_listener(args.listener, models_dir=MODELS_DIR, encoder=encoder)
+        if args.listener
+        else None
+    )
     detector = SpeechDetector()
     stats = recording_statistics(judge, args.evaldata, by_speaker)
     atlas = VoiceAtlas.load(engine.atlas_packs())
@@ -267,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         prosody = unchecked.voice.recipe.prosody_weights  # calibrated to the reference's F0
         pitch = voice_print.pitch.median_hz
 
+        enroll_heard = (
+            listener.embed(enrollment.reference.samples16k, ENCODER_RATE)
+            if listener is not None
+            else None
+        )
         cands: dict[str, Candidate] = {}
 
         def add(
@@ -318,6 +336,10 @@ def main(argv: list[str] | None = None) -> int:
                     "heard": cosine(encoder.embed(x16), voice_print.embedding),
                 }
             )
+            if listener is not None and enroll_heard is not None:
+                scored[-1]["listener"] = listener.similarity(
+                    listener.embed(x16, ENCODER_RATE), enroll_heard
+                )
             if cand.label == "pick" and picked.tone is not None:
                 # The pick as the service speaks it: tone from the probe sentence.
                 served = picked.tone.apply(clip, RATE)

@@ -3,6 +3,8 @@
     references → voice print (embedding, pitch, long-term spectrum; pooled
     over clips, weighted by their speech seconds) → instant clone (atlas
     lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
+    audition (the encoder's 10 nearest atlas voices speak the probe sentence;
+    GE2E and CAM++ together keep the one closest to the reference) →
     recording-tone filter → stock check (the built-in voices of the
     reference's sex closest by the atlas, given the same tone, are heard; the
     closest replaces the clone unless the product encoder hears the clone
@@ -31,6 +33,7 @@ import numpy as np
 import soxr
 
 from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
+from voxclone.synth.voice.audition import Auditioner, AuditionResult
 from voxclone.synth.voice.clone import (
     ENCODER_RATE,
     InstantClone,
@@ -67,6 +70,9 @@ class VoicePrint:
     speech_seconds: float  # total, the weight of this print when pooled again
     clips: int
     rate: float = 0.0  # prosody.speaking_rate (peaks per second of speech); 0.0 = unknown
+    # The audition's second listener's embedding (synth/voice/audition.py);
+    # None: not measured (no listener wired, or a stored print from before it).
+    listener_embedding: np.ndarray | None = None
 
     def pitch_json(self) -> dict[str, float]:
         p = self.pitch
@@ -92,6 +98,11 @@ def pool_prints(prints: Sequence[VoicePrint]) -> VoicePrint:
     spectra = [(w, p.spectrum) for w, p in pairs if p.spectrum is not None]
     rates = [(w, p.rate) for w, p in pairs if p.rate > 0]
     rate = float(sum(w * r for w, r in rates) / sum(w for w, _ in rates)) if rates else 0.0
+    listener_embedding = None
+    if all(p.listener_embedding is not None for p in prints):
+        listener_embedding = normalize(
+            np.sum([w * np.asarray(p.listener_embedding, np.float64) for w, p in pairs], axis=0)
+        ).astype(np.float32)
     spectrum = None
     if spectra:
         total = sum(w for w, _ in spectra)
@@ -103,6 +114,7 @@ def pool_prints(prints: Sequence[VoicePrint]) -> VoicePrint:
         speech_seconds=float(sum(p.speech_seconds for p in prints)),
         clips=sum(p.clips for p in prints),
         rate=rate,
+        listener_embedding=listener_embedding,
     )
 
 
@@ -155,6 +167,8 @@ class ClonedVoice:
     # What the stock check heard (None: no check ran); the quality report's
     # closest built-in and its verdict come from this one comparison.
     comparison: StockComparison | None = None
+    # The audition that chose the voice among the atlas's nearest (None: none ran).
+    audition: AuditionResult | None = None
 
     @property
     def instant_seconds(self) -> float:
@@ -222,6 +236,7 @@ class CloningPipeline:
         follow_rate: bool = True,
         stock_check: bool = True,
         stock_preference: float = STOCK_PREFERENCE,
+        auditioner: Auditioner | None = None,
     ) -> None:
         """``probe`` renders the quality report's test sentence with a style pack
         (None: no probe, so no tone match and no calibration); ``calibrator``
@@ -229,7 +244,8 @@ class CloningPipeline:
         ``follow_rate`` gives the clone a speed towards the reference's pace;
         ``stock_check`` lets a built-in voice the encoder hears closer replace
         the clone, unless the clone is heard closer by more than
-        ``stock_preference`` (:meth:`compare_stock`)."""
+        ``stock_preference`` (:meth:`compare_stock`); ``auditioner`` hears the
+        atlas's nearest voices speak and keeps the closest (:meth:`audition`)."""
         self._cloner = cloner
         self._probe = probe
         self._rate = sample_rate
@@ -237,6 +253,7 @@ class CloningPipeline:
         self._follow_rate = follow_rate
         self._stock_check = stock_check
         self._stock_preference = stock_preference
+        self._auditioner = auditioner
         # Built-in voices' probe sentences do not depend on the reference:
         # rendered once per process (atlas index -> audio).
         self._stock_probes: dict[int, np.ndarray] = {}
@@ -270,6 +287,9 @@ class CloningPipeline:
                 speech_seconds=float(ref.speech_seconds),
                 clips=1,
                 rate=speaking_rate(ref.samples16k, ENCODER_RATE),
+                listener_embedding=self._auditioner.embed_reference(ref.samples16k)
+                if self._auditioner is not None
+                else None,
             )
             for ref in references
         ]
@@ -348,7 +368,19 @@ class CloningPipeline:
         voice_print = draft.print
         voice = self.speak(draft.instant.recipe, voice_print.pitch.median_hz)
         spectrum = voice_print.spectrum if match_tone else None
-        tone = self.tone_for(spectrum, voice.probe)
+        audition = self.audition(voice_print, voice, spectrum)
+        if audition is not None:
+            voice = SpokenVoice(
+                audition.recipe,
+                audition.style,
+                audition.probe,
+                voice.calibration,
+                0.0,
+                voice.seconds + audition.seconds,
+            )
+            tone = audition.tone
+        else:
+            tone = self.tone_for(spectrum, voice.probe)
         comparison = None
         if self._stock_check:
             comparison = self.compare_stock(
@@ -378,6 +410,38 @@ class CloningPipeline:
             speed,
             stock_name,
             comparison,
+            audition,
+        )
+
+    def audition(
+        self, voice_print: VoicePrint, voice: SpokenVoice, spectrum: np.ndarray | None
+    ) -> AuditionResult | None:
+        """The atlas's nearest eligible voices, with ``voice``'s calibrated
+        prosody half, heard speaking the probe sentence (with the reference's
+        recording tone from ``spectrum``); None when no auditioner, probe or
+        listener embedding of the reference is there, or fewer than two
+        candidates pass the cloner's gates."""
+        auditioner = self._auditioner
+        if auditioner is None or self._probe is None or voice_print.listener_embedding is None:
+            return None
+        matches = self._cloner.eligible_nearest(
+            voice_print.embedding, voice_print.pitch.median_hz, auditioner.k
+        )
+        if len(matches) < 2:
+            return None
+        atlas = self._cloner.atlas
+        prosody = voice.recipe.prosody_weights
+        candidates = []
+        for match in matches:
+            recipe = atlas.recipe(match.index).with_prosody(prosody)
+            candidates.append((match.index, recipe, atlas.basis.pack(recipe)))
+        return auditioner.choose(
+            candidates,
+            render=self._probe,
+            tone_for=lambda probe: self.tone_for(spectrum, probe),
+            sample_rate=self._rate,
+            reference_embedding=voice_print.embedding,
+            reference_listener=voice_print.listener_embedding,
         )
 
     def warm_stock_probes(self) -> None:
