@@ -3,19 +3,24 @@
 Kokoro comes from packages and is always there. Other engines' weights are
 supplied by the operator as verified bundles under ``VOXCLONE_HOME/models``;
 ``pull`` is a convenience for connected hosts and fails at once offline.
+Each engine's package does its own part (``model_manager()``, found through
+the engine registry: synth/engine/models.py); this module imports no
+engine's package.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput, ModelAssetError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from voxclone.synth.engine.models import ModelManager
 
 
 def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -47,16 +52,22 @@ def _size(n: int | None) -> str:
     return "-"
 
 
-def _engine(name: str) -> str:
-    from voxclone.synth.engine.models import BUNDLE_ENGINES
+def _manager(name: str) -> ModelManager:
+    """The model manager of an engine whose weights the operator installs."""
+    from voxclone.synth.engine.models import managers
+    from voxclone.synth.engine.registry import model_manager
 
-    if name not in BUNDLE_ENGINES:
+    # Only that engine's package is imported (others may be slow to import
+    # or write files of their own); all of them only to name them in the error.
+    manager = model_manager(name)
+    if manager is None or not manager.imports:
+        found = [m.engine for m in managers() if m.imports]
         raise InvalidInput(
-            f"engine '{name[:32]}' takes no imported models; these do: {', '.join(BUNDLE_ENGINES)}",
+            f"engine '{name[:32]}' takes no imported models; these do: {', '.join(found)}",
             field="engine",
-            limit=list(BUNDLE_ENGINES),
+            limit=found,
         )
-    return name
+    return manager
 
 
 def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
@@ -77,34 +88,23 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
             )
         return 0
 
-    engine = _engine(args.engine)
-    from voxclone.synth.engine.pocket.bundle import MANIFEST, install_bundle
-    from voxclone.synth.engine.pocket.hub import bundle_from_files, pull
-    from voxclone.synth.engine.pocket.loading import check_bundle
-
+    manager = _manager(args.engine)
+    engine = manager.engine
     try:
-        with tempfile.TemporaryDirectory(prefix="voxclone-models-") as tmp:
-            if args.models_command == "pull":
-                print(f"contacting the model hub for {engine} ({args.config}) …", file=sys.stderr)
-                source = Path(tmp) / "bundle"
-                pull(args.config, source, timeout=args.timeout)
-            else:
-                source = Path(args.path).expanduser()
-                if source.is_dir() and not (source / MANIFEST).exists() and args.config:
-                    built = Path(tmp) / "bundle"
-                    bundle_from_files(source, args.config, built)
-                    source = built
-            models_dir.mkdir(parents=True, exist_ok=True)
-            installed = install_bundle(source, models_dir, engine=engine, check=check_bundle)
+        if args.models_command == "pull":
+            print(f"contacting the model hub for {engine} ({args.config}) …", file=sys.stderr)
+            m = manager.pull(args.config, models_dir, timeout=args.timeout)
+        else:
+            source = Path(args.path).expanduser()
+            m = manager.import_model(source, models_dir, config=args.config)
     except OSError as exc:
         # A full disk, a folder this user may not write: one line, like a bad bundle.
         raise ModelAssetError(
             f"cannot install the model: {exc.strerror or exc.__class__.__name__}"
             + (f" ({Path(exc.filename).name})" if isinstance(exc.filename, str) else "")
         ) from None
-    m = installed.manifest
     print(
-        f"installed {engine} model '{m.name}' ({_size(m.size)}, {len(m.files)} files, "
+        f"installed {engine} model '{m.name}' ({_size(m.size_bytes)}, {m.files} files, "
         f"SHA-256 verified; languages {', '.join(m.languages)}; "
         f"license {', '.join(f'{k} {v}' for k, v in sorted(m.license.items()))})"
     )

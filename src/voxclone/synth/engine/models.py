@@ -1,15 +1,19 @@
-"""What models this host has: the packaged Kokoro and operator-imported bundles.
+"""What models this host has and how they are installed: ``voxclone models``.
 
-``voxclone models list`` prints this; nothing here loads a model.
+Each engine manages its own weights. Its package (the module its registry
+entry names) may expose ``model_manager() -> ModelManager``: what it has
+installed (``list``) and, for an engine whose weights the operator supplies,
+how a verified copy is installed (``import``, ``pull``).
+:func:`voxclone.synth.engine.registry.model_manager` finds it; the CLI asks
+for it by engine name and names no engine itself. Nothing here loads a model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-# Engines whose weights the operator imports as bundles (models/<engine>/<name>/).
-BUNDLE_ENGINES = ("pocket-tts",)
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -24,40 +28,62 @@ class ModelInfo:
     imported_at: float | None = None
 
 
-def kokoro_info(models_dir: Path) -> ModelInfo:
-    from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, expected_sha256
-    from voxclone.synth.text.g2p import ESPEAK_VOICES
+@dataclass(frozen=True)
+class InstalledModel:
+    """What an import or a pull installed (every file's hash checked)."""
 
-    path = models_dir / MODEL_FILENAME
-    return ModelInfo(
-        engine="kokoro",
-        name="kokoro-82m-v1.0-int8",
-        version=expected_sha256()[:12],
-        size_bytes=path.stat().st_size if path.is_file() else None,
-        license="Apache-2.0 (weights, voice packs); MIT (ONNX export)",
-        languages=(*ESPEAK_VOICES, "ja", "zh"),
-        source="packages",
-    )
+    engine: str
+    name: str
+    size_bytes: int
+    files: int
+    languages: tuple[str, ...]
+    license: Mapping[str, str]  # part ("code", "weights") -> licence
+
+
+class ModelManager(Protocol):
+    """One engine's ``voxclone models`` operations."""
+
+    @property
+    def engine(self) -> str:
+        """The engine's registry name."""
+        ...
+
+    @property
+    def imports(self) -> bool:
+        """Whether the operator installs this engine's weights (``import``,
+        ``pull``); False: they come with its packages."""
+        ...
+
+    def installed(self, models_dir: Path) -> list[ModelInfo]:
+        """The engine's models on this host (reads manifests, hashes nothing)."""
+        ...
+
+    def import_model(
+        self, source: Path, models_dir: Path, *, config: str | None = None
+    ) -> InstalledModel:
+        """Verify ``source`` (a bundle directory, an archive, or files the
+        engine can make one from, named by ``config``) and install it under
+        ``models_dir``; nothing is written unless all of it checks out."""
+        ...
+
+    def pull(self, config: str, models_dir: Path, *, timeout: float) -> InstalledModel:
+        """Download ``config`` from the engine's hub and install it as
+        :meth:`import_model` does (needs internet; fails at once offline)."""
+        ...
+
+
+def managers() -> list[ModelManager]:
+    """The model managers of every engine that can be asked for, in the
+    registry's order (the default engine first)."""
+    from voxclone.synth.engine import registry
+
+    found = []
+    for name in registry.names():
+        manager = registry.model_manager(name)
+        if manager is not None:
+            found.append(manager)
+    return found
 
 
 def installed_models(models_dir: Path) -> list[ModelInfo]:
-    from voxclone.synth.engine.pocket.bundle import installed_bundles
-
-    found = [kokoro_info(models_dir)]
-    for engine in BUNDLE_ENGINES:
-        for bundle in installed_bundles(models_dir, engine):
-            m = bundle.manifest
-            licence = ", ".join(f"{part} {name}" for part, name in sorted(m.license.items()))
-            found.append(
-                ModelInfo(
-                    engine=engine,
-                    name=m.name,
-                    version=m.version,
-                    size_bytes=m.size,
-                    license=licence or "unknown",
-                    languages=m.languages,
-                    source="imported",
-                    imported_at=bundle.imported_at,
-                )
-            )
-    return found
+    return [info for manager in managers() for info in manager.installed(models_dir)]

@@ -16,9 +16,13 @@ import importlib
 import threading
 from collections.abc import Callable
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from voxclone.errors import InvalidInput, ModelAssetError
 from voxclone.synth.engine.base import Engine, EngineConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from voxclone.synth.engine.models import ModelManager
 
 EngineFactory = Callable[[EngineConfig], Engine]
 
@@ -92,3 +96,25 @@ def factory(name: str) -> EngineFactory:
 def create(name: str, config: EngineConfig) -> Engine:
     """A new, not yet loaded engine (call ``load()`` and ``warmup()``)."""
     return factory(name)(config)
+
+
+def model_manager(name: str) -> ModelManager | None:
+    """How ``voxclone models`` lists and installs ``name``'s weights: the
+    ``model_manager()`` its package exposes beside its factory (the module its
+    registry line or entry point names), None when it has none, is not
+    installed, or was added with :func:`register`."""
+    with _lock:
+        if name in _extra:
+            return None
+    target = _BUILTIN.get(name) or _plugins().get(name)
+    if target is None:
+        return None
+    try:
+        module = importlib.import_module(target.partition(":")[0])
+    except ImportError:
+        return None  # an engine whose packages are missing has nothing installed
+    hook = getattr(module, "model_manager", None)
+    if not callable(hook):
+        return None
+    manager: ModelManager = hook()
+    return manager

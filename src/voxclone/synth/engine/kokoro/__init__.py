@@ -1,6 +1,7 @@
 """Kokoro-82M (int8 ONNX): the embedded, fully offline default engine.
 
-``create`` is the factory the registry calls; nothing outside
+``create`` is the factory the registry calls (``model_manager`` what
+``voxclone models`` asks for); nothing outside
 ``synth/engine/`` names the classes in this package.
 
 Options (``Settings.engine_options["kokoro"]``):
@@ -12,9 +13,14 @@ Options (``Settings.engine_options["kokoro"]``):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from voxclone.synth.engine.base import EngineConfig
 from voxclone.synth.engine.kokoro.edge_silence import DEFAULT_KEEP_FRAMES
 from voxclone.synth.engine.kokoro.engine import KokoroEngine
+
+if TYPE_CHECKING:  # pragma: no cover
+    from voxclone.synth.engine.kokoro.models import KokoroModels
 
 _OFF = ("0", "false", "no", "off")
 
@@ -46,4 +52,11 @@ def edge_frames(option: str | None) -> int | None:
     return int(value)
 
 
-__all__ = ["KokoroEngine", "create", "edge_frames"]
+def model_manager() -> KokoroModels:
+    """``voxclone models`` for this engine (registry.model_manager)."""
+    from voxclone.synth.engine.kokoro.models import KokoroModels
+
+    return KokoroModels()
+
+
+__all__ = ["KokoroEngine", "create", "edge_frames", "model_manager"]
