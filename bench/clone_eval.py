@@ -23,7 +23,7 @@ The built-in baselines and the stock check use the catalog the product has:
 the standard voices when Kokoro's other packs are installed, else the
 earlier seven. Each clone's row keeps what the stock check heard of the first
 ``STOCK_HEARD`` voices of its shortlist (``stock_heard``, shortlist order),
-so bench/stock_preference.py can refit the preference and the shortlist's
+so studies/stock_preference.py can refit the preference and the shortlist's
 length without rendering again.
 
 ``--split-singles`` is a robustness set, not the issue's dev set: speakers
@@ -128,7 +128,7 @@ DESIGN_SAME = 0.821
 DESIGN_STRANGER = 0.450
 # --split-singles: a single recording at least this long becomes two halves.
 SPLIT_MIN_S = 9.0
-# Shortlisted built-ins heard per clone for bench/stock_preference.py's replay
+# Shortlisted built-ins heard per clone for studies/stock_preference.py's replay
 # (the product hears stock_voices.SHORTLIST of them).
 STOCK_HEARD = 8
 # The language the clones are enrolled in: the product's default, and the
@@ -141,7 +141,7 @@ LANGUAGE = "en-us"
 # "instant" is the product default: the 3 nearest eligible atlas voices blended
 # by similarity (synth/voice/clone.py BLEND_VOICES); "instant_nearest" is the
 # single nearest voice (the product before 2026-12-02); "instant_topK_even"
-# blends K voices near-evenly (bench/variant_cv.py chooses among them).
+# blends K voices near-evenly (studies/variant_cv.py chooses among them).
 # "tone": False turns the recording-tone match off (synth/audio/tone.py).
 INSTANT_VARIANTS: dict[str, dict[str, Any]] = {
     "instant": {},
@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         action=argparse.BooleanOptionalAction,
         default=product.clone_stock_check,
         help="let a built-in the encoder hears (almost) as close replace the clone (as the "
-        "service); with --no-stock-check the rows keep what bench/stock_preference.py replays",
+        "service); with --no-stock-check the rows keep what studies/stock_preference.py replays",
     )
     parser.add_argument(
         "--audition",
@@ -811,7 +811,7 @@ def main(argv: list[str] | None = None) -> int:
                 stock = pipelines[label].closest_stock(cloned.print, LANGUAGE)
                 row[label]["stock_similarity"] = None if stock is None else stock[1]
                 # What a stock check hears of a longer shortlist than the product's
-                # (each toned, in shortlist order), for bench/stock_preference.py.
+                # (each toned, in shortlist order), for studies/stock_preference.py.
                 spectrum_used = cloned.print.spectrum if matched else None
                 heard = pipeline.heard_stock(
                     cloned.print, spectrum_used, language=LANGUAGE, shortlist=STOCK_HEARD

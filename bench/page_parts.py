@@ -4,9 +4,9 @@
   every table on the page carries a date (results come from different runs);
 * :func:`excerpt`: a result's own Markdown cut at block boundaries to a line
   budget, with a link to the whole file;
-* :func:`is_study_result`: results that a study wrote into ``bench/results``
-  (their scripts have not moved to ``studies/`` yet); the page points to
-  docs/studies.md for them instead of repeating them;
+* :func:`is_study_result`: results in ``bench/results`` that studies read
+  (``clone_eval.py`` runs on the fit and validation speakers); the page points
+  to docs/studies.md for them instead of repeating them;
 * :func:`other_results`: every other result the page has no section for, newest
   first, each excerpted to an equal share of the lines left, so a new result
   file appears on the page without editing this code.
@@ -28,21 +28,15 @@ PAGE_LINES = 400
 MIN_ENTRY_LINES = 6  # heading, command, link and the blank lines between
 MAX_ENTRY_LINES = 30
 
-# Study results still written into bench/results by scripts that live in bench/
-# (stock_preference.py, report_calibration.py, fit_pick_weights.py, rate_follow.py).
-# They move to studies/results with their scripts; until then the page skips them.
+# bench/clone_eval.py's runs on the fit and validation speakers: the inputs of
+# the stock comparison's studies (studies/stock_preference.py, stock_listener.py,
+# report_calibration.py; docs/studies.md tells what they found). The page keeps
+# the test split's score (clone_catalog_test). The studies' own results are in
+# studies/results, which the page does not read.
 STUDY_RESULT_PATTERNS = (
-    "stock_pref_*",
-    "stock_preference*",
-    "report_calibration*",
-    "pick_fit",
-    "rate_follow",
-    # The stock comparison's fit on the fit/validation speakers (docs/studies.md
-    # tells it); the page keeps the test split's score (clone_catalog_test).
     "clone_catalog_fit",
     "clone_catalog_validation",
     "clone_catalog_singles",
-    "stock_listener",
 )
 
 

@@ -711,8 +711,8 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
     rest = sorted(n for n in set(markdown) - KNOWN_MARKDOWN if not page_parts.is_study_result(n))
     skipped = sorted(n for n in markdown if page_parts.is_study_result(n))
     note = (
-        f" Not shown: {', '.join(f'`{n}`' for n in skipped)}, written here by studies "
-        f"whose scripts are still in `bench/` ([studies.md]({studies}) says what they found)."
+        f" Not shown: {', '.join(f'`{n}`' for n in skipped)}, the fit and validation "
+        f"runs that studies read ([studies.md]({studies}) says what they found)."
         if skipped
         else ""
     )

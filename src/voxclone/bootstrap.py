@@ -473,7 +473,7 @@ def build_voice_service(
     if style is not None:
         atlas = VoiceAtlas.load(style.engine.atlas_packs())
         # The pick objective's weights and the atlas side of its cues
-        # (bench/fit_pick_weights.py); a cue table for another atlas is ignored.
+        # (studies/fit_pick_weights.py); a cue table for another atlas is ignored.
         cues = AtlasCues.load()
         cloner = InstantCloner(
             atlas,

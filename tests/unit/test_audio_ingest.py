@@ -536,7 +536,7 @@ def test_two_seconds_of_speech_are_accepted_without_a_length_warning(
     speech: np.ndarray, detector: SpeechDetector
 ) -> None:
     # A 2-second clip was refused by the old 3-second minimum, then warned
-    # about; the warning never predicted a worse clone (bench/report_calibration.py).
+    # about; the warning never predicted a worse clone (studies/report_calibration.py).
     first_words = speech[: int(2.2 * 16_000)]
     ref = prepare_reference(wav_bytes(first_words, 16_000), detector=detector, **LIMITS)
     assert MIN_SPEECH_S <= ref.speech_seconds < 3.0

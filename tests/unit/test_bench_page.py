@@ -51,7 +51,7 @@ def test_a_new_result_file_appears_dated_and_study_results_do_not(tmp_path: Path
     moment = 1_900_000_000  # 2030-03-17 17:46 UTC
     os.utime(results / "fresh_bench.md", (moment, moment))
     os.utime(results / "fresh_bench.json", (moment, moment))
-    (results / "stock_pref_dev.md").write_text(_table(3, "fold"))
+    (results / "clone_catalog_fit.md").write_text(_table(3, "fold"))
     text = _page(results, tmp_path)
     other = text[text.index("## Other results") :]
     assert "### fresh_bench" in other
@@ -60,7 +60,7 @@ def test_a_new_result_file_appears_dated_and_study_results_do_not(tmp_path: Path
     assert "| speaker 2 | 2 |" in other
     assert "#### Listener" in other  # its headings nested under the entry
     assert "| fold 0 | 0 |" not in text
-    assert "Not shown: `stock_pref_dev`" in other
+    assert "Not shown: `clone_catalog_fit`" in other
 
 
 def test_the_page_stays_within_its_length_however_many_results(tmp_path: Path) -> None:

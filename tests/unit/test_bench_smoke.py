@@ -24,7 +24,6 @@ OWN_MODULES = (
     "peers",
     "ttfa",
     "engines_speed",
-    "stock_preference",
     "users",
 )
 
@@ -322,63 +321,6 @@ def test_engines_speed_page_says_pocket_quality_is_not_measured(tmp_path: Path) 
     assert "| 0.500 | — |" in page  # Kokoro rows (and results from older runs) have no column
     engines_speed._plot(summaries, tmp_path / "engines.png")
     assert (tmp_path / "engines.png").stat().st_size > 0
-
-
-def _stock_run(rows: dict[str, tuple[float, float, float, float]], *, check: bool = False) -> dict:
-    """A clone_eval result with only what stock_preference reads: per speaker
-    (clone heard, clone judge, closest built-in heard, its judge); the judge
-    is normalized as (sim - 0) / (1 - 0), so raw and normalized agree."""
-    return {
-        "stock_check": check,
-        "same_speaker_mean": 1.0,
-        "stranger_same_sex_mean": {"M": 0.0},
-        "speakers": [
-            {
-                "speaker": speaker,
-                "sex": "M",
-                "instant": {
-                    "probe_similarity": clone_heard,
-                    "judge_norm": clone_judge,
-                    "stock_heard": {"near": stock_heard, "far": stock_heard - 0.2},
-                },
-                "builtin_toned_sims": {"near": stock_judge, "far": 0.9},
-                "builtin_best_per_sex_toned": {"judge_norm": 0.3},
-            }
-            for speaker, (clone_heard, clone_judge, stock_heard, stock_judge) in rows.items()
-        ],
-    }
-
-
-def test_stock_preference_is_chosen_on_the_other_speakers(tmp_path: Path) -> None:
-    import stock_preference
-
-    # a gains from a built-in heard 0.03 below the clone, b loses from one 0.05 below.
-    fit = {"a": (0.80, 0.3, 0.77, 0.6), "b": (0.80, 0.5, 0.75, 0.1)}
-    test = {"h": (0.80, 0.2, 0.78, 0.4)}
-    paths = {name: tmp_path / f"{name}.json" for name in ("dev", "held")}
-    paths["dev"].write_text(json.dumps(_stock_run(fit)))
-    paths["held"].write_text(json.dumps(_stock_run(test)))
-    out = tmp_path / "pref.json"
-    argv = ["--fit", str(paths["dev"]), "--test", str(paths["held"]), "--out", str(out)]
-    assert stock_preference.main(argv) == 0
-    result = json.loads(out.read_text())
-    # In-sample, 0.04-0.05 switches a only: (0.6 + 0.5) / 2 - 0.3.
-    assert result["chosen_on_all_fit_speakers"] == pytest.approx(0.04)
-    dev = result["sets"]["dev"]
-    assert dev["margin_chosen"] == pytest.approx(0.25)
-    assert dev["margin_no_check"] == pytest.approx(0.1)
-    # Without a, nothing favours a preference (the smallest, 0, is kept): a
-    # keeps its clone; without b, 0.04 leaves b's clone alone: (0.3 + 0.5) / 2 - 0.3.
-    assert dev["margin_loso"] == pytest.approx(0.1)
-    assert result["fold_choices"] == {"0.00": 1, "0.04": 1}
-    held = result["sets"]["held"]
-    assert held["margin_loso"] is None
-    assert held["margin_chosen"] == pytest.approx(0.1)  # h switched: 0.4 - 0.3
-    assert [s["speaker"] for s in held["switched_at_product"]] == ["h"]  # at 0.03
-    # A run with the stock check on has already switched: refused.
-    paths["dev"].write_text(json.dumps(_stock_run(fit, check=True)))
-    with pytest.raises(SystemExit):
-        stock_preference.main(argv)
 
 
 def _users_level(users: int, statuses: list[int | None], latency: float = 2.0) -> dict:

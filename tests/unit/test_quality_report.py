@@ -122,7 +122,7 @@ def test_report_shows_the_gain_over_the_closest_stock_voice() -> None:
 
 def test_a_clone_close_to_its_stock_voice_is_reported_without_a_warning() -> None:
     """The margin warning stopped predicting what a listener hears once clones
-    became blends (bench/report_calibration.py: right 1 time in 13); the
+    became blends (studies/report_calibration.py: right 1 time in 13); the
     report still names the stock voice and the margin."""
     from voxclone.synth.voice.quality_report import CONFIRM_SENTENCE, TEST_SENTENCE
 

@@ -43,9 +43,9 @@ ENGINE_SPEED_MAX = 1.25
 # to whole frames, so near 1.0 the audio changes only about half as much as
 # asked (engine 0.85 → 0.91×, 1.15 → 1.07× the rate). Measured pairs (engine
 # speed, real rate = audible duration at 1.0 / at that speed), clear_female on
-# the two-sentence text of bench/speed_accuracy.py.
+# the two-sentence text of studies/speed_accuracy.py.
 # Only its measured points are used (see WSOLA_ONLY_BELOW);
-# bench/speed_accuracy.py measures the result on both default voices.
+# studies/speed_accuracy.py measures the result on both default voices.
 ENGINE_RATE_CURVE: tuple[tuple[float, float], ...] = (
     (0.5, 0.4684),
     (0.526, 0.4805),

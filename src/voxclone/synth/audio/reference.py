@@ -9,7 +9,7 @@ measured value and the allowed limit, so the user knows what to fix.
 The limits are set so that no clip with >= 1.5 s of speech at >= 10 dB SNR is
 refused (every clip of the dev evaluation data is accepted; the noisiest, a
 LibriSpeech audiobook clip, measures 6.2 dB; tests/unit/test_reference_floor.py
-holds the floor). bench/reference_robustness.py measured, with the independent
+holds the floor). studies/reference_robustness.py measured, with the independent
 judge (docs/benchmarks.md, "Reference robustness"; 2-3 speakers per curve, so
 a first measurement, not a final one): a denoised clone from babble + pink
 noise at 20/15/10/5 dB never fell below the best stock voice (normalized 0.41
@@ -53,10 +53,10 @@ WARN_SNR_DB = 20.0
 DENOISE_BELOW_DB = 25.0
 MIN_SPEECH_S = 1.5
 # No warning for short speech above that floor: over 63 enrollments of the
-# evaluation speakers (bench/report_calibration.py), the old "very short"
+# evaluation speakers (studies/report_calibration.py), the old "very short"
 # (< 3 s) and "short" (< 5 s) warnings fired 10 and 12 times and came with a
 # clone no closer than the stock voice 0 and 1 times, against 22 % of all
-# enrollments; the length curve of bench/reference_robustness.py is flat
+# enrollments; the length curve of studies/reference_robustness.py is flat
 # from 1.5 to 12 s too. The report still shows the seconds used.
 TARGET_LUFS = -23.0
 

@@ -48,7 +48,7 @@ AUTO = "auto"
 # Time to first audio is one engine call on the first chunk, about 0.19 s plus
 # 12.5 ms per token on the 2-thread fast lane (measured 2026-12-02: 6 tokens
 # 0.26 s, 19 tokens 0.39 s, 27 tokens 0.51 s), so a streamed first chunk is cut
-# at a clause or after this many words; bench/first_chunk.py measures TTFA and
+# at a clause or after this many words; studies/first_chunk.py measures TTFA and
 # the streamed WER of 3 against 4 words.
 STREAM_FIRST_CHUNK_WORDS = 3
 # ... but never so that the rest of the first sentence is shorter than this: a

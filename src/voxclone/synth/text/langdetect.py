@@ -19,7 +19,7 @@ backed by the text's own grammar words (:data:`_FUNCTION_WORDS`: "is",
 "the", "to" are English; "je", "pas" French): it switches only when the
 guessed language's function words outnumber the preferred one's, or, with
 none of either, when the text is long (:data:`_LONG_ENOUGH_WORDS`) and the
-guess confident. Measured with bench/langdetect_short.py (docs/benchmarks.md,
+guess confident. Measured with studies/langdetect_short.py (docs/benchmarks.md,
 "Language detection on short phrases").
 """
 
@@ -37,7 +37,7 @@ _MIN_WORDS_TO_GUESS = 3
 # (and was spoken with Spanish phonemes, heard back as "Is your petta?"),
 # "Wait a minute." French 0.74; real short foreign phrases ("Buenos días.",
 # "Merci beaucoup.", "Obrigado, até logo.") score 1.00. Measured with
-# bench/short_phrases.py and lingua's low-accuracy mode.
+# studies/short_phrases.py and lingua's low-accuracy mode.
 _SHORT_TEXT_WORDS = 4
 _SHORT_TEXT_MIN_CONFIDENCE = 0.9
 LATIN_LANGUAGES = ("en-us", "en-gb", "es", "fr", "it", "pt-br")

@@ -3,7 +3,7 @@
 Resemblyzer runs its 3-layer LSTM in torch, and a server that loaded it
 imported torch (1-4 s on 2 cores, much of it in C code holding the GIL): the
 cloning models were ready seconds after speech, and streams served during
-that load had their first audio 0.2-0.3 s later (bench/second_request.py).
+that load had their first audio 0.2-0.3 s later (studies/second_request.py).
 The network is small (1.4 M weights), so here the same computation runs from
 the weights resemblyzer ships: the same preprocessing (volume normalization,
 webrtcvad silence trimming), mel frames, 1.6 s windows and LSTM, the LSTM as

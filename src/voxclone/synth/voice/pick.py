@@ -15,7 +15,7 @@ on real speech:
 
 The atlas side of the cues is measured once, offline, on each atlas voice's
 test sentences (``atlas_cues.npz``); the weights come from
-``pick_weights.json``. Both are written by ``bench/fit_pick_weights.py``,
+``pick_weights.json``. Both are written by ``studies/fit_pick_weights.py``,
 which chooses the weights by leave-one-speaker-out cross-validation on the
 dev speakers (the JSON records the command and the cross-validated figure).
 With every cue weight at 0 the score is the old pick: cosine plus the

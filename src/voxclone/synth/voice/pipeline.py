@@ -18,7 +18,7 @@ wiring (alternatives that speak with the start's calibrated prosody half,
 the winner's tone from the probe sentence).
 
 ``VoiceService`` and the benchmarks (``bench/clone_eval.py``,
-``bench/pick_study.py``, ``bench/reference_robustness.py``) all call this
+``studies/pick_study.py``, ``studies/reference_robustness.py``) all call this
 object, so what is measured is what the product does.
 """
 
@@ -182,7 +182,7 @@ class ClonedVoice:
 # few voices heard, hardly is. Fitted with the shortlist's length
 # (stock_voices.SHORTLIST), leave one speaker out, on the 17 fit and validation
 # speakers of bench/speaker_splits.py against the standard voices
-# (bench/stock_preference.py, bench/results/stock_preference.md): 0.03 in 15
+# (studies/stock_preference.py, studies/results/stock_preference.md): 0.03 in 15
 # of 17 folds; margin over the best toned built-in per sex +0.050 normalized
 # out of fold (+0.013 with no check). Against the earlier seven it was 0.01.
 STOCK_PREFERENCE = 0.03
@@ -523,7 +523,7 @@ class CloningPipeline:
         Why: the encoder heard a stock voice closer than the clone for 3 of 17
         speakers, and the judge agreed for 2 of them; with the preference (see
         ``STOCK_PREFERENCE``) the margin over the best toned built-in per sex
-        rose (bench/stock_preference.py)."""
+        rose (studies/stock_preference.py)."""
         if voice.probe is None or self._probe is None:
             return None
         heard = self.heard_stock(voice_print, spectrum, language=language)

@@ -41,14 +41,14 @@ SEVERAL_SPEAKERS_BELOW = 0.62
 # No identity warning on a style engine's clone. A margin over the closest
 # stock voice below 0.08 (product encoder) was a useful warning for
 # nearest-voice clones (63 enrollments of the evaluation speakers,
-# bench/report_calibration.py: right 44 % of the time at a 22 % base rate,
+# studies/report_calibration.py: right 44 % of the time at a 22 % base rate,
 # caught 79 %); for the blended clones of today it fired 13 times and was
 # right once (8 %, below the 17 % base rate), and no threshold of it or of the
 # similarity did better than chance (AUC 0.48 and 0.63): the blend raises
 # the encoder's similarity whether or not a listener hears the person.
 # Re-fitted against the standard voices (the stock check's one comparison, 17
-# fit and validation speakers, bench/report_calibration.py --clone-eval,
-# bench/results/report_calibration_catalog.md): the margin below a threshold
+# fit and validation speakers, studies/report_calibration.py --clone-eval,
+# studies/results/report_calibration_catalog.md): the margin below a threshold
 # chosen leave-one-speaker-out fired 13 times, right 38 % of the time at a 41 %
 # base rate; the similarity fired once, wrongly. The report keeps both figures
 # and names the stock voice, with no identity warning.

@@ -6,7 +6,7 @@ pace. Over the 19 evaluation speakers with several recordings, predicting
 the pace of a speaker's *other* clips from one clip missed by 0.150 (RMS of
 the log rate) with the clip's own rate and by 0.134 with the population's,
 and by 0.119 with the shrunk mix used here, its weight refitted without the
-held-out speaker (``bench/rate_follow.py``, leave one speaker out). The
+held-out speaker (``studies/rate_follow.py``, leave one speaker out). The
 clone's speed is that target over the rate the clone has on its own probe
 sentence, kept within :data:`SPEED_LIMITS`.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 # Log-mean rate of the evaluation recordings (peaks per second of speech) and
-# the weight of one clip's own rate against it; both from bench/rate_follow.py
+# the weight of one clip's own rate against it; both from studies/rate_follow.py
 # over all dev speakers (its leave-one-speaker-out run refits them per fold).
 POPULATION_RATE = 5.13
 RATE_WEIGHT = 0.47

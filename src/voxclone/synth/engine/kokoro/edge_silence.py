@@ -12,7 +12,7 @@ energy curves) to at most ``keep`` frames of each boundary token; everything
 before the decoder still sees the full sequence. Capping the durations
 themselves was tried first and broke the first word ("The old bridge" heard
 as "On bridge", WER 3.6 % -> 40 % at 2 frames): the prosody predictor's
-frame-level LSTM needs the lead-in. With the crop, ``bench/edge_silence.py``
+frame-level LSTM needs the lead-in. With the crop, ``studies/edge_silence.py``
 (16 texts x 2 voices streamed, Whisper tiny.en; docs/benchmarks.md "Edge
 silence"):
 

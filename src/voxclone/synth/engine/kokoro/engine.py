@@ -21,6 +21,7 @@ from voxclone.synth.engine.base import (
     EngineBase,
     EngineCapabilities,
     EngineVoice,
+    StyleCloning,
     SynthItem,
     Tokenizer,
     TokenTiming,
@@ -38,7 +39,7 @@ SPEED_RANGE = (0.5, 2.0)
 
 WARMUP_TOKENS = (50, 83, 54, 57, 135, 16, 65, 87, 54, 46, 4)  # "həloʊ wɜld."
 # Warm-up calls per session before the engine reports ready. None: in fresh
-# processes on 2 cores (bench/warmup_sizing.py, medians of 3) the first stream
+# processes on 2 cores (studies/warmup_sizing.py, medians of 3) the first stream
 # after 0, 1 or 2 calls per session had the same time to first audio (3.42 /
 # 3.28 / 3.61 s) and total (16.5 / 16.4 / 17.1 s), while each call per
 # session delayed readiness by ~7 s (ready 5.7 / 12.7 / 19.1 s). ONNX Runtime's
@@ -150,6 +151,12 @@ class KokoroEngine(EngineBase):
         # The model's other packs widen the space the cloner searches. The
         # same arrays as the built-in voices speak with (read once).
         return {**self.extra_packs(), **self.assets.packs}
+
+    def cloning(self) -> StyleCloning:
+        """Kokoro's shipped atlas, fitted pick tables and comparison voices (cloning.py)."""
+        from voxclone.synth.engine.kokoro.cloning import kokoro_cloning
+
+        return kokoro_cloning(self.atlas_packs())
 
     def builtin_voices(self) -> dict[str, EngineVoice]:
         if self._builtins is None:

@@ -6,7 +6,7 @@ from clone_eval's ``--render-cache``, so nothing new is synthesized), and the
 clone's probe and its shortlisted built-ins' probes (each with the reference's
 tone) are heard against the reference by each listener. The judge's scores of
 the clone and of every toned built-in are the run's own. Then
-``bench/stock_preference.py``'s study runs once per listener: shortlist length
+``studies/stock_preference.py``'s study runs once per listener: shortlist length
 and preference fitted per fold, leave-one-speaker-out.
 
 Every listener's cosines are put on GE2E's scale (standardized over all the
@@ -14,10 +14,10 @@ replayed cosines, no labels, then GE2E's mean and spread) so that one
 preference grid serves all three; the ensemble averages the two standardized
 cosines, as bench/listener_eer.py does.
 
-    python bench/stock_listener.py --fit FIT.json VALIDATION.json SINGLES.json \
+    python studies/stock_listener.py --fit FIT.json VALIDATION.json SINGLES.json \
         --render-cache /tmp/h3/renders
 
-Writes bench/results/stock_listener.{json,md}; ``--heard`` caches the
+Writes studies/results/stock_listener.{json,md}; ``--heard`` caches the
 replayed cosines (JSON) so the study can be re-run without any model.
 """
 
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import stock_preference as sp  # noqa: E402
+
 from _common import write_result  # noqa: E402
 
 LISTENERS = ("ge2e", "campplus", "ensemble")
@@ -271,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fit", type=Path, nargs="+", required=True)
     parser.add_argument("--render-cache", type=Path, default=Path("/tmp/h3/renders"))
     parser.add_argument("--heard", type=Path, default=Path("/tmp/h12_heard.json"))
-    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/stock_listener.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "studies/results/stock_listener.json")
     args = parser.parse_args(argv)
     if args.heard.exists():
         heard = json.loads(args.heard.read_text())
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             "ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
             "mean_without_largest": float(np.delete(diff, np.argmax(np.abs(diff))).mean()),
         }
-    result["command"] = "python bench/stock_listener.py --fit " + " ".join(map(str, args.fit))
+    result["command"] = "python studies/stock_listener.py --fit " + " ".join(map(str, args.fit))
     write_result(args.out, result, markdown(result))
     print(markdown(result))
     return 0

@@ -19,12 +19,12 @@ when that one is heard at more than (clone − d), else the clone's. Reported
 per set as the issue's margin: mean normalized judge similarity − the run's
 best toned built-in per sex.
 
-    python bench/stock_preference.py --fit FIT.json VALIDATION.json [--test HELD.json]
+    python studies/stock_preference.py --fit FIT.json VALIDATION.json [--test HELD.json]
 
 ``--fit`` runs choose (k, d) (pooled speakers; per fold for the
 leave-one-speaker-out figures); ``--test`` runs only receive the pair chosen
 on every fit speaker. Fit on the fit and validation splits of
-bench/speaker_splits.py only. Writes bench/results/stock_preference.{json,md}.
+bench/speaker_splits.py only. Writes studies/results/stock_preference.{json,md}.
 """
 
 from __future__ import annotations
@@ -298,14 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", type=Path, nargs="+", required=True)
     parser.add_argument("--test", type=Path, nargs="*", default=[])
-    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/stock_preference.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "studies/results/stock_preference.json")
     args = parser.parse_args(argv)
 
     def load(paths: list[Path]) -> dict[str, list[Speaker]]:
         return {p.stem: speakers_of(json.loads(p.read_text()), p.stem) for p in paths}
 
     result = study(load(args.fit), load(args.test))
-    result["command"] = "python bench/stock_preference.py " + " ".join(
+    result["command"] = "python studies/stock_preference.py " + " ".join(
         (["--fit"] + [str(p) for p in args.fit])
         + ((["--test"] + [str(p) for p in args.test]) if args.test else [])
     )

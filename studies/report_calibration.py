@@ -13,11 +13,11 @@ on it, independently of the report:
 For each warning kind: how often it fires, how often a fired warning comes
 with a real problem (precision) and how many of the problems it catches
 (recall), against the base rate. Rows are kept, so thresholds can be refitted
-from ``bench/results/report_calibration.json`` without rendering again.
+from ``studies/results/report_calibration.json`` without rendering again.
 
-    python bench/report_calibration.py [--evaldata PATH] [--limit N]
+    python studies/report_calibration.py [--evaldata PATH] [--limit N]
 
-Writes bench/results/report_calibration.json and .md.
+Writes studies/results/report_calibration.json and .md.
 
 ``--clone-eval RUN.json ...`` refits the identity cues instead from
 ``bench/clone_eval.py --no-stock-check`` runs (one enrollment per speaker; no
@@ -48,9 +48,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from rate_follow import CONSENT, TEXT  # noqa: E402  (the same held-out text)
+
 from _common import bench_home, write_result  # noqa: E402
 from clone_eval import DEFAULT_EVALDATA, Judge  # noqa: E402
-from rate_follow import CONSENT, TEXT  # noqa: E402  (the same held-out text)
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import VoxcloneError  # noqa: E402
@@ -58,7 +59,7 @@ from voxclone.service.speech import SpeechRequest  # noqa: E402
 from voxclone.service.voices import EnrollRequest  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "report_calibration.json"
+RESULTS = ROOT / "studies" / "results" / "report_calibration.json"
 HARD_WER = 0.10
 ENROLLED_AS = "every recording of the speakers with several"
 # Warning kinds by the words they start with (the report's own sentences).
@@ -359,6 +360,7 @@ def markdown(result: dict[str, Any]) -> str:
 def rows_from_clone_eval(paths: list[Path]) -> list[dict[str, Any]]:
     """One row per speaker of clone_eval runs, as the product reports it now."""
     from stock_preference import speakers_of
+
     from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
     from voxclone.synth.voice.stock_voices import SHORTLIST
 
@@ -411,7 +413,7 @@ def main() -> int:
     if args.clone_eval:
         rows = rows_from_clone_eval(args.clone_eval)
         result = {
-            "command": "python bench/report_calibration.py --clone-eval "
+            "command": "python studies/report_calibration.py --clone-eval "
             + " ".join(str(p) for p in args.clone_eval),
             "rows": rows,
             "evaluation": evaluate(rows),
@@ -431,7 +433,7 @@ def main() -> int:
         rows = collect(args.evaldata, args.limit)
     label_problems(rows)
     result = {
-        "command": "python bench/report_calibration.py"
+        "command": "python studies/report_calibration.py"
         + (f" --limit {args.limit}" if args.limit else ""),
         "rows": rows,
         "evaluation": evaluate(rows),

