@@ -15,7 +15,10 @@ An engine:
   its own tokenizer's ids from ``token_ids``;
 * clones in one of two ways (``clone_method``): ``"style"`` engines are
   conditioned on a float style array the cloner computes in the engine's style
-  space (:meth:`Engine.atlas_packs` is the space's basis); ``"prompt"`` engines
+  space (:meth:`Engine.cloning` hands over everything model-specific that
+  takes: the packs that are the space's basis and, optionally, a measured
+  atlas, the pick's fitted tables, the voices a clone is compared with, the
+  probe language); ``"prompt"`` engines
   build an opaque conditioning prompt from cleaned reference audio
   (:meth:`Engine.make_prompt`, serialized to bytes for the voice store) and
   load it back for synthesis (:meth:`Engine.load_prompt`);
@@ -30,7 +33,7 @@ subclasses it and overrides what it supports.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -141,6 +144,62 @@ class EngineVoice:
     default_for: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ComparisonVoice:
+    """A built-in voice a clone is compared with (the stock check, the quality
+    report's closest built-in): its catalog name, sex ("F", "M"; "?": judged by
+    its measured F0) and native language (None: unknown)."""
+
+    name: str
+    sex: str = "?"
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class StyleCloning:
+    """What a style engine gives voxclone's (engine-neutral) cloner.
+
+    Only ``packs`` is required: without ``atlas`` the composition root
+    measures an atlas on these packs at the first start (every pack, then
+    seeded random blends, each rendered and heard by the speaker encoder;
+    cached under models_dir), picks by the encoder alone (no ``pick_weights``,
+    no ``cues``) and compares clones with the built-in voices that are one
+    pack each (``comparison`` None: :func:`builtin_comparison`).
+    """
+
+    # The named style arrays the cloner's style space is built on (each
+    # [rows, 1, dims] or [rows, dims], dims even: a timbre half, a prosody half).
+    packs: Mapping[str, np.ndarray]
+    # A measured atlas in scripts/build_atlas.py's format, over (some of) ``packs``.
+    atlas: Path | None = None
+    # The pick objective's fitted weights (JSON) and the atlas side of its cues
+    # (.npz) for that atlas (synth/voice/pick.py); a missing file means none.
+    pick_weights: Path | None = None
+    cues: Path | None = None
+    # Atlas row label or pack name -> the voice a clone is compared with when
+    # the atlas row is that labelled voice or exactly that pack.
+    comparison: Mapping[str, ComparisonVoice] | None = None
+    # The language the cloner's probe and refinement sentences (English text)
+    # are read in; None: "en-us" where the tokenizer has it, else its first.
+    probe_language: str | None = None
+
+
+def builtin_comparison(
+    voices: Mapping[str, EngineVoice], packs: Mapping[str, np.ndarray]
+) -> dict[str, ComparisonVoice]:
+    """The built-in voices that are exactly one of ``packs``, keyed by the pack's
+    name: the comparison voices of an engine that names none."""
+    out: dict[str, ComparisonVoice] = {}
+    for voice in voices.values():
+        if voice.style is None:
+            continue
+        for pack_name, pack in packs.items():
+            if pack_name not in out and np.array_equal(np.asarray(pack), voice.style):
+                out[pack_name] = ComparisonVoice(voice.name, voice.sex, voice.language)
+                break
+    return out
+
+
 class Tokenizer(Protocol):
     """How text enters an engine (the text frontend's only view of it)."""
 
@@ -185,6 +244,10 @@ class Engine(Protocol):
         on (the style packs and any more the engine has that are not voices)."""
         ...
 
+    def cloning(self) -> StyleCloning:
+        """Style engines: everything model-specific their cloning needs."""
+        ...
+
     def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
         """Prompt engines: conditioning for the voice speaking in ``audio``
         (mono float32, already cleaned: trimmed, VAD-checked, normalized),
@@ -225,6 +288,10 @@ class EngineBase:
 
     def atlas_packs(self) -> dict[str, np.ndarray]:
         return self.style_packs()
+
+    def cloning(self) -> StyleCloning:
+        # Packs only: the defaults of StyleCloning's docstring do the rest.
+        return StyleCloning(self.atlas_packs())
 
     def make_prompt(self, audio: np.ndarray, sample_rate: int) -> bytes:
         raise InvalidInput(

@@ -21,10 +21,12 @@ male voice 80 % jm_kumo + 20 % jf_gongitsune scored 6.7 % (jm_kumo alone
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from voxclone.synth.engine.base import ComparisonVoice
 from voxclone.synth.voice.standard_voices import (
     CHARACTER_VOICES,
     LANGUAGE_DEFAULTS,
@@ -153,6 +155,29 @@ def legacy_aliases() -> dict[str, str]:
     """Earlier built-in name (a pack id) -> its plain name among the earlier seven
     (what the atlas's labels are called: :data:`FALLBACK_COMPARISON_VOICES`)."""
     return {alias: v.name for v in BLENDS + PACKS for alias in v.aliases if alias in PACK_SEX}
+
+
+def catalog_comparison(pack_names: Iterable[str]) -> dict[str, ComparisonVoice]:
+    """Kokoro's comparison voices (synth/voice/stock_voices.py) for an atlas on
+    ``pack_names``: the standard voices but the Santa Claus characters, keyed by
+    pack, when packs beyond the five shipped ones are standard voices; else the
+    earlier seven, keyed by the atlas's labels (pack ids and blend names)."""
+    names = list(pack_names)
+    standard = {}
+    for name in names:
+        parsed = parse_standard(name)
+        if parsed is not None and name not in CHARACTER_VOICES:
+            standard[name] = ComparisonVoice(name, parsed.sex, parsed.language)
+    if any(name not in PACK_SEX for name in standard):
+        return standard
+    aliases = legacy_aliases()
+    labels = [*PACK_SEX, *(blend.name for blend in BLENDS)]
+    return {
+        label: ComparisonVoice(
+            aliases.get(label, label), builtin_sex(aliases.get(label, label)), None
+        )
+        for label in labels
+    }
 
 
 def blend_packs(packs: dict[str, np.ndarray], recipe: dict[str, float]) -> np.ndarray:
