@@ -29,13 +29,10 @@ import numpy as np
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.key_scopes import LOCAL_OWNER  # the CLI's: its clones speak here
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.audio.encode import encode
 from voxclone.synth.controls import SpeechControls
-
-# The owner the CLI and the key-less loopback API store voices under
-# (api/cli.LOCAL_OWNER), so a clone made by `voxclone clone` speaks here too.
-LOCAL_OWNER = "local"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from fastapi import Depends, Request
 
 from voxclone.api.ratelimit import enforce_rate_limit
 from voxclone.errors import Forbidden, Unauthorized
+from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.runtime.keys import (
     KEY_PREFIX,
     SCOPE_TTS,
@@ -33,8 +34,6 @@ from voxclone.runtime.keys import (
     SCOPES,
     KeyStore,
 )
-
-LOCAL_OWNER = "local"
 
 
 def key_db_path(home: Path) -> Path:

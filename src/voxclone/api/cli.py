@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.runtime.private_home import secure_home
 
 if TYPE_CHECKING:
     from voxclone.engine_setup import EngineLoad
 
-LOCAL_OWNER = "local"  # the owner of voices created without API keys (CLI, loopback API)
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 

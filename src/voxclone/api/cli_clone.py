@@ -28,6 +28,7 @@ from typing import Any
 from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.key_scopes import LOCAL_OWNER
 
 DEFAULT_STATEMENT = (
     "The operator of this command attests that the speaker consented to voice cloning."
@@ -48,7 +49,7 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="add the recordings to this existing voice (name or id) instead of creating one",
     )
     p.add_argument("--language", default="en-us", help="language the voice will mostly speak")
-    p.add_argument("--owner", default="local", help="library owner (default: local)")
+    p.add_argument("--owner", default=LOCAL_OWNER, help="library owner (default: local)")
     p.add_argument("--model", help="engine to clone for (default: the default engine)")
     p.add_argument(
         "--refine", action="store_true", help="also run the background refinement and wait"
@@ -181,7 +182,7 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
         server_ready,
     )
 
-    if args.local or args.owner != "local":
+    if args.local or args.owner != LOCAL_OWNER:
         note_local_load(None, CLONE_LOAD)
         return False
     explicit = args.server is not None

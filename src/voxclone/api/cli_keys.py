@@ -18,9 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from voxclone.config import Settings
-from voxclone.runtime.key_scopes import SCOPES
-
-LOCAL_OWNER = "local"
+from voxclone.runtime.key_scopes import LOCAL_OWNER, SCOPES
 
 
 def add_keys_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ from typing import Any
 
 from voxclone.config import Settings
 from voxclone.errors import NotFound
+from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.synth.text.lexicon import Pronunciation, entry_language
 
 DEFAULT_LANGUAGE = "en"  # covers en-us and en-gb
@@ -45,7 +46,7 @@ def add_lexicon_parser(subparsers: Any) -> argparse.ArgumentParser:
             else "only this language",
         )
         # "local": who the CLI speaks for (voxclone say, clone) and key-less loopback.
-        p.add_argument("--owner", default="local", help="lexicon owner (default: local)")
+        p.add_argument("--owner", default=LOCAL_OWNER, help="lexicon owner (default: local)")
     return lexicon
 
 
