@@ -12,7 +12,9 @@ capabilities). A request picks one by ``model``:
 * anything else → 400 listing the names this server answers to.
 
 The router has the same surface as a SpeechService (synthesize, stream,
-render_audio, text_size …), so callers need not know how many engines run.
+render_audio, text_size …: each is the service's own method, called on the
+service :meth:`SpeechRouter.route` picks), so callers need not know how many
+engines run.
 """
 
 from __future__ import annotations
@@ -22,27 +24,20 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-import numpy as np
+from typing import Concatenate, ParamSpec, TypeVar
 
 from voxclone.errors import NotFound, UnknownModel
 from voxclone.lru import Lru
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.runtime.scheduler import Admission
-from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
+from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.pricing import speech_request_key
 from voxclone.service.speech import (
-    Admit,
-    CaptionedResult,
     SpeechRequest,
-    SpeechResult,
     SpeechService,
 )
 from voxclone.service.speech_admission import released_at_end, released_on_failure
 from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.engine.base import EngineCapabilities
-from voxclone.synth.text.frontend import Chunk
-from voxclone.synth.text.wordtimes import WordTime
 
 log = logging.getLogger(__name__)
 # Requests remembered as having passed the event-loop precheck (their
@@ -51,6 +46,9 @@ _SEEN_REQUESTS = 4096
 
 # OpenAI's model names, kept for its clients: they speak with the default engine.
 OPENAI_ALIASES: tuple[str, ...] = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "voxclone")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -62,6 +60,25 @@ class ModelInfo:
     capabilities: EngineCapabilities
     alias: bool  # an OpenAI name standing for the default engine
     default: bool  # speaks when a request names no model
+
+
+def _on_its_engine(
+    method: Callable[Concatenate[SpeechService, Speakable, P], R],
+) -> Callable[Concatenate[SpeechRouter, Speakable, P], R]:
+    """``method`` of the SpeechService whose engine speaks the request
+    (:meth:`SpeechRouter.route`), given the request resolved: the router's one
+    way of offering the service's surface, typed as ``method`` is."""
+
+    def on_its_engine(
+        router: SpeechRouter, req: Speakable, /, *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        service, routed = router.route(req)
+        return method(service, routed, *args, **kwargs)
+
+    on_its_engine.__name__ = method.__name__
+    on_its_engine.__qualname__ = f"SpeechRouter.{method.__name__}"
+    on_its_engine.__doc__ = method.__doc__
+    return on_its_engine
 
 
 class SpeechRouter:
@@ -210,73 +227,20 @@ class SpeechRouter:
         """Languages any loaded engine speaks."""
         return tuple(dict.fromkeys(lang for s in self._services.values() for lang in s.languages))
 
-    def synthesize(
-        self,
-        req: Speakable,
-        *,
-        progress: Callable[[int], None] | None = None,
-        cancelled: Callable[[], bool] | None = None,
-        deadline: float | None = None,
-        admission: Admit = None,
-    ) -> SpeechResult:
-        service, routed = self.route(req)
-        return service.synthesize(
-            routed, progress=progress, cancelled=cancelled, deadline=deadline, admission=admission
-        )
-
-    def stream(
-        self,
-        req: Speakable,
-        *,
-        cancelled: Callable[[], bool] | None = None,
-        deadline: float | None = None,
-        admission: Admit = None,
-    ) -> tuple[str, Iterator[bytes]]:
-        service, routed = self.route(req)
-        return service.stream(routed, cancelled=cancelled, deadline=deadline, admission=admission)
-
-    def synthesize_captioned(
-        self,
-        req: Speakable,
-        *,
-        cancelled: Callable[[], bool] | None = None,
-        deadline: float | None = None,
-        admission: Admit = None,
-    ) -> CaptionedResult:
-        service, routed = self.route(req)
-        return service.synthesize_captioned(
-            routed, cancelled=cancelled, deadline=deadline, admission=admission
-        )
-
-    def stream_captioned(
-        self,
-        req: Speakable,
-        *,
-        cancelled: Callable[[], bool] | None = None,
-        deadline: float | None = None,
-        admission: Admit = None,
-    ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
-        service, routed = self.route(req)
-        return service.stream_captioned(
-            routed, cancelled=cancelled, deadline=deadline, admission=admission
-        )
-
-    def admit(
-        self,
-        req: Speakable,
-        deadline: float,
-        *,
-        stream: bool,
-        must_finish: bool | None = None,
-        first_audio_s: float | None = None,
-    ) -> Admission:
-        """Reserve engine time on the engine that will speak ``req`` (see
-        :meth:`SpeechService.admit`: it validates and prices the request, so
-        call it from a worker thread)."""
-        service, routed = self.route(req)
-        return service.admit(
-            routed, deadline, stream=stream, must_finish=must_finish, first_audio_s=first_audio_s
-        )
+    # What a SpeechService does, done by the service of the engine that speaks
+    # the request (route()), with the request resolved once: each has that
+    # method's own signature (see SpeechService) for callers and for mypy.
+    synthesize = _on_its_engine(SpeechService.synthesize)
+    stream = _on_its_engine(SpeechService.stream)
+    synthesize_captioned = _on_its_engine(SpeechService.synthesize_captioned)
+    stream_captioned = _on_its_engine(SpeechService.stream_captioned)
+    # Reserves engine time on that engine; validates and prices the request,
+    # so call it from a worker thread.
+    admit = _on_its_engine(SpeechService.admit)
+    admit_background = _on_its_engine(SpeechService.admit_background)  # a speech job's
+    plan = _on_its_engine(SpeechService.plan)
+    render_audio = _on_its_engine(SpeechService.render_audio)
+    text_size = _on_its_engine(SpeechService.text_size)
 
     def precheck(
         self,
@@ -332,30 +296,10 @@ class SpeechRouter:
         with (released_on_failure if stream else released_at_end)(checked):
             yield checked
 
-    def admit_background(self, req: Speakable) -> Admission:
-        """A speech job's admission on the engine that will speak it
-        (see :meth:`SpeechService.admit_background`)."""
-        service, routed = self.route(req)
-        return service.admit_background(routed)
-
-    def plan(
-        self, req: Speakable, *, fast_start: bool = False
-    ) -> tuple[ResolvedVoice, Iterator[Chunk]]:
-        service, routed = self.route(req)
-        return service.plan(routed, fast_start=fast_start)
-
-    def render_audio(self, req: Speakable) -> np.ndarray:
-        service, routed = self.route(req)
-        return service.render_audio(routed)
-
     def ssml_warnings(self, req: Speakable) -> tuple[str, ...]:
         """What ``req``'s markup ignores (its document, parsed once; no voice
         lookup); raises InvalidSsml (400) when the markup is malformed."""
         return self.request(req).warnings
-
-    def text_size(self, req: Speakable) -> int:
-        service, routed = self.route(req)
-        return service.text_size(routed)
 
     def calibrate(self) -> None:
         """Measure every engine's rate once (:meth:`SpeechService.calibrate`);
