@@ -164,3 +164,77 @@ def test_a_built_in_voice_reads_no_voice_and_the_lexicon_once(
         "voice_loads": 0,
         "lexicon": 1,
     }
+
+
+# -- the OpenAI transports: /v1/audio/speech and the captioned route ------------
+# Both map OpenAI's voice names, which needs the voice looked up in the route;
+# the router is handed what the route found (before: looked up again, so each
+# stored voice was read twice per request).
+
+
+def _stored_voice_reads(reads: Reads) -> dict[str, object]:
+    return {k: v for k, v in reads.counts().items() if k in ("by_name", "voice_loads", "lexicon")}
+
+
+def test_openai_speech_with_a_stored_voice_looks_it_up_once(
+    client: TestClient, stored: list[str], reads: Reads
+) -> None:
+    r = client.post(
+        "/v1/audio/speech",
+        json={
+            "model": "tts-1",
+            "input": f"{WORD} speaks through OpenAI's route.",
+            "voice": NAMES[0],
+            "response_format": "wav",
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert r.content[:4] == b"RIFF"
+    assert _stored_voice_reads(reads) == {
+        "by_name": {name_key(NAMES[0]): 1},
+        "voice_loads": 1,
+        "lexicon": 1,
+    }
+
+
+@pytest.mark.parametrize("caption_format", ["json", "srt"])
+def test_captions_with_a_stored_voice_look_it_up_once(
+    client: TestClient, stored: list[str], reads: Reads, caption_format: str
+) -> None:
+    r = client.post(
+        f"/v1/audio/speech/captioned?format={caption_format}",
+        json={
+            "input": f"{WORD} speaks with captions.",
+            "voice": NAMES[1],
+            "response_format": "wav",
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert WORD in r.text
+    assert _stored_voice_reads(reads) == {
+        "by_name": {name_key(NAMES[1]): 1},
+        "voice_loads": 1,
+        "lexicon": 1,
+    }
+
+
+def test_an_openai_voice_name_is_looked_up_once_and_mapped(
+    client: TestClient, stored: list[str], reads: Reads
+) -> None:
+    """``alloy`` is not the caller's voice (one lookup finds none) and speaks
+    with the built-in it stands for (no voice record read)."""
+    r = client.post(
+        "/v1/audio/speech",
+        json={
+            "model": "tts-1",
+            "input": f"{WORD} as alloy.",
+            "voice": "alloy",
+            "response_format": "wav",
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert _stored_voice_reads(reads) == {
+        "by_name": {name_key("alloy"): 1},
+        "voice_loads": 0,
+        "lexicon": 1,
+    }

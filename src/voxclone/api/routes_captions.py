@@ -30,7 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_openai import _to_speech_request
+from voxclone.api.routes_openai import openai_speech_request
 from voxclone.api.schemas import CaptionedSpeechRequest
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.assembly import Runtime
@@ -124,7 +124,8 @@ async def captioned_speech(
     runtime: RuntimeDep,
     format: Annotated[CaptionFormat, Query(description="json, srt or vtt")] = "json",  # noqa: A002
 ) -> Response:
-    req = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
+    # Resolved once, its voice looked up once (mapping OpenAI's names needs it).
+    req = await run_in_threadpool(openai_speech_request, body, runtime, principal.owner)
     if body.stream and format == "json":
         return await captioned_stream(request, runtime, req)
     return await captioned_response(request, runtime, req, format)

@@ -53,8 +53,10 @@ from voxclone.api.streaming import open_audio_stream
 from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.admission import AdmissionTerms
+from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.router import OPENAI_ALIASES, ModelInfo
 from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_resolved import ResolvedRequest
 from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
 from voxclone.synth.voice.builtin import openai_aliases
 
@@ -108,12 +110,15 @@ def emotion_from_instructions(instructions: str | None) -> str:
     return "neutral"
 
 
-def _resolve_voice_name(runtime: Runtime, voice: str, owner: str, engine: str) -> str | None:
-    """Our name for ``voice``: the user's own voice first, then OpenAI's aliases
+def _openai_voice(
+    runtime: Runtime, voice: str, owner: str, engine: str
+) -> tuple[str | None, ResolvedVoice | None]:
+    """Our name for ``voice`` and, when it is the caller's own voice (or ours
+    under that name), the voice itself, looked up here once: the router is
+    handed it and does not look it up again. Else one of OpenAI's aliases
     (None: the engine's default voice, for an engine without the alias's voice)."""
     try:
-        runtime.catalog.resolve(voice, owner, engine)
-        return voice
+        return voice, runtime.catalog.resolve(voice, owner, engine)
     except NotFound:
         # The catalog's mapping; else the earlier seven's names (an engine
         # whose voices declare no OpenAI aliases).
@@ -121,10 +126,15 @@ def _resolve_voice_name(runtime: Runtime, voice: str, owner: str, engine: str) -
         alias = runtime.catalog.openai_aliases().get(key) or OPENAI_VOICE_ALIASES.get(key)
         if alias is None:
             raise
-        return alias if alias in runtime.catalog.builtins_by_engine()[engine] else None
+        return (alias if alias in runtime.catalog.builtins_by_engine()[engine] else None), None
 
 
-def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) -> SpeechRequest:
+def openai_speech_request(
+    body: OpenAISpeechRequest, runtime: Runtime, owner: str
+) -> ResolvedRequest:
+    """The body as one request, resolved once (reads the store: call it from a
+    worker thread): the voice the route looked up to map OpenAI's names is the
+    voice that speaks."""
     engine = runtime.speech.engine_for(body.model) or runtime.speech.default_engine
     fmt = body.response_format.lower()
     if fmt not in OPENAI_FORMATS:
@@ -135,16 +145,24 @@ def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) 
         )
     speed = _openai_speed(body.speed) if "speed" in body.model_fields_set else None
     # No voice (the captioned route's default): the language's default voice.
-    voice = None if body.voice is None else _resolve_voice_name(runtime, body.voice, owner, engine)
-    return SpeechRequest(
+    name, voice = (
+        (None, None) if body.voice is None else _openai_voice(runtime, body.voice, owner, engine)
+    )
+    built = SpeechRequest(
         text=body.input,
-        voice=voice,
+        voice=name,
         model=engine,
         controls=SpeechControls(speed=speed, emotion=emotion_from_instructions(body.instructions)),
         format=fmt,
         sample_rate=PCM_RATE,
         owner=owner,
     )
+    return runtime.speech.request(built, voice=voice)
+
+
+def _to_speech_request(body: OpenAISpeechRequest, runtime: Runtime, owner: str) -> SpeechRequest:
+    """What :func:`openai_speech_request` makes of the body, as a plain request."""
+    return openai_speech_request(body, runtime, owner).request
 
 
 OPENAI_SPEED_RANGE = (0.25, 4.0)
@@ -207,9 +225,8 @@ async def audio_speech(
         stream=True,
         request_key=f"openai:{principal.owner}:{body.model_dump_json()}",
     ) as checked:
-        built = await run_in_threadpool(_to_speech_request, body, runtime, principal.owner)
         # Resolved once: the SSML header and the render read the same object.
-        req = runtime.speech.request(built)
+        req = await run_in_threadpool(openai_speech_request, body, runtime, principal.owner)
         # Input that starts with <speak> is SSML (OpenAI has no flag for it).
         headers = await ssml_headers(runtime, req)
         stream = await open_audio_stream(

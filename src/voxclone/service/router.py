@@ -24,12 +24,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Concatenate, ParamSpec, TypeVar
 
 from voxclone.errors import NotFound, UnknownModel
 from voxclone.lru import Lru
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.pricing import speech_request_key
 from voxclone.service.speech import (
     SpeechRequest,
@@ -154,20 +155,30 @@ class SpeechRouter:
             limit=names,
         )
 
-    def request(self, req: Speakable) -> ResolvedRequest:
+    def request(self, req: Speakable, *, voice: ResolvedVoice | None = None) -> ResolvedRequest:
         """``req`` as it travels from the edge (service/speech_resolved.py): the
         engine its model names is picked here, at once (400 for an unknown
         model); its voice, the engine that speaks it, its language, SSML voices
         and lexicon resolve once, in the worker thread that first needs them
-        (:meth:`_resolve`). A request already built here is returned as it is."""
+        (:meth:`_resolve`). A request already built here is returned as it is.
+
+        ``voice``: what ``req.voice`` names for its model's engine, when the
+        caller had to look it up already (the OpenAI route, mapping OpenAI's
+        voice names): it is used as it is, not looked up a second time."""
         if isinstance(req, ResolvedRequest):
             return req
-        return ResolvedRequest(req, self._resolve, model_engine=self.engine_for(req.model))
+        resolve = self._resolve
+        if voice is not None:
+            if req.voice is None or req.voice_override is not None:
+                raise ValueError("a looked-up voice stands for the voice the request names")
+            resolve = partial(self._resolve, looked_up=voice)
+        return ResolvedRequest(req, resolve, model_engine=self.engine_for(req.model))
 
-    def _resolve(self, r: ResolvedRequest) -> Resolution:
+    def _resolve(self, r: ResolvedRequest, looked_up: ResolvedVoice | None = None) -> Resolution:
         """Pick the engine and voice of ``r`` (its model's engine, else its
         voice's, else the default; no voice: its language's default), then let
-        that engine's service resolve and check the rest."""
+        that engine's service resolve and check the rest. ``looked_up``: the
+        voice ``r`` names, as the caller found it (:meth:`request`)."""
         req, engine = r.request, r.model_engine
         voice = None
         if req.voice_override is not None:
@@ -178,7 +189,11 @@ class SpeechRouter:
             if name is not None:
                 voice = self._catalog.resolve(name, req.owner, chosen)
         else:
-            voice = self._catalog.resolve(req.voice, req.owner, engine)
+            voice = (
+                looked_up
+                if looked_up is not None
+                else self._catalog.resolve(req.voice, req.owner, engine)
+            )
             chosen = engine or voice.engine or self.default_engine
         return self._service(chosen).resolution(r, voice)
 
