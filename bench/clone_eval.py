@@ -434,9 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--audition",
         action=argparse.BooleanOptionalAction,
-        default=product.clone_audition,
+        default=False,
         help="hear the atlas's nearest voices speak and keep the closest by GE2E + CAM++ "
-        "(synth/voice/audition.py; as the service, with the listener weights installed)",
+        "(synth/voice/audition.py; measured, not in the service: docs/studies.md)",
     )
     parser.add_argument(
         "--split",

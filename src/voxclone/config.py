@@ -188,11 +188,6 @@ class Settings(BaseSettings):
     # product encoder hears the clone closer by more than 0.03, both with the
     # reference's tone (synth/voice/pipeline.py compare_stock, STOCK_PREFERENCE).
     clone_stock_check: bool = True
-    # Before the stock check, the atlas's 10 nearest voices speak the probe
-    # sentence and GE2E + CAM++ keep the closest (synth/voice/audition.py;
-    # ~10 renders in the background half of enrollment). Needs the CAM++
-    # weights (make listener-weights); without them no audition runs.
-    clone_audition: bool = True
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.
     warm_cloning: bool = True

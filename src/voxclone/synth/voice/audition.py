@@ -12,12 +12,19 @@ listeners compare each with the reference: GE2E (the product encoder) and
 CAM++ (synth/voice/campplus*.py). Each listener's cosines are z-scored over
 the candidates and summed, so neither's scale dominates; the top sum wins.
 
-Why these choices (studies/listener_audition.py, studies/results/
-listener_audition.md; fit + validation speakers only, the independent judge
-scoring, never choosing): among pools (the 54 packs, top 5/10/20/50, with
-and without the pick) and listeners (GE2E, CAM++, both), the top 10 heard
-by both won in every leave-one-speaker-out fold; CAM++ alone chose voices of
-the wrong sex from the packs, GE2E alone gained a third as much.
+Measured, and not wired into the service (issue 38). On the ceiling study's
+renders (studies/listener_audition.py; 8 fit + validation speakers) the top
+10 heard by both listeners looked like +0.175 normalized over the pick, but
+that replay lets the judge score the very render the listener chose, so the
+render's own luck counts twice. Spoken by the product and judged on other
+sentences (``bench/clone_eval.py --audition --no-stock-check --split
+fit,validation``, 13 speakers, against the same run without it): +0.018
+normalized with no stock check, +0.021 with it (leave one speaker out,
+studies/stock_preference.py: +0.071 vs +0.050); 8 speakers better, 5 worse
+(vctk-p228 -0.29). A gain inside the split-to-split noise, for ~10 extra
+renders per enrollment (35-130 s on the busy 2-core host), so cloning keeps
+the encoder's pick; ``CloningPipeline(auditioner=...)`` stays so the
+benchmark measures this code and not a copy.
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
     references → voice print (embedding, pitch, long-term spectrum; pooled
     over clips, weighted by their speech seconds) → instant clone (atlas
     lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
-    audition (the encoder's 10 nearest atlas voices speak the probe sentence;
-    GE2E and CAM++ together keep the one closest to the reference) →
+    [audition: measured, off in the service, see synth/voice/audition.py] →
     recording-tone filter → stock check (the built-in voices of the
     reference's sex closest by the atlas, given the same tone, are heard; the
     closest replaces the clone unless the product encoder hears the clone
