@@ -344,8 +344,8 @@ def test_male_clone_carries_the_reference_pitch_and_recording_tone(service: Any)
 def test_refine_auditions_atlas_voices_and_keeps_the_tone(service: Any) -> None:
     svc, _, _ = service
     record, _ = svc.enroll(EnrollRequest(REFERENCE.read_bytes(), "carol", "owner-a", CONSENT))
-    refiner = svc._refiner_source
-    svc._refiner_source = refiner.with_config(
+    refiner = svc._refinements._source
+    svc._refinements._source = refiner.with_config(
         RefineConfig(budget_s=30.0, auditions=3, prosody_auditions=2, search=False)
     )
     job = svc.start_refine(record.id, "owner-a")

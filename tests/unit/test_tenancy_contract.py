@@ -143,7 +143,7 @@ def test_another_owner_cannot_touch_a_voice_or_its_jobs(library: Library) -> Non
     assert svc.get_job(job.id, A).cancel_requested is False
     assert library.changed == []
     # B's failed delete must not stop A's running refinement either.
-    assert svc._should_stop(job.id, vid) is False
+    assert svc._voice_jobs.should_stop(job.id, vid) is False
 
 
 def test_delete_removes_rows_jobs_and_tells_the_caches(library: Library) -> None:
@@ -171,9 +171,9 @@ def test_delete_cancels_the_voices_running_jobs(library: Library) -> None:
     svc, vid = library.service, library.voice.id
     job = library.jobs.create(kind="refine", owner=A, voice_id=vid)
     library.jobs.update(job.id, state="running")
-    assert svc._should_stop(job.id, vid) is False
+    assert svc._voice_jobs.should_stop(job.id, vid) is False
     svc.delete(vid, A)
-    assert svc._should_stop(job.id, vid) is True  # the refine loop stops
+    assert svc._voice_jobs.should_stop(job.id, vid) is True  # the refine loop stops
 
 
 def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
@@ -390,15 +390,16 @@ def _refine_once(
                 notes=[],
             )
 
-    svc._refiner_source = lambda budget: Refiner()  # type: ignore[assignment,return-value]
-    svc._pipeline = CloningPipeline(  # the refine wiring, with a cloner that offers nothing
+    svc._refinements._source = lambda budget: Refiner()  # type: ignore[assignment,return-value]
+    # The refine wiring, with a cloner that offers nothing.
+    svc._refinements._pipeline = CloningPipeline(
         SimpleNamespace(  # type: ignore[arg-type]
             alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
         ),
         probe=None,
     )
     job = svc.start_refine(vid, A, budget_s=1.0)
-    svc._executor.shutdown(wait=True)  # the job has run to its end
+    svc._refinements._executor.shutdown(wait=True)  # the job has run to its end
     return svc.get_job(job.id, A).state
 
 

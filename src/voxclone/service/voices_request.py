@@ -1,21 +1,24 @@
 """Enrollment's request and result values, and the checks made on a request
-before anything is stored (consent, saved blends)."""
+before anything is stored (consent, saved blends, the recordings sent)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from voxclone.errors import InvalidInput
+from voxclone.errors import InvalidInput, UnknownModel, VoxcloneError
 from voxclone.runtime.job_store import JobRecord
 from voxclone.runtime.voice_store import BLEND_SOURCE, ConsentRecord, VoiceRecord, utc_now_iso
+from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.quality_report import QualityReporter
 
 STATEMENT_MAX_CHARS = 2000
+# Recordings pooled into one voice per request (each is checked on its own limits).
+MAX_CLIPS = 8
 
 
 @dataclass(frozen=True)
@@ -109,3 +112,30 @@ def checked_consent(consent: ConsentInput) -> ConsentRecord:
         given_at=utc_now_iso(),
         client_address=consent.client_address,
     )
+
+
+def load_references(
+    load: Callable[[bytes], ReferenceAudio], clips: Sequence[bytes]
+) -> list[ReferenceAudio]:
+    """Each recording of a request decoded and checked by ``load``."""
+    if not 1 <= len(clips) <= MAX_CLIPS:
+        raise InvalidInput(
+            f"send 1 to {MAX_CLIPS} recordings of the speaker",
+            field="audio",
+            limit=MAX_CLIPS,
+            value=len(clips),
+        )
+    references = []
+    for index, data in enumerate(clips):
+        try:
+            references.append(load(data))
+        except VoxcloneError as exc:
+            if len(clips) > 1:  # say which recording was refused
+                exc.message = f"recording {index + 1}: {exc.message}"
+                exc.args = (exc.message,)
+            raise
+    return references
+
+
+def no_style_engine() -> UnknownModel:
+    return UnknownModel("no style engine is loaded on this server", field="model")

@@ -1,15 +1,17 @@
 """Values kept in a stored voice record and read back from it: the pooled
-speaker print, the style recipe as JSON, a prompt voice's quality report."""
+speaker print, the style recipe as JSON, the quality report of a style clone
+(with what re-cloning it later needs) and of a prompt voice."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from voxclone.runtime.voice_store import VoiceRecord
-from voxclone.synth.audio.reference import ReferenceAudio
-from voxclone.synth.voice.pipeline import VoicePrint
+from voxclone.synth.audio.reference import ReferenceAudio, combine_references
+from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline, VoicePrint
 from voxclone.synth.voice.prosody import PitchStats
 from voxclone.synth.voice.quality_report import QualityReporter, reference_warnings
 from voxclone.synth.voice.style_space import VoiceRecipe
@@ -76,3 +78,64 @@ def prompt_quality(
         "reference_seconds": round(reference.speech_seconds, 2),
         "reference_pitch_hz": round(pitch.median_hz, 1),
     }
+
+
+def clone_quality(
+    reporter: QualityReporter | None,
+    pipeline: CloningPipeline,
+    references: Sequence[ReferenceAudio],
+    cloned: ClonedVoice,
+) -> dict[str, Any]:
+    """The quality report of a new clone, plus what re-cloning it later needs."""
+    reference = combine_references(references)
+    voice, pitch = cloned.voice, cloned.print.pitch
+    if reporter is not None and voice.probe is not None:
+        tone, rate = cloned.tone, reporter.sample_rate
+
+        def as_heard(audio: np.ndarray) -> np.ndarray:
+            return audio if tone is None else tone.apply(audio, rate)
+
+        quality = reporter.report(
+            reference,
+            cloned.print.embedding,
+            as_heard(voice.probe),
+            reference_pitch_hz=pitch.median_hz,
+            style=voice.style,
+            heard=as_heard,
+            # One comparison for the stock check and the report (issue 40);
+            # without a heard one, the atlas's closest of the same sex.
+            stock=None if cloned.comparison is not None else pipeline.closest_stock(cloned.print),
+            comparison=cloned.comparison,
+        ).to_dict()
+    else:
+        quality = {
+            "similarity": None,
+            "wer": None,
+            "warnings": reference_warnings(reference, None),
+            "reference_seconds": round(reference.speech_seconds, 2),
+            "reference_pitch_hz": round(pitch.median_hz, 1),
+        }
+    quality["style_recipe"] = recipe_to_json(voice.recipe)
+    if cloned.stock_voice is not None:
+        # The voice speaks as this built-in (with the reference's tone): the
+        # clone was not heard closer by the stock preference. Its own key:
+        # ``stock_voice`` stays the voice the report compares with.
+        quality["replaced_by_stock_voice"] = cloned.stock_voice
+    quality["instant_clone_s"] = round(cloned.instant_seconds, 3)
+    quality["enroll_s"] = round(cloned.seconds, 3)
+    quality["tone_match"] = cloned.tone is not None
+    quality["clips"] = cloned.print.clips
+    # The pooled print's totals, so a recording added later is weighted right.
+    quality["reference_seconds"] = round(cloned.print.speech_seconds, 2)
+    quality["reference_pitch"] = cloned.print.pitch_json()
+    quality["reference_rate"] = round(cloned.print.rate, 3)  # a cue of the pick
+    if cloned.rate > 0:
+        # The speed every request with this voice is multiplied by (catalog).
+        quality["speaking_rate"] = {
+            "reference": round(cloned.print.rate, 3),
+            "clone": round(cloned.rate, 3),
+            "speed": round(cloned.speed, 4),
+        }
+    if voice.calibration is not None:
+        quality["pitch_calibration"] = voice.calibration
+    return quality

@@ -1,0 +1,212 @@
+"""Refinement of a stored style voice: a background job that auditions atlas
+voices (then optionally prosody variants) for the stored print within a time
+budget and stores the best as the voice's next version, unless the voice
+changed meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from voxclone.errors import Cancelled, InvalidInput, NotFound, VoiceChanged
+from voxclone.runtime.job_store import JobRecord
+from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
+from voxclone.service.voices_jobs import VoiceJobs
+from voxclone.service.voices_request import no_style_engine, refuse_blend
+from voxclone.service.voices_stored import recipe_from_json, recipe_to_json
+from voxclone.synth.voice.clone import RefineProgress, StyleRefiner
+from voxclone.synth.voice.pipeline import CloningPipeline
+from voxclone.synth.voice.prosody import PitchStats
+from voxclone.synth.voice.style_space import VoiceRecipe
+
+REFINE_JOB_KIND = "refine"
+MAX_REFINE_BUDGET_S = 1800.0
+PROGRESS_STEP = 1.0  # percent; fewer store writes for a smooth bar
+
+RefinerSource = StyleRefiner | Callable[[float], StyleRefiner]
+
+
+class Refinements:
+    def __init__(
+        self,
+        *,
+        store: VoiceStore,
+        jobs: VoiceJobs,
+        source: RefinerSource | None,
+        pipeline: CloningPipeline | None,
+        on_voice_changed: Callable[[str], None],
+        budget_s: float,
+        workers: int,
+    ) -> None:
+        """``source`` and ``pipeline`` are the style engine's (None when no
+        style engine is loaded); ``budget_s`` is a refinement's default budget."""
+        self._store = store
+        self._jobs = jobs
+        self._source = source
+        self._pipeline = pipeline
+        self._on_voice_changed = on_voice_changed
+        self._budget_s = budget_s
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="refine")
+
+    def start(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
+        budget = self._budget_s if budget_s is None else float(budget_s)
+        if not 1.0 <= budget <= MAX_REFINE_BUDGET_S:
+            raise InvalidInput(
+                f"refine budget must be between 1 and {MAX_REFINE_BUDGET_S:g} seconds",
+                field="budget_s",
+                limit=[1.0, MAX_REFINE_BUDGET_S],
+                value=budget,
+            )
+        record = self._store.get(voice_id, owner, include_reference_audio=False)
+        refuse_blend(record, "refine")
+        if record.style is None or self._pipeline is None:
+            raise InvalidInput(
+                "only voices of a style engine can be refined; this voice is a "
+                f"{record.engine} prompt voice",
+                field="voice_id",
+            )
+        job = self.new_job(record)
+        self._executor.submit(self._run, job.id, record, budget)
+        return job
+
+    def new_job(self, record: VoiceRecord) -> JobRecord:
+        """A refine job that starts later (``after_report``)."""
+        return self._jobs.new(REFINE_JOB_KIND, record)
+
+    def after_report(self, job_id: str, measured: VoiceRecord | None) -> None:
+        """Start the refinement queued behind a report job (``measured``: the
+        voice it stored), or cancel it when no measurement came."""
+        try:
+            refine = self._jobs.get(job_id, None)
+        except NotFound:
+            return
+        if refine.done:  # e.g. failed by a restart while the report waited
+            return
+        if measured is not None:
+            self._executor.submit(self._run, refine.id, measured, self._budget_s)
+        else:
+            self._jobs.finish(
+                refine.id,
+                state="cancelled",
+                message="not started: the clone's measurement did not finish",
+            )
+
+    def close(self) -> None:
+        """After the owner's ``closing`` is set: running refinements stop, queued ones go."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self, job_id: str, record: VoiceRecord, budget_s: float) -> None:
+        self._jobs.guarded(job_id, "refining", lambda: self._refine(job_id, record, budget_s))
+
+    def _refiner(self, budget_s: float) -> StyleRefiner:
+        source = self._source
+        if source is None:
+            raise no_style_engine()
+        if isinstance(source, StyleRefiner):
+            return source.with_budget(budget_s)
+        return source(budget_s)
+
+    def _refine(self, job_id: str, record: VoiceRecord, budget_s: float) -> None:
+        jobs = self._jobs
+        if jobs.should_stop(job_id, record.id):
+            raise Cancelled("cancelled")
+        # The stored voice as it is now: a report job or an added recording may
+        # have replaced the one this job was queued with.
+        record = self._store.get(record.id, record.owner, include_reference_audio=False)
+        jobs.update(job_id, state="running", progress=0.0, message="refining")
+        pipeline = self._pipeline
+        if pipeline is None:  # start() refuses first; the report queue needs one too
+            raise no_style_engine()
+        last = [0.0]
+
+        def on_progress(p: RefineProgress) -> None:
+            percent = round(100.0 * p.fraction, 1)
+            if percent - last[0] >= PROGRESS_STEP or percent >= 100.0:
+                last[0] = percent
+                jobs.update(job_id, progress=min(percent, 99.0), message="refining")
+
+        start = self._start_recipe(record, pipeline)
+        refiner = self._refiner(budget_s)
+        pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
+        # A voice enrolled without tone matching stays without it.
+        spectrum = record.reference_spectrum if record.tone_db is not None else None
+        result, tone = pipeline.refine(
+            refiner,
+            record.embedding,
+            start,
+            pitch_hz,
+            spectrum,
+            on_progress=on_progress,
+            should_cancel=lambda: jobs.should_stop(job_id, record.id),
+        )
+        # The refiner checks only between auditions (and not at all once its
+        # budget is spent): a cancel that came after its last check still wins.
+        if jobs.should_stop(job_id, record.id):
+            raise Cancelled("refinement was cancelled")
+        tone_db = record.tone_db
+        if result.improved and spectrum is not None:
+            tone_db = None if tone is None else tone.gain_db
+        quality = dict(record.quality)
+        if result.improved:
+            # The refined voice is an atlas voice: no longer the built-in it started from.
+            quality.pop("replaced_by_stock_voice", None)
+        quality.update(
+            similarity=round(result.similarity, 4),
+            wer=None if result.wer is None else round(result.wer, 4),
+            style_recipe=recipe_to_json(result.recipe),
+            refine={
+                "improved": result.improved,
+                "start_similarity": round(result.start_similarity, 4),
+                "evaluations": result.evaluations,
+                "seconds": round(result.seconds, 1),
+                "notes": result.notes,
+            },
+        )
+        try:
+            updated = self._store.update_style(
+                record.id,
+                record.owner,
+                style=result.style,
+                quality=quality,
+                source="refined",
+                tone_db=tone_db,
+                if_version=record.version,
+            )
+        except VoiceChanged as exc:
+            # A recording was added while this ran: the refinement searched
+            # for the old print and must not replace the newer voice.
+            jobs.finish(
+                job_id,
+                state="cancelled",
+                message="the voice changed while it was being refined (a recording was "
+                "added); its newer version stands: refine again to refine that one",
+                result={"voice_id": record.id, "version": exc.value},
+            )
+            return
+        self._on_voice_changed(record.id)
+        jobs.finish(
+            job_id,
+            state="succeeded",
+            message="refined"
+            if result.improved
+            else "kept the instant voice (no better candidate)",
+            result={
+                "voice_id": record.id,
+                "version": updated.version,
+                "improved": result.improved,
+                "similarity": round(result.similarity, 4),
+                "start_similarity": round(result.start_similarity, 4),
+                "wer": None if result.wer is None else round(result.wer, 4),
+            },
+        )
+
+    @staticmethod
+    def _start_recipe(record: VoiceRecord, pipeline: CloningPipeline) -> VoiceRecipe:
+        stored = record.quality.get("style_recipe")
+        if isinstance(stored, dict):
+            return recipe_from_json(stored)
+        # Older records: derive the instant recipe again from the stored embedding.
+        pitch_hz = float(record.quality.get("reference_pitch_hz") or 0.0)
+        return pipeline.cloner.clone_from(
+            record.embedding, PitchStats(pitch_hz, 0.0, 0.0, 0.0)
+        ).recipe
