@@ -86,7 +86,7 @@ def bench_home(prefix: str) -> Path:
     return home
 
 
-def write_result(out: Path, result: dict[str, object], markdown: str) -> None:
+def write_result(out: Path, result: Mapping[str, object], markdown: str) -> None:
     """``out`` (JSON) and its ``.md`` sibling, and the Markdown on stdout."""
     import json
 

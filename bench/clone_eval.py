@@ -94,6 +94,7 @@ from voxclone.synth.engine.base import (  # noqa: E402
     EngineConfig,
     SynthItem,  # noqa: E402
 )
+from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.audition import Auditioner  # noqa: E402
@@ -505,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     # The configured engine options (VOXCLONE_ENGINE_OPTIONS), as the service has them.
     options = product.engine_options.get("kokoro", {})
     engine = registry.create("kokoro", EngineConfig(MODELS_DIR, options=options))
+    assert isinstance(engine, KokoroEngine)  # its extra packs are the catalog's voices
     engine.load()
     engine.warmup()
     g2p = engine.tokenizer()
@@ -535,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         # sentence, never from the sentences scored here.
         return pipelines["instant"].tone_for(spectrum, probe(pack))
 
-    def toned_sim(name: str, spectrum: np.ndarray, targets: list[np.ndarray]) -> float:
+    def toned_sim(name: str, spectrum: np.ndarray | None, targets: list[np.ndarray]) -> float:
         """Judge cosine of built-in ``name`` given the reference's tone, to the targets."""
         pack = builtin_packs[name]
         vec = judge.embed_clips(render(pack, product_tone(spectrum, pack)))
@@ -819,9 +821,10 @@ def main(argv: list[str] | None = None) -> int:
                 row[label]["stock_shortlist"] = [h.name for h in heard]
                 row[label]["stock_heard"] = {h.name: h.similarity for h in heard}
                 toned = row.get("builtin_toned_sims")
-                for h in heard if toned is not None else []:
-                    if h.name not in toned:
-                        toned[h.name] = toned_sim(h.name, spectrum, targets)
+                if toned is not None:
+                    for h in heard:
+                        if h.name not in toned:
+                            toned[h.name] = toned_sim(h.name, spectrum, targets)
             if label == "instant":
                 instant = cloned
         assert instant is not None

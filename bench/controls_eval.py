@@ -131,6 +131,7 @@ def pitch_methods(runtime: Runtime, transcriber: Transcriber) -> dict[str, dict[
     engine = runtime.engine
     packs = engine.style_packs()
     style = runtime.catalog.resolve(VOICE, None).style
+    assert style is not None  # a Kokoro voice: a style array
     female = np.mean([packs[name] for name in FEMALE_PACKS], axis=0)
     direction = np.zeros_like(style)
     direction[..., 128:] = female[..., 128:] - packs["jm_kumo"][..., 128:]

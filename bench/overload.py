@@ -53,6 +53,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -413,7 +414,7 @@ def soak_markdown(run: dict[str, Any]) -> str:
     )
 
 
-def merge(label: str, results: list[ModeResult], meta: dict[str, object]) -> dict[str, object]:
+def merge(label: str, results: list[ModeResult], meta: Mapping[str, object]) -> dict[str, object]:
     data: dict[str, object] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     data[label] = {"meta": meta, "modes": [asdict(r) for r in results]}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

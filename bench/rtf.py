@@ -32,7 +32,7 @@ from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.service.speech import SpeechRequest  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro.engine import style_row  # noqa: E402
+from voxclone.synth.engine.kokoro.engine import KokoroEngine, style_row  # noqa: E402
 
 TEXT_5S = "The quick brown fox jumps over the lazy dog, and then it runs into the forest."
 TEXT_30S = (
@@ -67,10 +67,14 @@ def run(repeat: int, threads: int) -> dict[str, object]:
 
     speech = runtime.speech
     voice = runtime.catalog.resolve(settings.default_voice, None)
+    style = voice.style
+    assert style is not None  # Kokoro's voices are style arrays
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    raw = ort.InferenceSession(str(runtime.engine.assets.model_path), sess_options=opts)
+    engine = runtime.engine
+    assert isinstance(engine, KokoroEngine)  # the raw baseline runs Kokoro's own graph
+    raw = ort.InferenceSession(str(engine.assets.model_path), sess_options=opts)
 
     results: dict[str, object] = {
         "threads": threads,
@@ -83,7 +87,7 @@ def run(repeat: int, threads: int) -> dict[str, object]:
         request = SpeechRequest(text=text, voice=settings.default_voice)
         _, planned = speech.plan(request)
         chunks = list(planned)
-        items = [SynthItem(c.token_ids, voice.style, 1.0) for c in chunks]
+        items = [SynthItem(c.token_ids, style, 1.0) for c in chunks]
 
         def call_raw(items: list[SynthItem] = items) -> float:
             total = 0
@@ -92,7 +96,7 @@ def run(repeat: int, threads: int) -> dict[str, object]:
                     None,
                     {
                         "tokens": np.array([[0, *item.token_ids, 0]], dtype=np.int64),
-                        "style": style_row(voice.style, len(item.token_ids)).reshape(1, 256),
+                        "style": style_row(style, len(item.token_ids)).reshape(1, 256),
                         "speed": np.array([1.0], dtype=np.float32),
                     },
                 )[0]

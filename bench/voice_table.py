@@ -503,6 +503,7 @@ def main() -> int:
     def measure(job: tuple[str, str, bool]) -> dict[str, Any]:
         name, language, native = job
         voice = voices[EARLIER.get(name, name)] if not native else voices[name]
+        assert voice.style is not None  # Kokoro's built-ins are style arrays
         texts = sentences_for(language, args.english_sentences, args.other_sentences)
         scores = measure_voice(engine, voice.style, language, texts, dnsmos, asr, multilingual)
         aliases = [a for a in voice.aliases if a not in OPENAI_FEMALE + OPENAI_MALE]

@@ -319,7 +319,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_candidates:
             todo = todo[: args.max_candidates]  # smoke test only
         for cand in todo:
-            style = cand.style if cand.style is not None else basis.pack(cand.recipe)
+            if cand.style is not None:
+                style = cand.style
+            else:  # an atlas candidate: its recipe, packed
+                assert cand.recipe is not None
+                style = basis.pack(cand.recipe)
             clip = synth(tokens, style)
             tone = tone_filter_for(voice_print.spectrum, clip, RATE)
             heard = clip if tone is None else tone.apply(clip, RATE)

@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def main() -> None:
     g2p = engine.tokenizer()
     asr = Transcriber()
     ids = [g2p.token_ids(g2p.phonemize(s, "en-us")) for s in SENTENCES]
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for name, weights in CANDIDATES.items():
         style = blend(engine.style_packs(), weights)
         wers = []

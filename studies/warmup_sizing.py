@@ -47,6 +47,7 @@ def child(variant: str) -> dict[str, Any]:
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
     from voxclone.service.speech import SpeechRequest
+    from voxclone.synth.engine.kokoro.engine import KokoroEngine
 
     settings = Settings(
         home=bench_home("voxclone-warmup-"),
@@ -57,6 +58,7 @@ def child(variant: str) -> dict[str, Any]:
     runtime = build_runtime(settings, warmup=False, with_voices=False)
     loaded = time.perf_counter()
     engine = runtime.default.engine
+    assert isinstance(engine, KokoroEngine)  # Kokoro's warm-up call is what is sized
     began = time.perf_counter()
     for _ in range(CALLS[variant]):
         engine.warmup_call()
