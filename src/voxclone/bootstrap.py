@@ -44,7 +44,7 @@ from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks,
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import PromptCloning, VoiceService
 from voxclone.synth.audio.encode import load_codecs
-from voxclone.synth.engine.base import Engine, SynthItem
+from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.langdetect import detect_language
 from voxclone.synth.voice.builtin import EARLIER_DEFAULT_VOICE
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     import redis
 
     from voxclone.runtime.cache import RedisTier
+    from voxclone.synth.voice.atlas import VoiceAtlas
 
 log = logging.getLogger(__name__)
 
@@ -412,6 +413,35 @@ def build_runtime(
     return runtime
 
 
+def _style_atlas(
+    settings: Settings,
+    engine: Engine,
+    kit: StyleCloning,
+    render: Callable[[np.ndarray], list[np.ndarray]],
+    embed: Callable[[list[np.ndarray]], np.ndarray],
+    sentences: tuple[str, ...],
+) -> VoiceAtlas:
+    """The style engine's atlas: the one it ships (``kit.atlas``), else one
+    measured on its packs (``render``: a pack's probe sentences) at the first
+    start and kept under models_dir; compared with ``kit.comparison``, else
+    with the built-ins that are one pack each."""
+    from voxclone.synth.voice.atlas import VoiceAtlas
+    from voxclone.synth.voice.atlas_measure import atlas_key, cached_atlas, measure_atlas
+
+    comparison = kit.comparison
+    if comparison is None:
+        comparison = builtin_comparison(engine.builtin_voices(), kit.packs)
+    if kit.atlas is not None:
+        return VoiceAtlas.load(kit.packs, kit.atlas, comparison=comparison)
+    rate = engine.capabilities.sample_rate
+    data = cached_atlas(
+        settings.models_dir / "atlas",
+        atlas_key(engine.capabilities.key, kit.packs, sentences),
+        lambda: measure_atlas(kit.packs, render, rate, embed),
+    )
+    return VoiceAtlas.from_arrays(data, kit.packs, comparison=comparison)
+
+
 def build_voice_service(
     settings: Settings,
     stacks: dict[str, EngineStack],
@@ -429,10 +459,9 @@ def build_voice_service(
     from voxclone.synth.audio.reference import prepare_reference
     from voxclone.synth.audio.vad import SpeechDetector
     from voxclone.synth.voice.asr import Transcriber, word_error_rate
-    from voxclone.synth.voice.atlas import VoiceAtlas
     from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
     from voxclone.synth.voice.encoder import SpeakerEncoder
-    from voxclone.synth.voice.pick import AtlasCues, load_weights
+    from voxclone.synth.voice.pick import AtlasCues, PickWeights, load_weights
     from voxclone.synth.voice.pitch_calibration import PitchCalibrator
     from voxclone.synth.voice.quality_report import (
         CONFIRM_SENTENCE,
@@ -443,11 +472,11 @@ def build_voice_service(
     encoder = SpeakerEncoder(cache=EmbeddingCache(), models_dir=settings.models_dir)
     transcriber = Transcriber()
 
-    def reporter_for(stack: EngineStack) -> QualityReporter:
+    def reporter_for(stack: EngineStack, language: str = "en-us") -> QualityReporter:
         tokenizer = stack.engine.tokenizer()
         scheduler = stack.scheduler
-        tokens = tokenizer.token_ids(tokenizer.phonemize(TEST_SENTENCE, "en-us"))
-        confirm = tokenizer.token_ids(tokenizer.phonemize(CONFIRM_SENTENCE, "en-us"))
+        tokens = tokenizer.token_ids(tokenizer.phonemize(TEST_SENTENCE, language))
+        confirm = tokenizer.token_ids(tokenizer.phonemize(CONFIRM_SENTENCE, language))
 
         def speak(tok: tuple[int, ...], conditioning: object) -> np.ndarray:
             if isinstance(conditioning, np.ndarray):
@@ -471,31 +500,44 @@ def build_voice_service(
     )
     cloner = refiner = reporter = calibrator = None
     if style is not None:
-        atlas = VoiceAtlas.load(style.engine.atlas_packs())
-        # The pick objective's weights and the atlas side of its cues
-        # (studies/fit_pick_weights.py); a cue table for another atlas is ignored.
-        cues = AtlasCues.load()
-        cloner = InstantCloner(
-            atlas,
-            encoder,
-            pick=load_weights(),
-            cues=cues if cues is not None and len(cues) == len(atlas) else None,
-        )
+        # Everything model-specific comes from the engine (Engine.cloning).
+        kit = style.engine.cloning()
         tokenizer = style.engine.tokenizer()
+        language = kit.probe_language or (
+            "en-us" if "en-us" in tokenizer.languages else next(iter(tokenizer.languages), "en-us")
+        )
         style_scheduler = style.scheduler
 
         def tokens(text: str) -> tuple[int, ...]:
-            return tokenizer.token_ids(tokenizer.phonemize(text, "en-us"))
+            return tokenizer.token_ids(tokenizer.phonemize(text, language))
 
         def synth_background(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
             # Refinement yields to live requests.
             return style_scheduler.run(SynthItem(tok, pack, 1.0), priority=PRIORITY_BACKGROUND)
 
+        probe = [tokens(s) for s in REFINE_SENTENCES]
+        atlas = _style_atlas(
+            settings,
+            style.engine,
+            kit,
+            lambda pack: [synth_background(t, pack) for t in probe],
+            encoder.embed_many,
+            REFINE_SENTENCES + (language,),
+        )
+        # The pick objective's weights and the atlas side of its cues
+        # (studies/fit_pick_weights.py); a cue table for another atlas is ignored.
+        cues = AtlasCues.load(kit.cues) if kit.cues is not None else None
+        cloner = InstantCloner(
+            atlas,
+            encoder,
+            pick=load_weights(kit.pick_weights) if kit.pick_weights is not None else PickWeights(),
+            cues=cues if cues is not None and len(cues) == len(atlas) else None,
+        )
         refiner = StyleRefiner(
             atlas,
             encoder,
             synth_background,
-            [tokens(s) for s in REFINE_SENTENCES],
+            probe,
             list(REFINE_SENTENCES),
             transcribe=transcriber.transcribe,
             word_error_rate=word_error_rate,
@@ -504,8 +546,9 @@ def build_voice_service(
                 prosody_auditions=settings.refine_prosody_auditions,
                 search=settings.refine_search,
             ),
+            engine_rate=style.engine.capabilities.sample_rate,
         )
-        reporter = reporter_for(style)
+        reporter = reporter_for(style, language)
         if settings.clone_pitch_calibration:
             calibrator = PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
     prompt_engines = {

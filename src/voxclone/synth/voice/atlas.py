@@ -13,6 +13,7 @@ to something worse, by the product encoder, than the closest built-in).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -21,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.voice.builtin import legacy_aliases
+from voxclone.synth.engine.base import ComparisonVoice
+from voxclone.synth.voice.builtin import catalog_comparison, legacy_aliases
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.stock_voices import StockVoices
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
@@ -65,7 +67,10 @@ class VoiceAtlas:
         f0_median: np.ndarray,
         wer: np.ndarray,
         labels: np.ndarray | None = None,
+        comparison: Mapping[str, ComparisonVoice] | None = None,
     ) -> None:
+        """``comparison``: the engine's comparison voices (:attr:`stock`); None:
+        Kokoro's for this atlas's packs (the benchmarks load its atlas so)."""
         n = embeddings.shape[0]
         if n == 0:
             raise ModelAssetError("the voice atlas is empty")
@@ -97,13 +102,20 @@ class VoiceAtlas:
             raise ModelAssetError("voice atlas column labels has the wrong length")
         self.labels = np.asarray(labels).astype(str)
         self.is_builtin = np.char.str_len(self.labels) > 0
+        self._comparison = comparison
 
     def __len__(self) -> int:
         return int(self.embeddings.shape[0])
 
     @classmethod
-    def load(cls, packs: dict[str, np.ndarray], path: Path | None = None) -> VoiceAtlas:
-        """Load the shipped atlas (or ``path``), rebuilding packs from ``packs``."""
+    def load(
+        cls,
+        packs: Mapping[str, np.ndarray],
+        path: Path | None = None,
+        *,
+        comparison: Mapping[str, ComparisonVoice] | None = None,
+    ) -> VoiceAtlas:
+        """Load the shipped atlas (Kokoro's) or ``path``, rebuilding packs from ``packs``."""
         try:
             if path is None:
                 ref = resources.files("voxclone.synth.voice") / "data" / "atlas.npz"
@@ -113,6 +125,17 @@ class VoiceAtlas:
                 data = dict(np.load(path, allow_pickle=False))
         except (OSError, ValueError) as exc:
             raise ModelAssetError("the voice atlas could not be read") from exc
+        return cls.from_arrays(data, packs, comparison=comparison)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        data: dict[str, np.ndarray],
+        packs: Mapping[str, np.ndarray],
+        *,
+        comparison: Mapping[str, ComparisonVoice] | None = None,
+    ) -> VoiceAtlas:
+        """An atlas from its columns (scripts/build_atlas.py's format)."""
         if int(data["format_version"]) != SUPPORTED_FORMAT:
             raise ModelAssetError("the voice atlas has an unsupported format version")
         data = usable_rows(data, packs)
@@ -127,6 +150,7 @@ class VoiceAtlas:
             f0_median=data["f0_median"],
             wer=data["wer"],
             labels=data.get("labels"),
+            comparison=comparison,
         )
 
     def recipe(self, index: int) -> VoiceRecipe:
@@ -195,7 +219,10 @@ class VoiceAtlas:
     @cached_property
     def stock(self) -> StockVoices:
         """The built-in voices a clone is compared with (built on first use)."""
-        return StockVoices(self)
+        comparison = self._comparison
+        if comparison is None:
+            comparison = catalog_comparison(self.basis.pack_names, self.labels.tolist())
+        return StockVoices(self, comparison)
 
     def builtin_name(self, index: int) -> str:
         """The catalog name of the built-in voice at ``index``."""
@@ -284,7 +311,9 @@ ROW_COLUMNS = (
 )
 
 
-def usable_rows(data: dict[str, np.ndarray], packs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def usable_rows(
+    data: dict[str, np.ndarray], packs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """The atlas columns restricted to the voices made only of installed packs.
 
     The shipped atlas also holds voices on the model's other packs, which come
@@ -306,7 +335,7 @@ def usable_rows(data: dict[str, np.ndarray], packs: dict[str, np.ndarray]) -> di
         (np.char.str_len(np.asarray(labels).astype(str)) > 0)[~keep].any()
     )
     if builtin_lost or not keep.any():
-        raise ModelAssetError("the voice atlas needs Kokoro packs that are not installed")
+        raise ModelAssetError("the voice atlas needs style packs that are not installed")
     out = dict(data)
     for column in ROW_COLUMNS:
         if column in out:

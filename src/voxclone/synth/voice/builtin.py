@@ -157,11 +157,14 @@ def legacy_aliases() -> dict[str, str]:
     return {alias: v.name for v in BLENDS + PACKS for alias in v.aliases if alias in PACK_SEX}
 
 
-def catalog_comparison(pack_names: Iterable[str]) -> dict[str, ComparisonVoice]:
+def catalog_comparison(
+    pack_names: Iterable[str], labels: Iterable[str] = ()
+) -> dict[str, ComparisonVoice]:
     """Kokoro's comparison voices (synth/voice/stock_voices.py) for an atlas on
     ``pack_names``: the standard voices but the Santa Claus characters, keyed by
     pack, when packs beyond the five shipped ones are standard voices; else the
-    earlier seven, keyed by the atlas's labels (pack ids and blend names)."""
+    earlier seven, keyed by the atlas's labels (pack ids and blend names, and
+    any other ``labels`` the atlas has)."""
     names = list(pack_names)
     standard = {}
     for name in names:
@@ -171,12 +174,10 @@ def catalog_comparison(pack_names: Iterable[str]) -> dict[str, ComparisonVoice]:
     if any(name not in PACK_SEX for name in standard):
         return standard
     aliases = legacy_aliases()
-    labels = [*PACK_SEX, *(blend.name for blend in BLENDS)]
+    keys = [*PACK_SEX, *(blend.name for blend in BLENDS), *(label for label in labels if label)]
     return {
-        label: ComparisonVoice(
-            aliases.get(label, label), builtin_sex(aliases.get(label, label)), None
-        )
-        for label in labels
+        key: ComparisonVoice(aliases.get(key, key), builtin_sex(aliases.get(key, key)), None)
+        for key in keys
     }
 
 

@@ -1,4 +1,4 @@
-"""Zero-shot cloning into Kokoro's style space.
+"""Zero-shot cloning into a style engine's style space (Kokoro's, measured).
 
 * :class:`InstantCloner` — reference → speaker embedding → a blend of the
   nearest atlas voices for the timbre half, prosody half picked to match the
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 ENGINE_RATE = 24_000
 ENCODER_RATE = 16_000
 
-# Phoneme ids + style pack -> 24 kHz audio.
+# Token ids + style pack -> audio at the engine's rate.
 SynthesizeFn = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
 TranscribeFn = Callable[[np.ndarray, int], str]
 WerFn = Callable[[str, str], float]
@@ -62,7 +62,7 @@ PROSODY_MODES = ("match", "neighbour")
 # 0.436-0.461 vs 0.425); choosing among 1, 3, 5, 10, 20 and 40 voices
 # leave-one-speaker-out picked this one in 16 of 17 folds, cross-validated
 # 0.429 dev / 0.484 split singles vs 0.426 / 0.423 for the nearest voice
-# (bench/variant_cv.py, docs/benchmarks.md "Blending the nearest voices").
+# (studies/variant_cv.py, docs/benchmarks.md "Blending the nearest voices").
 BLEND_VOICES = 3
 # Softmax temperature over the neighbours' cosines: 0.02 weights them by how
 # close they are (cosines 0.01-0.03 apart give about 0.5 / 0.3 / 0.2).
@@ -288,7 +288,9 @@ class StyleRefiner:
         word_error_rate: WerFn | None,
         config: RefineConfig | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        engine_rate: int = ENGINE_RATE,
     ) -> None:
+        """``synthesize`` returns audio at ``engine_rate`` (Kokoro's 24 kHz by default)."""
         if len(test_tokens) != len(test_texts) or not test_tokens:
             raise ValueError("one text per test token sequence is required")
         self._atlas = atlas
@@ -300,6 +302,7 @@ class StyleRefiner:
         self._wer = word_error_rate
         self.config = config or RefineConfig()
         self._clock = clock
+        self._rate = engine_rate
 
     def with_budget(self, budget_s: float) -> StyleRefiner:
         return self.with_config(replace(self.config, budget_s=budget_s))
@@ -320,11 +323,11 @@ class StyleRefiner:
         tone = (
             None
             if spectrum is None
-            else tone_filter_for(spectrum, np.concatenate(clips), ENGINE_RATE)
+            else tone_filter_for(spectrum, np.concatenate(clips), self._rate)
         )
         if tone is not None:
-            clips = [tone.apply(c, ENGINE_RATE) for c in clips]
-        clips16 = [soxr.resample(c, ENGINE_RATE, ENCODER_RATE).astype(np.float32) for c in clips]
+            clips = [tone.apply(c, self._rate) for c in clips]
+        clips16 = [soxr.resample(c, self._rate, ENCODER_RATE).astype(np.float32) for c in clips]
         embedding = self._encoder.embed_many(clips16)
         return Heard(recipe, cosine(embedding, target), clips, embedding)
 
@@ -332,7 +335,7 @@ class StyleRefiner:
         if self._transcribe is None or self._wer is None:
             return None
         scores = [
-            self._wer(text, self._transcribe(c, ENGINE_RATE))
+            self._wer(text, self._transcribe(c, self._rate))
             for text, c in zip(self._texts, clips, strict=True)
         ]
         return float(np.mean(scores))

@@ -1,13 +1,16 @@
 """The built-in voices a clone is compared with (the stock check and the quality
 report's closest built-in), and how the few worth hearing are chosen.
 
-Which voices: with Kokoro's standard voices installed, the standard voices
-(the atlas's rows that are exactly one standard pack: ``af_heart``, ...) but
-the three Santa Claus character voices, a novelty no one would take for a
-person's own voice (the encoder heard am_santa within 0.01 of the clone of two
-VCTK men whom the judge heard far from it, -0.20 and -0.25 normalized); without
-them, the earlier seven (the atlas's labelled rows). Both sets carry their
-voices' sex, the standard voices also their language.
+Which voices: the style engine names them (``StyleCloning.comparison``: atlas
+labels or packs -> catalog name, sex, language). Kokoro's
+(synth/voice/builtin.py ``catalog_comparison``): with its standard voices
+installed, the standard voices (the atlas's rows that are exactly one standard
+pack: ``af_heart``, ...) but the three Santa Claus character voices, a novelty
+no one would take for a person's own voice (the encoder heard am_santa within
+0.01 of the clone of two VCTK men whom the judge heard far from it, -0.20 and
+-0.25 normalized); without them, the earlier seven (the atlas's labelled
+rows). Both sets carry their voices' sex, the standard voices also their
+language.
 
 Which of them: only voices of the reference's sex (a female speaker must never
 be told that a male voice is her closest built-in: issue 40), of the voice's
@@ -19,20 +22,20 @@ enrollment (``CloningPipeline.heard_stock``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voxclone.synth.voice.builtin import PACK_SEX, builtin_sex, legacy_aliases
-from voxclone.synth.voice.standard_voices import CHARACTER_VOICES, parse_standard
+from voxclone.synth.engine.base import ComparisonVoice
 
 if TYPE_CHECKING:
     from voxclone.synth.voice.atlas import VoiceAtlas
 
 # Voices heard by the stock check per enrollment, best-ranked first. Chosen
 # with the stock preference (pipeline.STOCK_PREFERENCE) by
-# bench/stock_preference.py on the 17 fit and validation speakers: choosing
+# studies/stock_preference.py on the 17 fit and validation speakers: choosing
 # both per fold cross-validated at +0.050 normalized over the best toned
 # built-in per sex (k=2 in all 17 folds), against +0.012 for the preference
 # alone at k=3 and +0.013 with no check; each voice heard costs a probe
@@ -77,33 +80,31 @@ def _pure_pack(atlas: VoiceAtlas, index: int) -> int | None:
 
 
 class StockVoices:
-    """The comparison voices of one atlas (built once per atlas: ``VoiceAtlas.stock``)."""
+    """The comparison voices of one atlas (built once per atlas: ``VoiceAtlas.stock``).
 
-    def __init__(self, atlas: VoiceAtlas) -> None:
+    ``comparison`` (the engine's, ``StyleCloning.comparison``) names them: an
+    atlas row is a comparison voice when its label, or the one pack it is
+    exactly, is a key (the first such row per voice)."""
+
+    def __init__(self, atlas: VoiceAtlas, comparison: Mapping[str, ComparisonVoice]) -> None:
         self._embeddings = atlas.embeddings
         names = atlas.basis.pack_names
-        standard: list[StockVoice] = []
+        voices: list[StockVoice] = []
+        seen: set[str] = set()
         for index in range(len(atlas)):
-            k = _pure_pack(atlas, index)
-            parsed = None if k is None else parse_standard(names[k])
-            if k is None or parsed is None or names[k] in CHARACTER_VOICES:
+            spec = comparison.get(str(atlas.labels[index])) if atlas.is_builtin[index] else None
+            if spec is None:
+                k = _pure_pack(atlas, index)
+                spec = None if k is None else comparison.get(names[k])
+            if spec is None or spec.name in seen:
                 continue
-            if names[k] not in {v.name for v in standard}:
-                standard.append(StockVoice(index, names[k], parsed.sex, parsed.language))
-        if any(v.name not in PACK_SEX for v in standard):
-            self.voices = tuple(standard)
-        else:  # only the shipped Japanese packs: the earlier seven, as labelled
-            aliases = legacy_aliases()
-            earlier = []
-            for row in np.flatnonzero(atlas.is_builtin):
-                index = int(row)
-                name = aliases.get(str(atlas.labels[index]), str(atlas.labels[index]))
-                sex = builtin_sex(name)
-                if sex not in ("F", "M"):
-                    f0 = float(atlas.f0_median[index])
-                    sex = "M" if 0 < f0 < UNKNOWN_MALE_BELOW_HZ else "F"
-                earlier.append(StockVoice(index, name, sex, None))
-            self.voices = tuple(earlier)
+            seen.add(spec.name)
+            sex = spec.sex
+            if sex not in ("F", "M"):  # unknown: by the voice's own F0
+                f0 = float(atlas.f0_median[index])
+                sex = "M" if 0 < f0 < UNKNOWN_MALE_BELOW_HZ else "F"
+            voices.append(StockVoice(index, spec.name, sex, spec.language))
+        self.voices = tuple(voices)
         self._centroids = {
             sex: self._centroid([v.index for v in self.voices if v.sex == sex]) for sex in "FM"
         }

@@ -1,6 +1,7 @@
-"""A low-dimensional coordinate system for Kokoro's style space.
+"""A low-dimensional coordinate system for a style engine's style space.
 
-A Kokoro style pack is [510, 1, 256]: one 256-d vector per sequence length.
+A Kokoro style pack is [510, 1, 256]: one 256-d vector per sequence length
+(another style engine's packs are [rows, 1, dims], split at dims / 2 alike).
 Dims 0–127 drive timbre (what a speaker encoder hears), dims 128–255 drive
 prosody (pitch, durations). Measured on this model, the two halves can be set
 independently, so a voice is described by a :class:`VoiceRecipe`:
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Kokoro's halves; another engine's packs split the same way at their own
+# width (StyleBasis.timbre / .prosody).
 TIMBRE = slice(0, 128)
 PROSODY = slice(128, 256)
 HALF_DIMS = 128
@@ -56,30 +59,38 @@ class VoiceRecipe:
 @dataclass(frozen=True)
 class StyleBasis:
     pack_names: tuple[str, ...]
-    packs: np.ndarray  # [P, 510, 256] float32
-    directions: np.ndarray  # [K, 128] float32, each scaled to one "typical step"
+    packs: np.ndarray  # [P, rows, dims] float32 (Kokoro: [P, 510, 256])
+    directions: np.ndarray  # [K, dims / 2] float32, each scaled to one "typical step"
 
     @property
     def n_packs(self) -> int:
         return len(self.pack_names)
 
     @property
+    def timbre(self) -> slice:
+        return slice(0, self.packs.shape[-1] // 2)
+
+    @property
+    def prosody(self) -> slice:
+        return slice(self.packs.shape[-1] // 2, self.packs.shape[-1])
+
+    @property
     def n_directions(self) -> int:
         return int(self.directions.shape[0])
 
     def timbre_half(self, weights: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
-        """[510, 128] timbre rows for blend ``weights`` plus the direction delta."""
+        """[rows, dims / 2] timbre rows for blend ``weights`` plus the direction delta."""
         w = _normalized(weights)
-        rows = np.tensordot(w, self.packs[:, :, TIMBRE], axes=1)
+        rows = np.tensordot(w, self.packs[:, :, self.timbre], axes=1)
         delta = np.asarray(coeffs, np.float32) @ self.directions
         return (rows + delta[None, :]).astype(np.float32)
 
     def prosody_half(self, weights: np.ndarray) -> np.ndarray:
         w = _normalized(weights)
-        return np.tensordot(w, self.packs[:, :, PROSODY], axes=1).astype(np.float32)
+        return np.tensordot(w, self.packs[:, :, self.prosody], axes=1).astype(np.float32)
 
     def pack(self, recipe: VoiceRecipe) -> np.ndarray:
-        """The [510, 1, 256] style pack the engine consumes."""
+        """The [rows, 1, dims] style pack the engine consumes."""
         timbre = self.timbre_half(recipe.timbre_weights, recipe.timbre_coeffs)
         prosody = self.prosody_half(recipe.prosody_weights)
         return np.concatenate([timbre, prosody], axis=1)[:, None, :]
@@ -104,10 +115,11 @@ def build_basis(
 ) -> StyleBasis:
     """Derive directions from the shipped packs (deterministic for a seed)."""
     names = tuple(sorted(packs))
-    stacked = np.stack([np.asarray(packs[n], np.float32).reshape(-1, 256) for n in names])
-    timbre = stacked[:, :, TIMBRE].astype(np.float64)  # [P, rows, 128]
+    stacked = _stacked(names, packs)
+    half = stacked.shape[-1] // 2
+    timbre = stacked[:, :, :half].astype(np.float64)  # [P, rows, half]
     # How packs differ from the mean pack at the same row (length).
-    spread = (timbre - timbre.mean(axis=0, keepdims=True)).reshape(-1, HALF_DIMS)
+    spread = (timbre - timbre.mean(axis=0, keepdims=True)).reshape(-1, half)
     _, singular, vt = np.linalg.svd(spread, full_matrices=False)
     n_principal = min(n_principal, len(names) - 1)
     scales = singular[:n_principal] / np.sqrt(spread.shape[0])
@@ -118,7 +130,7 @@ def build_basis(
             principal[i] = -principal[i]
     per_dim = spread.std(axis=0)
     rng = np.random.default_rng(seed)
-    random_dirs = rng.standard_normal((n_random, HALF_DIMS)) * per_dim[None, :]
+    random_dirs = rng.standard_normal((n_random, half)) * per_dim[None, :]
     # Orthogonal to the principal subspace, so they add new room.
     q, _ = np.linalg.qr(vt[:n_principal].T)
     random_dirs -= (random_dirs @ q) @ q.T
@@ -131,8 +143,16 @@ def build_basis(
 def basis_from_arrays(
     names: tuple[str, ...], packs: Mapping[str, np.ndarray], directions: np.ndarray
 ) -> StyleBasis:
-    stacked = np.stack([np.asarray(packs[n], np.float32).reshape(-1, 256) for n in names])
-    return StyleBasis(names, stacked, np.asarray(directions, np.float32))
+    return StyleBasis(names, _stacked(names, packs), np.asarray(directions, np.float32))
+
+
+def _stacked(names: tuple[str, ...], packs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """[P, rows, dims]: each pack [rows, 1, dims] or [rows, dims] (all alike)."""
+    arrays = [np.asarray(packs[n], np.float32) for n in names]
+    dims = arrays[0].shape[-1]
+    if dims % 2:
+        raise ValueError("a style pack needs an even width: a timbre and a prosody half")
+    return np.stack([a.reshape(-1, dims) for a in arrays])
 
 
 def sample_recipe(
