@@ -98,7 +98,7 @@ mutants: install test-deps
 lint: test-deps
 	$(BIN)/ruff check src tests bench studies scripts
 	$(BIN)/ruff format --check src tests bench studies scripts
-	$(BIN)/mypy src
+	$(BIN)/mypy src bench studies tests
 	$(BIN)/lint-imports
 
 bench-quick: install bench-deps

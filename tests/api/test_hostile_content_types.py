@@ -292,7 +292,7 @@ def test_route_table_matches_what_routes_read(app: FastAPI) -> None:
     kinds: dict[tuple[str, str], frozenset[MediaKind]] = {}
     for module in (routes_tts, routes_openai, routes_captions, routes_voices, routes_jobs):
         for route in module.router.routes:
-            assert isinstance(route, APIRoute)
+            assert isinstance(route, APIRoute) and route.methods is not None
             for method in route.methods:
                 kinds[(method, route.path)] = route_media(route)
     assert kinds[("POST", "/v1/tts")] == CHECKED_KINDS

@@ -82,9 +82,12 @@ def test_only_a_background_start_waits_for_quiet_speech_before_loading_cloning(
     monkeypatch.setattr(
         "voxclone.bootstrap.build_runtime", lambda *a, **k: _RecordingRuntime(events)
     )
-    monkeypatch.setattr(
-        "voxclone.api.app.wait_for_quiet", lambda *a, **k: events.append("quiet_wait") or True
-    )
+
+    def quiet(*args: object, **kwargs: object) -> bool:
+        events.append("quiet_wait")
+        return True
+
+    monkeypatch.setattr("voxclone.api.app.wait_for_quiet", quiet)
     settings = Settings(home=tmp_path / "home", warm_cloning=True, job_worker=False)
     app = create_app(settings, load_in_background=in_background)
     with TestClient(app, base_url="http://127.0.0.1"):

@@ -105,7 +105,11 @@ def test_identical_requests_share_one_render(server: ServerProcess) -> None:
     one_render = _metric(server.url, "engine_items_total") - before
     assert one_render >= 1
 
-    body = {"model": "tts-1", "voice": "alloy", "input": IDENTICAL.format(n=f"b{tag}")}
+    body: dict[str, object] = {
+        "model": "tts-1",
+        "voice": "alloy",
+        "input": IDENTICAL.format(n=f"b{tag}"),
+    }
     before = _metric(server.url, "engine_items_total")
     results = asyncio.run(_post_all(server.url, "/v1/audio/speech", [body] * 16))
     statuses = [r.status_code for r, _ in results]

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -46,7 +46,7 @@ from voxclone.service.purge import CachePurger
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest, SpeechService
 from voxclone.service.voices import VoiceService
-from voxclone.synth.engine.base import EngineCapabilities, EngineVoice, SynthItem
+from voxclone.synth.engine.base import Engine, EngineCapabilities, EngineVoice, SynthItem
 from voxclone.synth.text.frontend import TextFrontend
 
 pytestmark = pytest.mark.redis
@@ -166,8 +166,10 @@ def _server(
         ]
     )
     engine = HeldEngine()
-    scheduler = Scheduler(engine, workers=1, queue_size=16)
-    catalog = VoiceCatalog({CAPS.engine: engine}, store)
+    # A partial engine: the parts the scheduler and the catalog call.
+    as_engine = cast(Engine, engine)
+    scheduler = Scheduler(as_engine, workers=1, queue_size=16)
+    catalog = VoiceCatalog({CAPS.engine: as_engine}, store)
     speech = SpeechService(
         frontend=TextFrontend(LetterG2P(), max_tokens=CAPS.max_tokens),
         catalog=catalog,

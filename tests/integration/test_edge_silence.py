@@ -69,6 +69,7 @@ def test_a_first_chunk_renders_only_a_few_frames_of_edge_silence(
 ) -> None:
     for text in FIRST_CHUNKS:
         audio, timing = _speak(cropped, text)
+        assert timing.starts_s is not None and timing.ends_s is not None
         # The first token starts after the kept lead; the trailing boundary
         # token keeps as many frames; the counts still add up to the audio.
         assert timing.starts_s[0] == pytest.approx(DEFAULT_KEEP_FRAMES * FRAME_S)
@@ -77,6 +78,7 @@ def test_a_first_chunk_renders_only_a_few_frames_of_edge_silence(
         assert _lead_s(audio) < 0.15, text
 
         full, full_timing = _speak(exported, text)
+        assert full_timing.starts_s is not None
         # As exported: ~16 frames of lead (and up to 11 of tail): 0.3 s more.
         assert full_timing.starts_s[0] >= 0.3 and _lead_s(full) >= 0.3
         assert full.size - audio.size >= 0.3 * 24_000

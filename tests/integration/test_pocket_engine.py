@@ -13,7 +13,7 @@ import json
 import shutil
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +132,7 @@ def test_stream_stops_when_the_consumer_goes_away(engine: PocketEngine) -> None:
     prompt = engine.load_prompt(engine.make_prompt(audio, sr))
     stream = engine.stream(SynthItem(token_ids=_ids(engine, "voices are cloned"), prompt=prompt))
     next(stream)
+    assert isinstance(stream, Generator)
     stream.close()  # must release the model for the next caller
     [again] = engine.synthesize([SynthItem(token_ids=_ids(engine, "hello"), prompt=prompt)])
     assert again.size > 0

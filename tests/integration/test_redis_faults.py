@@ -244,6 +244,7 @@ def test_voice_deleted_while_redis_is_down_is_purged_when_it_returns(
     runtime = build_runtime(settings, warmup=False)
     try:
         default = runtime.speech.default_voice(runtime.speech.default_engine)
+        assert default is not None
         builtin = runtime.catalog.resolve(default, None)
         voice = runtime.voice_store.create(
             VoiceRecord(

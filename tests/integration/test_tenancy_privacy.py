@@ -102,7 +102,10 @@ def tenants(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> Iter
 def _tiers(runtime: Runtime) -> tuple[MemoryTier, DiskTier, RedisTier]:
     assert runtime.cache is not None
     by_type = {type(t): t for t in runtime.cache.tiers}
-    return by_type[MemoryTier], by_type[DiskTier], by_type[RedisTier]
+    memory, disk, shared = by_type[MemoryTier], by_type[DiskTier], by_type[RedisTier]
+    assert isinstance(memory, MemoryTier) and isinstance(disk, DiskTier)
+    assert isinstance(shared, RedisTier)
+    return memory, disk, shared
 
 
 def _made_with(runtime: Runtime, voice_id: str, redis_client: Any) -> dict[str, set[str]]:

@@ -41,7 +41,8 @@ def test_kokoro_durations_add_up_to_its_audio(runtime: object) -> None:
     pack = next(iter(engine.style_packs().values()))
     timing = TokenTiming()
     audio = engine.synthesize([SynthItem(tokens, pack, 1.0, timing=timing)])[0]
-    assert timing.filled and len(timing.ends_s) == len(tokens)
+    assert timing.filled and timing.starts_s is not None and timing.ends_s is not None
+    assert len(timing.ends_s) == len(tokens)
     # Frames of 600 samples; the trailing boundary token ends the audio.
     assert np.all(np.diff(timing.starts_s) > 0) and timing.ends_s[-1] < len(audio) / 24_000
     assert np.allclose(np.round(timing.ends_s * 24_000) % 600, 0)

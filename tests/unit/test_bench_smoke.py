@@ -9,7 +9,9 @@ import importlib
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -301,7 +303,7 @@ def test_engines_speed_page_says_pocket_quality_is_not_measured(tmp_path: Path) 
         "audio_s": 10.0,
         "peak_rss_mb": 900.0,
     }
-    summaries = [
+    summaries: list[dict[str, Any]] = [
         {**row, "engine": "kokoro", "variant": "int8", "clone_s": None, "clone_cpu_s": None},
         {
             **row,
@@ -323,7 +325,7 @@ def test_engines_speed_page_says_pocket_quality_is_not_measured(tmp_path: Path) 
     assert (tmp_path / "engines.png").stat().st_size > 0
 
 
-def _users_level(users: int, statuses: list[int | None], latency: float = 2.0) -> dict:
+def _users_level(users: int, statuses: Sequence[int | None], latency: float = 2.0) -> dict:
     """A level whose requests answered with ``statuses`` (None: the client timed out)."""
     from users_report import Sample, summarize_level
 

@@ -49,7 +49,7 @@ def test_old_names_and_openai_names_resolve(tmp_path: object) -> None:
         resolved = catalog.resolve(old, None)
         assert resolved.builtin and resolved.id != old
         # Same style as the pack it was before.
-        assert np.array_equal(resolved.style, PACKS[old])
+        assert resolved.style is not None and np.array_equal(resolved.style, PACKS[old])
     assert catalog.resolve("alloy", None).id == "clear_female"
     assert catalog.resolve("Echo", None).id == "clear_male"
     with pytest.raises(NotFound):

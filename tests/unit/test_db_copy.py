@@ -48,6 +48,7 @@ def test_copy_moves_voices_keys_and_logs_into_postgres(
         record = copied.get(voice_id, owner="owner-a")
         original = make_record("Alice")
         assert record.name == "Alice" and record.consent == original.consent
+        assert record.style is not None
         assert np.array_equal(record.style, original.style)  # arrays byte for byte
         assert record.reference_audio == b"RIFF-reference"
         assert {v.name for v in copied.list(None)} == {"Alice", "Bob"}

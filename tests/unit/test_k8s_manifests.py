@@ -163,7 +163,9 @@ def test_env_sources_exist() -> None:
             )
 
 
-def _pod_env(container: dict[str, Any]) -> dict[str, str]:
+def _pod_env(container: dict[str, Any]) -> dict[str, Any]:
+    """The pod's VOXCLONE_* values as Settings keyword arguments: strings that
+    Settings parses as the environment's (hence Any, not each field's type)."""
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         if "configMapRef" in source:

@@ -14,6 +14,7 @@ from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.engine.kokoro import ort_cache
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
+from voxclone.synth.engine.kokoro.engine import KokoroEngine
 
 pytestmark = pytest.mark.models
 
@@ -129,6 +130,7 @@ def test_fast_lane_session_opens_when_getting_ready_to_serve_not_on_load(
     marker = assets.with_suffix(".sha256")
     (home / marker.name).write_text(marker.read_text())
     engine = registry.create("kokoro", EngineConfig(home, threads=1, fast_lane_threads=2))
+    assert isinstance(engine, KokoroEngine)  # its fast-lane session is what is checked
     engine.load()
     assert engine.capabilities.fast_lane
     assert engine._fast_session is None

@@ -14,6 +14,7 @@ import pytest
 
 from voxclone.errors import Overloaded
 from voxclone.runtime.admission import AdmissionTerms
+from voxclone.runtime.scheduler import Admission
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest, SpeechService
 from voxclone.service.speech_admission import released_at_end, released_on_failure
@@ -25,6 +26,11 @@ class Reservation:
 
     def release(self) -> None:
         self.releases += 1
+
+
+def _admission(reservation: Reservation) -> Admission:
+    """The stand-in where an Admission goes: only its release() is called."""
+    return cast(Admission, reservation)
 
 
 @dataclass
@@ -48,9 +54,9 @@ def _router(service: PrecheckingService) -> SpeechRouter:
 
 def test_released_at_end_frees_on_success_and_on_failure() -> None:
     done, failed = Reservation(), Reservation()
-    with released_at_end(done):
+    with released_at_end(_admission(done)):
         pass
-    with pytest.raises(RuntimeError), released_at_end(failed):
+    with pytest.raises(RuntimeError), released_at_end(_admission(failed)):
         raise RuntimeError("render failed")
     with released_at_end(None):  # no admission: nothing to free
         pass
@@ -59,9 +65,9 @@ def test_released_at_end_frees_on_success_and_on_failure() -> None:
 
 def test_released_on_failure_keeps_what_an_open_stream_owns() -> None:
     opened, failed = Reservation(), Reservation()
-    with released_on_failure(opened):
+    with released_on_failure(_admission(opened)):
         pass
-    with pytest.raises(RuntimeError), released_on_failure(failed):
+    with pytest.raises(RuntimeError), released_on_failure(_admission(failed)):
         raise RuntimeError("could not open the stream")
     assert (opened.releases, failed.releases) == (0, 1)
 

@@ -160,10 +160,12 @@ def test_earlier_names_select_exactly_the_styles_they_did() -> None:
     assert set(before) == set(FALLBACK_COMPARISON_VOICES)
     for name, style in before.items():
         resolved = catalog.resolve(name, None)
-        assert resolved.builtin and np.array_equal(resolved.style, style), name
+        assert resolved.builtin and resolved.style is not None, name
+        assert np.array_equal(resolved.style, style), name
     # The pack ids, once aliases of the plain names, are standard names now.
     for pack in PACK_SEX:
-        assert np.array_equal(catalog.resolve(pack, None).style, SHIPPED[pack])
+        pack_style = catalog.resolve(pack, None).style
+        assert pack_style is not None and np.array_equal(pack_style, SHIPPED[pack])
     assert catalog.resolve("yuki", None).id == "jf_gongitsune"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -60,6 +60,12 @@ def test_identical_streams_share_one_render() -> None:
     assert len(shares) == 0  # the render ended: later requests find the cache
 
 
+def _close(reader: Iterator[bytes] | None) -> None:
+    """Close a reader as a client that disconnects does (readers are generators)."""
+    assert isinstance(reader, Generator)
+    reader.close()
+
+
 def test_a_leader_that_leaves_does_not_cut_off_a_follower() -> None:
     shares = StreamShares()
     render = Render()
@@ -67,7 +73,7 @@ def test_a_leader_that_leaves_does_not_cut_off_a_follower() -> None:
     assert next(leader) == b"part0"
     follower = shares.follow("k")
     assert follower is not None
-    leader.close()  # the first client disconnected
+    _close(leader)  # the first client disconnected
     assert not render.closed
     assert list(follower) == [b"part0", b"part1", b"part2", b"part3"]
     assert render.steps == 4
@@ -81,9 +87,9 @@ def test_the_render_stops_when_every_reader_left() -> None:
     assert follower is not None
     next(leader)
     next(follower)
-    leader.close()
+    _close(leader)
     assert not render.closed
-    follower.close()
+    _close(follower)
     assert render.closed and render.steps == 1
     # A stream that stopped early is not joined: a new request renders afresh.
     assert shares.follow("k") is None
@@ -116,8 +122,8 @@ def test_abandoned_only_once_every_client_has_gone() -> None:
     assert not shared.abandoned()
     gone["b"] = True
     assert shared.abandoned()
-    leader.close()
-    follower.close()
+    _close(leader)
+    _close(follower)
 
 
 def test_a_failed_render_fails_every_reader() -> None:
@@ -152,7 +158,7 @@ def test_a_waiting_reader_notices_its_own_client_left() -> None:
         next(follower)  # waits behind the leader's pull, then sees its flag
     gate.release(4)
     pulled.join(timeout=5)
-    leader.close()
+    _close(leader)
 
 
 def test_concurrent_readers_each_get_every_part_once() -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -38,7 +38,7 @@ from voxclone.service.speech import SpeechService
 from voxclone.service.voices import VoiceService
 from voxclone.synth.audio.tone import GRID_HZ
 from voxclone.synth.controls import SpeechControls
-from voxclone.synth.engine.base import EngineVoice
+from voxclone.synth.engine.base import Engine, EngineVoice
 from voxclone.synth.voice.pipeline import CloningPipeline
 
 A, B = "tenant-a", "tenant-b"
@@ -79,12 +79,17 @@ class _Engine:
         return self._voices
 
 
+def _engine(voices: dict[str, EngineVoice]) -> Engine:
+    """A partial engine where the catalog wants one: it reads only these two parts."""
+    return cast(Engine, _Engine(voices))
+
+
 def _openai_runtime(store: SqlVoiceStore | None) -> Any:
     """What the OpenAI route reads from a runtime: the catalog (with the two
     voices OpenAI's names stand for) and the model router."""
     style = np.zeros((510, 1, 256), np.float32)
     builtins = {n: EngineVoice(n, n, style=style) for n in ("clear_female", "clear_male")}
-    catalog = VoiceCatalog({"kokoro": _Engine(builtins)}, store)
+    catalog = VoiceCatalog({"kokoro": _engine(builtins)}, store)
     kokoro: Any = SimpleNamespace(capabilities=_Engine.capabilities)
     return SimpleNamespace(catalog=catalog, speech=SpeechRouter({"kokoro": kokoro}, catalog))
 
@@ -177,7 +182,7 @@ def test_delete_cancels_the_voices_running_jobs(library: Library) -> None:
 
 
 def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
-    catalog = VoiceCatalog({"kokoro": _Engine({})}, library.store)
+    catalog = VoiceCatalog({"kokoro": _engine({})}, library.store)
     vid = library.voice.id
     assert catalog.resolve(vid, A).id == vid
     assert catalog.resolve("alice", A).id == vid  # names are case-insensitive
@@ -198,7 +203,7 @@ def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
 def test_catalog_lists_builtins_for_everyone_and_carries_the_tone(library: Library) -> None:
     style = np.zeros((510, 1, 256), np.float32)
     builtin = EngineVoice("clear_female", "a clear voice", style=style)
-    catalog = VoiceCatalog({"kokoro": _Engine({"clear_female": builtin})}, library.store)
+    catalog = VoiceCatalog({"kokoro": _engine({"clear_female": builtin})}, library.store)
     for owner in (A, B):
         head = catalog.listing(owner)[0]
         assert (head.id, head.name, head.description) == (
@@ -363,12 +368,14 @@ def _refine_once(
     """Run one refine job on ``library.voice`` stored with ``quality`` (plus a
     one-pack recipe), with a refiner that calls ``before`` and then reports
     ``improved``; returns the job's final state."""
-    svc, vid = library.service, library.voice.id
+    svc, vid, style = library.service, library.voice.id, library.voice.style
+    assert style is not None
+    refined = style + (1.0 if improved else 0.0)
     recipe = {"timbre_weights": [1.0], "timbre_coeffs": [0.0], "prosody_weights": [1.0]}
     library.store.update_style(
         vid,
         A,
-        style=library.voice.style,
+        style=style,
         quality={"style_recipe": recipe, **quality},
         source="instant",
     )
@@ -384,7 +391,7 @@ def _refine_once(
                 start_similarity=0.5,
                 wer=None,
                 recipe=kwargs.get("start", args[1] if len(args) > 1 else None),
-                style=library.voice.style + (1.0 if improved else 0.0),
+                style=refined,
                 evaluations=2,
                 seconds=0.1,
                 notes=[],

@@ -104,8 +104,15 @@ def count_rows(db: Database, table: str) -> int:
         return int(conn.execute(select(func.count()).select_from(text(table))).scalar_one())
 
 
-def chunk(array: np.ndarray, at: int) -> bytes:
+def chunk(array: np.ndarray | None, at: int) -> bytes:
+    assert array is not None
     return array.tobytes()[at : at + 64]
+
+
+def style_of(record: VoiceRecord) -> np.ndarray:
+    """A stored clone's style (records of a style engine always have one)."""
+    assert record.style is not None
+    return record.style
 
 
 def test_store_satisfies_protocol(store: SqliteVoiceStore) -> None:
@@ -122,16 +129,16 @@ def test_create_assigns_opaque_id_and_round_trips_arrays_bit_exactly(
 
     loaded = store.get(created.id, "owner-a")
     assert loaded.embedding.dtype == np.float32 and loaded.embedding.shape == (256,)
-    assert loaded.style.dtype == np.float32 and loaded.style.shape == (510, 1, 256)
+    assert style_of(loaded).dtype == np.float32 and style_of(loaded).shape == (510, 1, 256)
     assert loaded.embedding.tobytes() == record.embedding.tobytes()
-    assert loaded.style.tobytes() == record.style.tobytes()
+    assert style_of(loaded).tobytes() == style_of(record).tobytes()
     assert loaded.quality == {"similarity": pytest.approx(0.5), "warnings": ["short"]}
     assert loaded.consent.statement_sha256 == record.consent.statement_sha256
     assert loaded.consent.client_address == "127.0.0.1"
     assert loaded.reference_audio == b"RIFF....fake wav"
     assert store.get(created.id, "owner-a", include_reference_audio=False).reference_audio is None
     # The loaded arrays are ordinary writable arrays, not views of the DB buffer.
-    loaded.style[0, 0, 0] += 1.0
+    style_of(loaded)[0, 0, 0] += 1.0
 
 
 def test_ids_are_unique(store: SqliteVoiceStore) -> None:
@@ -146,7 +153,7 @@ def test_tenancy_other_owner_sees_nothing(store: SqliteVoiceStore) -> None:
         lambda: store.rename(voice.id, "owner-a", "Stolen"),
         lambda: store.delete(voice.id, "owner-a"),
         lambda: store.update_style(
-            voice.id, "owner-a", style=voice.style, quality={}, source="refined"
+            voice.id, "owner-a", style=style_of(voice), quality={}, source="refined"
         ),
         lambda: store.drop_reference_audio(voice.id, "owner-a"),
     ):
@@ -206,7 +213,7 @@ def test_find_by_name_and_list_paging(store: SqliteVoiceStore) -> None:
     store.create(make_record(name="Other", owner="owner-b"))
     found = store.find_by_name("voice 3", "owner-a")
     assert found is not None and found.id == created[3].id
-    assert found.style.tobytes() == created[3].style.tobytes()
+    assert style_of(found).tobytes() == style_of(created[3]).tobytes()
     page1 = store.list("owner-a", limit=2, offset=0)
     page3 = store.list("owner-a", limit=2, offset=4)
     assert [s.id for s in page1] == [created[0].id, created[1].id]
@@ -225,7 +232,7 @@ def test_update_style_bumps_version(store: SqliteVoiceStore) -> None:
     )
     assert updated.version == 2 and updated.source == "refined"
     assert updated.updated_at >= voice.updated_at
-    assert updated.style.tobytes() == new_style.tobytes()
+    assert style_of(updated).tobytes() == new_style.tobytes()
     assert updated.embedding.tobytes() == voice.embedding.tobytes()  # untouched
     new_embedding = np.ones(256, np.float32)
     again = store.update_style(
@@ -257,7 +264,7 @@ def test_update_style_over_a_stale_version_is_refused_and_changes_nothing(
     assert refused.value.status == 409 and refused.value.value == newer.version
     kept = store.get(voice.id, "owner-a")
     assert kept.version == newer.version and kept.source == "instant"
-    assert kept.style.tobytes() == newer.style.tobytes()
+    assert style_of(kept).tobytes() == style_of(newer).tobytes()
     landed = restyle(0.25, "refined", quality={}, if_version=newer.version)
     assert landed.version == newer.version + 1
     with pytest.raises(NotFound):
@@ -543,7 +550,7 @@ def test_sigkill_mid_create_leaves_whole_voice_or_nothing(db_path: Path) -> None
         names = [v.name for v in s.list(None)]
         assert names == ["Survivor"]
         survivor = s.list(None)[0].id
-        assert s.get(survivor, None).style.shape == (510, 1, 256)
+        assert style_of(s.get(survivor, None)).shape == (510, 1, 256)
     # No orphan child rows from the half-written voice.
     conn = sqlite3.connect(db_path)
     for table in ("voice_consents", "voice_arrays", "voice_reference_audio"):
