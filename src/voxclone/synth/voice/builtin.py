@@ -9,7 +9,7 @@ is ``jf_gongitsune``'s pack, ``clear_female`` the same blend as before.
 
 Without those packs (an offline install) the catalog is the earlier seven:
 
-The blends were picked by ``bench/choose_builtins.py`` (Whisper tiny.en
+The blends were picked by ``studies/choose_builtins.py`` (Whisper tiny.en
 round-trip WER on 8 Harvard sentences; results in
 bench/results/builtin_voices.json). The shipped packs are Japanese voices;
 blending the clearest female pack with some of the male pack's timbre gave the

@@ -1,6 +1,6 @@
 """What Kokoro gives the cloner (``Engine.cloning``): the atlas measured offline
 on its packs (scripts/build_atlas.py), the pick's weights and cue table fitted
-on that atlas (bench/fit_pick_weights.py), its comparison voices (the standard
+on that atlas (studies/fit_pick_weights.py), its comparison voices (the standard
 voices when installed, else the earlier seven) and the probe language.
 
 The files live beside the cloner (``voxclone.synth.voice/data``), where the
