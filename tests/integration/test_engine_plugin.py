@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from plugin_dist import install_engine_plugin
 from test_prompt_engine import CONSENT, REFERENCE, _dominant_hz
 
 from voxclone.bootstrap import build_runtime
@@ -31,21 +32,13 @@ PLUGIN = "voxclone_tones_plugin"
 
 
 def _install_plugin(site: Path) -> None:
-    """What ``pip install voxclone-tones-plugin`` would leave in site-packages."""
-    package = site / PLUGIN
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        "from test_prompt_engine import TonePromptEngine\n\n\n"
-        "def create(config):\n"
-        '    return TonePromptEngine("tones-plugin")\n'
-    )
-    info = site / f"{PLUGIN}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: voxclone-tones-plugin\nVersion: 1.0\n"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[{registry.ENTRY_POINT_GROUP}]\ntones-plugin = {PLUGIN}:create\n"
+    install_engine_plugin(
+        site,
+        package=PLUGIN,
+        distribution="voxclone-tones-plugin",
+        engine="tones-plugin",
+        engine_class="test_prompt_engine.TonePromptEngine",
+        argument="tones-plugin",
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hum_style_engine import PACK_PITCH, ROWS
+from plugin_dist import install_engine_plugin
 from test_prompt_engine import CONSENT, REFERENCE, _dominant_hz
 
 from voxclone.bootstrap import build_runtime
@@ -38,21 +39,13 @@ NAME = "hums-plugin"
 
 
 def _install_plugin(site: Path) -> None:
-    """What ``pip install voxclone-hum-plugin`` would leave in site-packages."""
-    package = site / PLUGIN
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        "from hum_style_engine import HumStyleEngine\n\n\n"
-        "def create(config):\n"
-        f"    return HumStyleEngine({NAME!r})\n"
-    )
-    info = site / f"{PLUGIN}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: voxclone-hum-plugin\nVersion: 1.0\n"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[{registry.ENTRY_POINT_GROUP}]\n{NAME} = {PLUGIN}:create\n"
+    install_engine_plugin(
+        site,
+        package=PLUGIN,
+        distribution="voxclone-hum-plugin",
+        engine=NAME,
+        engine_class="hum_style_engine.HumStyleEngine",
+        argument=NAME,
     )
 
 
