@@ -95,10 +95,10 @@ from voxclone.synth.engine.base import (  # noqa: E402
     SynthItem,  # noqa: E402
 )
 from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import builtin_sex, builtin_voices  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.audition import Auditioner  # noqa: E402
-from voxclone.synth.voice.builtin import builtin_sex, builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.listener import CAMPLUS, make_listener  # noqa: E402

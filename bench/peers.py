@@ -122,7 +122,7 @@ def _default_style() -> np.ndarray:
     """voxclone's default voice as a (rows, 1, 256) style table."""
     from voxclone.config import Settings
     from voxclone.synth.engine.kokoro.assets import load_packs
-    from voxclone.synth.voice.builtin import EARLIER_DEFAULT_VOICE, builtin_voices
+    from voxclone.synth.engine.kokoro.builtin_voices import EARLIER_DEFAULT_VOICE, builtin_voices
 
     # The voice is the same for every engine compared; speed hardly depends on it.
     _, style = builtin_voices(load_packs())[Settings().default_voice or EARLIER_DEFAULT_VOICE]

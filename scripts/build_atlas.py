@@ -78,7 +78,7 @@ def make_recipes(
     basis: StyleBasis, n_voices: int, seed: int, male_share: float = MALE_SHARE
 ) -> list[VoiceRecipe]:
     """Fixed voices first (shipped packs, built-in blends), then random ones."""
-    from voxclone.synth.voice.builtin import BLENDS
+    from voxclone.synth.engine.kokoro.builtin_voices import BLENDS
 
     fixed = [basis.recipe_for_pack(name) for name in basis.pack_names]
     for blend in BLENDS:
@@ -99,7 +99,7 @@ def make_recipes(
 
 def fixed_labels(basis: StyleBasis, n_voices: int) -> np.ndarray:
     """Names of the built-in voices at the head of the atlas, "" for random voices."""
-    from voxclone.synth.voice.builtin import BLENDS
+    from voxclone.synth.engine.kokoro.builtin_voices import BLENDS
 
     names = list(basis.pack_names) + [b.name for b in BLENDS]
     return np.array((names + [""] * n_voices)[:n_voices])

@@ -1,7 +1,7 @@
 """Measure English intelligibility of shipped packs and candidate blends.
 
 Writes studies/results/builtin_voices.json; the winners become the built-in
-``clear_female`` / ``clear_male`` voices in synth/voice/builtin.py.
+``clear_female`` / ``clear_male`` voices in synth/engine/kokoro/builtin_voices.py.
 
     python studies/choose_builtins.py
 """

@@ -59,8 +59,8 @@ from voxclone.synth.audio.reference import ReferenceAudio, prepare_reference  # 
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import builtin_voices  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
-from voxclone.synth.voice.builtin import builtin_voices  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402

@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import write_result  # noqa: E402
+from voxclone.synth.engine.kokoro.standard_voices import CHARACTER_VOICES  # noqa: E402
 from voxclone.synth.voice.pipeline import STOCK_PREFERENCE  # noqa: E402
-from voxclone.synth.voice.standard_voices import CHARACTER_VOICES  # noqa: E402
 from voxclone.synth.voice.stock_voices import SHORTLIST  # noqa: E402
 
 GRID = tuple(round(0.01 * i, 2) for i in range(16))  # 0 … 0.15

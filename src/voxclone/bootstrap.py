@@ -47,7 +47,6 @@ from voxclone.synth.audio.encode import load_codecs
 from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.langdetect import detect_language
-from voxclone.synth.voice.builtin import EARLIER_DEFAULT_VOICE
 
 if TYPE_CHECKING:
     import redis
@@ -272,6 +271,12 @@ def build_library(settings: Settings) -> VoiceLibrary:
     return VoiceLibrary(VoiceCatalog(engines, store), store, build_cache(settings))
 
 
+# The default voice of an engine with no built-in voices and none configured:
+# the project's first default (Kokoro's clear_female, the voice a name-less
+# request spoke with before engines had their own defaults).
+_NO_BUILTINS_VOICE = "clear_female"
+
+
 def _default_voice(settings: Settings, engine: Engine) -> str:
     """The engine's default voice: the configured one, else the engine's own
     (its American English default, else its first built-in)."""
@@ -281,7 +286,7 @@ def _default_voice(settings: Settings, engine: Engine) -> str:
     for name, voice in builtins.items():
         if settings.default_language in voice.default_for:
             return name
-    return next(iter(builtins), settings.default_voice or EARLIER_DEFAULT_VOICE)
+    return next(iter(builtins), settings.default_voice or _NO_BUILTINS_VOICE)
 
 
 def _language_defaults(settings: Settings, catalog: VoiceCatalog) -> dict[str, dict[str, str]]:

@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     fast_lane_threads: int = 2
     # The voice of a request that names none. Empty: each language's measured
     # default (af_heart for American English, ef_dora for Spanish, ...;
-    # synth/voice/standard_voices.py), clear_female without the standard voices.
+    # synth/engine/kokoro/standard_voices.py), clear_female without the standard voices.
     # A name here speaks every language.
     default_voice: str = ""
     default_language: str = "en-us"

@@ -21,9 +21,9 @@ from voxclone.api.app import create_app
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.service.speech import SpeechRequest
+from voxclone.synth.engine.kokoro.builtin_voices import FALLBACK_COMPARISON_VOICES, earlier_voices
+from voxclone.synth.engine.kokoro.standard_voices import LANGUAGE_DEFAULTS
 from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs, packs_dir
-from voxclone.synth.voice.builtin import FALLBACK_COMPARISON_VOICES, earlier_voices
-from voxclone.synth.voice.standard_voices import LANGUAGE_DEFAULTS
 
 pytestmark = pytest.mark.models
 

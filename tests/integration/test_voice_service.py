@@ -27,8 +27,8 @@ from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum
 from voxclone.synth.audio.vad import SpeechDetector
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
+from voxclone.synth.engine.kokoro.builtin_voices import builtin_sex
 from voxclone.synth.voice.atlas import VoiceAtlas
-from voxclone.synth.voice.builtin import builtin_sex
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
 from voxclone.synth.voice.encoder import SpeakerEncoder
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator

@@ -11,7 +11,7 @@ from voxclone.errors import NotFound
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.synth.engine.base import EngineVoice
-from voxclone.synth.voice.builtin import PACK_SEX, builtin_voices, openai_aliases
+from voxclone.synth.engine.kokoro.builtin_voices import PACK_SEX, builtin_voices, openai_aliases
 
 PACKS = {name: np.full((510, 256), i, np.float32) for i, name in enumerate(sorted(PACK_SEX))}
 

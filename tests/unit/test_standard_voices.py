@@ -19,15 +19,14 @@ from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.engine.base import EngineVoice
 from voxclone.synth.engine.kokoro.assets import KokoroAssets
-from voxclone.synth.engine.kokoro.engine import KokoroEngine
-from voxclone.synth.engine.kokoro.voice_packs import PACK_SHAPE, packs_dir
-from voxclone.synth.voice.builtin import (
+from voxclone.synth.engine.kokoro.builtin_voices import (
     FALLBACK_COMPARISON_VOICES,
     PACK_SEX,
     builtin_voices,
     earlier_voices,
 )
-from voxclone.synth.voice.standard_voices import (
+from voxclone.synth.engine.kokoro.engine import KokoroEngine
+from voxclone.synth.engine.kokoro.standard_voices import (
     CHARACTER_VOICES,
     LANGUAGE_DEFAULTS,
     LANGUAGE_LETTERS,
@@ -36,6 +35,7 @@ from voxclone.synth.voice.standard_voices import (
     OPENAI_VOICE_NAMES,
     parse_standard,
 )
+from voxclone.synth.engine.kokoro.voice_packs import PACK_SHAPE, packs_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 # The 54 packs of Kokoro-82M v1.0 (npm kokoro-js 1.2.1).

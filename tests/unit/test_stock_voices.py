@@ -11,9 +11,9 @@ from importlib import resources
 import numpy as np
 import pytest
 
+from voxclone.synth.engine.kokoro.builtin_voices import PACK_SEX, builtin_sex
+from voxclone.synth.engine.kokoro.standard_voices import parse_standard
 from voxclone.synth.voice.atlas import VoiceAtlas
-from voxclone.synth.voice.builtin import PACK_SEX, builtin_sex
-from voxclone.synth.voice.standard_voices import parse_standard
 from voxclone.synth.voice.stock_voices import SHORTLIST
 
 

@@ -9,7 +9,7 @@ Unmodified OpenAI clients work against this server:
 * ``voice``: one of our voices (built-in name, cloned voice id or name), or
   one of OpenAI's voice names: each speaks with a native English voice of
   its sex (``alloy`` → ``af_heart``, ``onyx`` → ``am_onyx``, …;
-  synth/voice/standard_voices.py, measured in docs/benchmarks.md "Voice
+  the engine's own mapping, Kokoro's measured in docs/benchmarks.md "Voice
   table"). Without the standard voices installed, :data:`OPENAI_VOICE_ALIASES`:
   alloy, ballad, coral, fable, nova, sage, shimmer → ``clear_female``;
   ash, echo, onyx, verse → ``clear_male``. A cloned voice with the same name
@@ -58,7 +58,7 @@ from voxclone.service.router import OPENAI_ALIASES, ModelInfo
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_resolved import ResolvedRequest
 from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
-from voxclone.synth.voice.builtin import openai_aliases
+from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_MALE
 
 router = APIRouter(tags=["openai"])
 
@@ -67,9 +67,14 @@ OPENAI_MODELS: tuple[str, ...] = OPENAI_ALIASES
 OPENAI_FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 PCM_RATE = 24_000
 
-# The mapping of the earlier seven voices (synth/voice/builtin.py); a running
-# server answers with its catalog's (``VoiceCatalog.openai_aliases``).
-OPENAI_VOICE_ALIASES: dict[str, str] = openai_aliases()
+# The mapping of the earlier seven voices (Kokoro's ``openai_aliases``: each
+# name to the clear voice of its sex); a running server answers with its catalog's
+# (``VoiceCatalog.openai_aliases``), this only for an engine whose voices
+# declare no OpenAI aliases.
+OPENAI_VOICE_ALIASES: dict[str, str] = {
+    **dict.fromkeys(OPENAI_FEMALE, "clear_female"),
+    **dict.fromkeys(OPENAI_MALE, "clear_male"),
+}
 
 # Words in ``instructions`` that pick an emotion preset, besides the preset names.
 _EMOTION_WORDS: dict[str, str] = {

@@ -20,8 +20,7 @@ from voxclone.lru import Lru
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.service.blends import BlendPart, BlendTerm, blend_style, parse_blend
 from voxclone.synth.audio.tone import ToneFilter
-from voxclone.synth.engine.base import Engine
-from voxclone.synth.voice.standard_voices import OPENAI_VOICE_NAMES
+from voxclone.synth.engine.base import OPENAI_VOICE_NAMES, Engine
 
 # Loaded prompts kept per (voice id, version): loading one deserializes the
 # engine's conditioning state, which a request should not pay every time.

@@ -127,6 +127,15 @@ class SynthItem:
     timing: TokenTiming | None = field(default=None, repr=False, compare=False)
 
 
+# OpenAI's voice names by the sex their voices are heard as (OpenAI's API, not
+# an engine's): a built-in voice that lists one among its ``aliases`` speaks
+# for it in the OpenAI-compatible API (service/catalog.py tells these aliases
+# from earlier names).
+OPENAI_FEMALE: tuple[str, ...] = ("alloy", "ballad", "coral", "fable", "nova", "sage", "shimmer")
+OPENAI_MALE: tuple[str, ...] = ("ash", "echo", "onyx", "verse")
+OPENAI_VOICE_NAMES: tuple[str, ...] = OPENAI_FEMALE + OPENAI_MALE
+
+
 @dataclass(frozen=True)
 class EngineVoice:
     """A built-in voice of one engine: a style array or a loaded prompt."""

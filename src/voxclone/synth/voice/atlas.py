@@ -23,7 +23,7 @@ import numpy as np
 
 from voxclone.errors import ModelAssetError
 from voxclone.synth.engine.base import ComparisonVoice
-from voxclone.synth.voice.builtin import catalog_comparison, legacy_aliases
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison, legacy_aliases
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.stock_voices import StockVoices
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays

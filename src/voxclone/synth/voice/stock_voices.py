@@ -3,7 +3,7 @@ report's closest built-in), and how the few worth hearing are chosen.
 
 Which voices: the style engine names them (``StyleCloning.comparison``: atlas
 labels or packs -> catalog name, sex, language). Kokoro's
-(synth/voice/builtin.py ``catalog_comparison``): with its standard voices
+(synth/engine/kokoro/builtin_voices.py ``catalog_comparison``): with its standard voices
 installed, the standard voices (the atlas's rows that are exactly one standard
 pack: ``af_heart``, ...) but the three Santa Claus character voices, a novelty
 no one would take for a person's own voice (the encoder heard am_santa within

@@ -24,7 +24,7 @@ def _shipped(name: str) -> Path:
 
 def kokoro_cloning(packs: Mapping[str, np.ndarray]) -> StyleCloning:
     """``packs``: the engine's atlas packs (shipped and, if installed, the other 49)."""
-    from voxclone.synth.voice.builtin import catalog_comparison
+    from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison
 
     return StyleCloning(
         packs,

@@ -160,7 +160,10 @@ class KokoroEngine(EngineBase):
 
     def builtin_voices(self) -> dict[str, EngineVoice]:
         if self._builtins is None:
-            from voxclone.synth.voice.builtin import builtin_voices, has_standard_voices
+            from voxclone.synth.engine.kokoro.builtin_voices import (
+                builtin_voices,
+                has_standard_voices,
+            )
 
             extra = self.extra_packs()
             if not has_standard_voices(extra):

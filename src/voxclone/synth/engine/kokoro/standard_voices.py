@@ -5,13 +5,20 @@ letter is the language (``a`` American English, ``b`` British English, ``e``
 Spanish, ``f`` French, ``h`` Hindi, ``i`` Italian, ``j`` Japanese, ``p``
 Brazilian Portuguese, ``z`` Mandarin), the second the sex (``f``/``m``). Those
 names are what every Kokoro user types (``af_heart``), so each installed pack
-is a built-in voice under its own name (synth/voice/builtin.py).
+is a built-in voice under its own name (builtin_voices.py).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+# OpenAI's voice names by sex (engine-neutral, synth/engine/base.py), re-exported:
+# the same split the project has used since it answered them with clear_female /
+# clear_male.
+from voxclone.synth.engine.base import OPENAI_FEMALE as OPENAI_FEMALE
+from voxclone.synth.engine.base import OPENAI_MALE as OPENAI_MALE
+from voxclone.synth.engine.base import OPENAI_VOICE_NAMES as OPENAI_VOICE_NAMES
 
 # Kokoro's language letter -> (our language code, the accent a listener hears).
 # In this order the catalog lists them: English first, then by language code.
@@ -56,12 +63,6 @@ LANGUAGE_DEFAULTS: dict[str, str] = {
     "pt-br": "pf_dora",
     "zh": "zf_xiaoni",
 }
-
-# OpenAI's voice names by the sex their voices are heard as (the same split the
-# project has used since it answered them with clear_female / clear_male).
-OPENAI_FEMALE = ("alloy", "ballad", "coral", "fable", "nova", "sage", "shimmer")
-OPENAI_MALE = ("ash", "echo", "onyx", "verse")
-OPENAI_VOICE_NAMES = OPENAI_FEMALE + OPENAI_MALE
 
 # With the standard voices installed, each OpenAI name speaks with a native
 # English voice of its sex, one voice per name (bench/voice_table.py

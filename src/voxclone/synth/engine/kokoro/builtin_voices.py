@@ -3,7 +3,7 @@ earlier seven (two clear blends and the five shipped packs under plain names).
 
 With Kokoro's other voice packs installed (engine/kokoro/voice_packs.py, ``make
 install``), every pack is a built-in voice under its standard name (``af_heart``,
-``ef_dora``, ...; synth/voice/standard_voices.py), with each language's measured
+``ef_dora``, ...; standard_voices.py), with each language's measured
 default. The earlier plain names keep selecting exactly the same style: ``yuki``
 is ``jf_gongitsune``'s pack, ``clear_female`` the same blend as before.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxclone.synth.engine.base import ComparisonVoice
-from voxclone.synth.voice.standard_voices import (
+from voxclone.synth.engine.kokoro.standard_voices import (
     CHARACTER_VOICES,
     LANGUAGE_DEFAULTS,
     OPENAI_FEMALE,
