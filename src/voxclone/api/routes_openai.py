@@ -125,10 +125,10 @@ def _openai_voice(
     try:
         return voice, runtime.catalog.resolve(voice, owner, engine)
     except NotFound:
-        # The catalog's mapping; else the earlier seven's names (an engine
-        # whose voices declare no OpenAI aliases).
+        # The requested engine's mapping; else the earlier seven's names (an
+        # engine whose voices declare no OpenAI aliases).
         key = voice.lower()
-        alias = runtime.catalog.openai_aliases().get(key) or OPENAI_VOICE_ALIASES.get(key)
+        alias = runtime.catalog.openai_aliases(engine).get(key) or OPENAI_VOICE_ALIASES.get(key)
         if alias is None:
             raise
         return (alias if alias in runtime.catalog.builtins_by_engine()[engine] else None), None

@@ -23,7 +23,7 @@ import numpy as np
 
 from voxclone.errors import ModelAssetError
 from voxclone.synth.engine.base import ComparisonVoice
-from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison, legacy_aliases
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.stock_voices import StockVoices
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
@@ -223,11 +223,6 @@ class VoiceAtlas:
         if comparison is None:
             comparison = catalog_comparison(self.basis.pack_names, self.labels.tolist())
         return StockVoices(self, comparison)
-
-    def builtin_name(self, index: int) -> str:
-        """The catalog name of the built-in voice at ``index``."""
-        label = str(self.labels[index])
-        return legacy_aliases().get(label, label)
 
     def _pitch_window(
         self, pitch_hz: float | None, tolerance: float, eligible: np.ndarray, k: int
