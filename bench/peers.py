@@ -89,7 +89,10 @@ class VoxcloneCandidate(Candidate):
         )
         self._runtime = build_runtime(settings, warmup=True)
         self.sample_rate = self._runtime.speech.sample_rate
-        self._voice = settings.default_voice
+        # The voice a request naming none speaks with (Settings.default_voice
+        # is "" unless set: each language has its default since the standard packs).
+        speech = self._runtime.speech
+        self._voice = speech.default_voice(speech.default_engine)
 
     def render(self, text: str) -> int:
         from voxclone.service.speech import SpeechRequest
