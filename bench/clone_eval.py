@@ -83,7 +83,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
 import speaker_splits  # noqa: E402
-from voxclone.bootstrap import REFINE_SENTENCES  # noqa: E402
+from voxclone.cloning_setup import REFINE_SENTENCES  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import AudioQualityError  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402

@@ -55,7 +55,7 @@ from clone_eval import (  # noqa: E402
     split_in_halves,
     utterances_by_speaker,
 )
-from voxclone.bootstrap import REFINE_SENTENCES  # noqa: E402
+from voxclone.cloning_setup import REFINE_SENTENCES  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import (  # noqa: E402

@@ -14,26 +14,23 @@ speech service; a :class:`SpeechRouter` picks one per request and one
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from voxclone.assembly import EngineStack, Runtime
+from voxclone.cloning_setup import build_voice_service
 from voxclone.config import Settings
 from voxclone.engine_setup import EngineLoad, build_engines
 from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
-from voxclone.runtime.cache import DiskTier, EmbeddingCache, MemoryTier, TieredCache
+from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.cache_guard import DeletedVoices, voices_held
-from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.lexicon_store import SqlLexiconStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
 from voxclone.runtime.ratelimit import InMemoryRateLimiter, RateLimiter, RedisRateLimiter
-from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL, Scheduler
+from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.startup import StartupStages
 from voxclone.runtime.url_signing import build_signer
 from voxclone.runtime.voice_store import SqlVoiceStore
@@ -42,9 +39,9 @@ from voxclone.service.purge import CachePurger, orphan_audio_purge
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks, SpeechService
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
-from voxclone.service.voices import PromptCloning, VoiceService
+from voxclone.service.voices import VoiceService
 from voxclone.synth.audio.encode import load_codecs
-from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
+from voxclone.synth.engine.base import Engine
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.langdetect import detect_language
 
@@ -52,14 +49,8 @@ if TYPE_CHECKING:
     import redis
 
     from voxclone.runtime.cache import RedisTier
-    from voxclone.synth.voice.atlas import VoiceAtlas
 
 log = logging.getLogger(__name__)
-
-REFINE_SENTENCES = (
-    "The birch canoe slid on the smooth planks.",
-    "Glue the sheet to the dark blue background.",
-)
 
 
 @dataclass
@@ -416,188 +407,3 @@ def build_runtime(
     if with_voices and warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
         runtime.warm_cloning()
     return runtime
-
-
-def _style_atlas(
-    settings: Settings,
-    engine: Engine,
-    kit: StyleCloning,
-    render: Callable[[np.ndarray], list[np.ndarray]],
-    embed: Callable[[list[np.ndarray]], np.ndarray],
-    sentences: tuple[str, ...],
-) -> VoiceAtlas:
-    """The style engine's atlas: the one it ships (``kit.atlas``), else one
-    measured on its packs (``render``: a pack's probe sentences) at the first
-    start and kept under models_dir; compared with ``kit.comparison``, else
-    with the built-ins that are one pack each."""
-    from voxclone.synth.voice.atlas import VoiceAtlas
-    from voxclone.synth.voice.atlas_measure import atlas_key, cached_atlas, measure_atlas
-
-    comparison = kit.comparison
-    if comparison is None:
-        comparison = builtin_comparison(engine.builtin_voices(), kit.packs)
-    if kit.atlas is not None:
-        return VoiceAtlas.load(kit.packs, kit.atlas, comparison=comparison)
-    rate = engine.capabilities.sample_rate
-    data = cached_atlas(
-        settings.models_dir / "atlas",
-        atlas_key(engine.capabilities.key, kit.packs, sentences),
-        lambda: measure_atlas(kit.packs, render, rate, embed),
-    )
-    return VoiceAtlas.from_arrays(data, kit.packs, comparison=comparison)
-
-
-def build_voice_service(
-    settings: Settings,
-    stacks: dict[str, EngineStack],
-    store: SqlVoiceStore,
-    router: SpeechRouter,
-    job_events: JobEvents,
-    *,
-    purge: Callable[[str], bool] | None = None,
-    jobs: SqlJobStore | None = None,
-    revoke_jobs: Callable[[Sequence[str]], object] | None = None,
-) -> VoiceService:
-    """The cloning stack: the atlas cloner for the style engine (the first one
-    whose ``clone_method`` is "style"; its style space is the atlas's), prompt
-    cloning for every prompt engine, one ingestion path in front of both."""
-    from voxclone.synth.audio.reference import prepare_reference
-    from voxclone.synth.audio.vad import SpeechDetector
-    from voxclone.synth.voice.asr import Transcriber, word_error_rate
-    from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
-    from voxclone.synth.voice.encoder import SpeakerEncoder
-    from voxclone.synth.voice.pick import AtlasCues, PickWeights, load_weights
-    from voxclone.synth.voice.pitch_calibration import PitchCalibrator
-    from voxclone.synth.voice.quality_report import (
-        CONFIRM_SENTENCE,
-        TEST_SENTENCE,
-        QualityReporter,
-    )
-
-    encoder = SpeakerEncoder(cache=EmbeddingCache(), models_dir=settings.models_dir)
-    transcriber = Transcriber()
-
-    def reporter_for(stack: EngineStack, language: str = "en-us") -> QualityReporter:
-        tokenizer = stack.engine.tokenizer()
-        scheduler = stack.scheduler
-        tokens = tokenizer.token_ids(tokenizer.phonemize(TEST_SENTENCE, language))
-        confirm = tokenizer.token_ids(tokenizer.phonemize(CONFIRM_SENTENCE, language))
-
-        def speak(tok: tuple[int, ...], conditioning: object) -> np.ndarray:
-            if isinstance(conditioning, np.ndarray):
-                item = SynthItem(tok, conditioning, 1.0)
-            else:
-                item = SynthItem(tok, None, 1.0, prompt=conditioning)
-            return scheduler.run(item, priority=PRIORITY_NORMAL)
-
-        return QualityReporter(
-            encoder,
-            speak,
-            tokens,
-            transcribe=transcriber.transcribe,
-            word_error_rate=word_error_rate,
-            engine_rate=stack.engine.capabilities.sample_rate,
-            confirm_tokens=confirm,
-        )
-
-    style = next(
-        (s for s in stacks.values() if s.engine.capabilities.clone_method == "style"), None
-    )
-    cloner = refiner = reporter = calibrator = None
-    if style is not None:
-        # Everything model-specific comes from the engine (Engine.cloning).
-        kit = style.engine.cloning()
-        tokenizer = style.engine.tokenizer()
-        language = kit.probe_language or (
-            "en-us" if "en-us" in tokenizer.languages else next(iter(tokenizer.languages), "en-us")
-        )
-        style_scheduler = style.scheduler
-
-        def tokens(text: str) -> tuple[int, ...]:
-            return tokenizer.token_ids(tokenizer.phonemize(text, language))
-
-        def synth_background(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
-            # Refinement yields to live requests.
-            return style_scheduler.run(SynthItem(tok, pack, 1.0), priority=PRIORITY_BACKGROUND)
-
-        probe = [tokens(s) for s in REFINE_SENTENCES]
-        atlas = _style_atlas(
-            settings,
-            style.engine,
-            kit,
-            lambda pack: [synth_background(t, pack) for t in probe],
-            encoder.embed_many,
-            REFINE_SENTENCES + (language,),
-        )
-        # The pick objective's weights and the atlas side of its cues
-        # (studies/fit_pick_weights.py); a cue table for another atlas is ignored.
-        cues = AtlasCues.load(kit.cues) if kit.cues is not None else None
-        cloner = InstantCloner(
-            atlas,
-            encoder,
-            pick=load_weights(kit.pick_weights) if kit.pick_weights is not None else PickWeights(),
-            cues=cues if cues is not None and len(cues) == len(atlas) else None,
-        )
-        refiner = StyleRefiner(
-            atlas,
-            encoder,
-            synth_background,
-            probe,
-            list(REFINE_SENTENCES),
-            transcribe=transcriber.transcribe,
-            word_error_rate=word_error_rate,
-            config=RefineConfig(
-                auditions=settings.refine_auditions,
-                prosody_auditions=settings.refine_prosody_auditions,
-                search=settings.refine_search,
-            ),
-            engine_rate=style.engine.capabilities.sample_rate,
-        )
-        reporter = reporter_for(style, language)
-        if settings.clone_pitch_calibration:
-            calibrator = PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
-    prompt_engines = {
-        name: PromptCloning(
-            capabilities=stack.engine.capabilities,
-            make_prompt=stack.engine.make_prompt,
-            load_prompt=stack.engine.load_prompt,
-            embed=encoder.embed,
-            reporter=reporter_for(stack),
-        )
-        for name, stack in stacks.items()
-        if stack.engine.capabilities.clone_method == "prompt"
-    }
-    loader = partial(
-        prepare_reference,
-        detector=SpeechDetector(),
-        max_bytes=int(settings.max_upload_mb * (1 << 20)),
-        max_seconds=settings.max_reference_seconds,
-    )
-    service = VoiceService(
-        store=store,
-        # A shared database is shared by live processes: failing every
-        # unfinished job at start would fail the other replicas' live jobs.
-        jobs=jobs
-        if jobs is not None
-        else SqlJobStore(store.database, recover_on_open=settings.database_url is None),
-        job_events=job_events,
-        cloner=cloner,
-        refiner_factory_or_refiner=refiner,
-        reference_loader=loader,
-        on_voice_changed=router.invalidate_voice,
-        purge=purge,
-        revoke_jobs=revoke_jobs,
-        refine_budget_s=settings.refine_budget_s,
-        quality_reporter=reporter,
-        pitch_calibrator=calibrator,
-        follow_rate=settings.clone_follow_rate,
-        stock_check=settings.clone_stock_check,
-        style_engine=style.engine.capabilities if style is not None else None,
-        prompt_engines=prompt_engines,
-        default_engine=router.default_engine,
-        resolve_model=router.engine_for,
-        inline_log=InlineVoiceLog(store.database),
-        inline_ttl_s=settings.inline_voice_ttl_s,
-    )
-    service.start_inline_sweeper()
-    return service

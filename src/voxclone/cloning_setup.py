@@ -1,0 +1,220 @@
+"""The cloning part of the composition root: the style engine's atlas cloner,
+prompt cloning for every prompt engine, and one ingestion path in front of
+both, wired into a :class:`VoiceService`.
+
+Kept apart from ``bootstrap.py``, which calls :func:`build_voice_service`
+once it has the engines, the store and the router; like ``engine_setup``, it
+is a part of the one composition root, not a second one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from voxclone.assembly import EngineStack
+from voxclone.config import Settings
+from voxclone.runtime.cache import EmbeddingCache
+from voxclone.runtime.inline_log import InlineVoiceLog
+from voxclone.runtime.job_store import JobEvents, SqlJobStore
+from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
+from voxclone.runtime.voice_store import SqlVoiceStore
+from voxclone.service.router import SpeechRouter
+from voxclone.service.voices import PromptCloning, VoiceService
+from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
+
+if TYPE_CHECKING:
+    from voxclone.synth.voice.atlas import VoiceAtlas
+
+REFINE_SENTENCES = (
+    "The birch canoe slid on the smooth planks.",
+    "Glue the sheet to the dark blue background.",
+)
+
+
+def _style_atlas(
+    settings: Settings,
+    engine: Engine,
+    kit: StyleCloning,
+    render: Callable[[np.ndarray], list[np.ndarray]],
+    embed: Callable[[list[np.ndarray]], np.ndarray],
+    sentences: tuple[str, ...],
+) -> VoiceAtlas:
+    """The style engine's atlas: the one it ships (``kit.atlas``), else one
+    measured on its packs (``render``: a pack's probe sentences) at the first
+    start and kept under models_dir; compared with ``kit.comparison``, else
+    with the built-ins that are one pack each."""
+    from voxclone.synth.voice.atlas import VoiceAtlas
+    from voxclone.synth.voice.atlas_measure import atlas_key, cached_atlas, measure_atlas
+
+    comparison = kit.comparison
+    if comparison is None:
+        comparison = builtin_comparison(engine.builtin_voices(), kit.packs)
+    if kit.atlas is not None:
+        return VoiceAtlas.load(kit.packs, kit.atlas, comparison=comparison)
+    rate = engine.capabilities.sample_rate
+    data = cached_atlas(
+        settings.models_dir / "atlas",
+        atlas_key(engine.capabilities.key, kit.packs, sentences),
+        lambda: measure_atlas(kit.packs, render, rate, embed),
+    )
+    return VoiceAtlas.from_arrays(data, kit.packs, comparison=comparison)
+
+
+def build_voice_service(
+    settings: Settings,
+    stacks: dict[str, EngineStack],
+    store: SqlVoiceStore,
+    router: SpeechRouter,
+    job_events: JobEvents,
+    *,
+    purge: Callable[[str], bool] | None = None,
+    jobs: SqlJobStore | None = None,
+    revoke_jobs: Callable[[Sequence[str]], object] | None = None,
+) -> VoiceService:
+    """The cloning stack: the atlas cloner for the style engine (the first one
+    whose ``clone_method`` is "style"; its style space is the atlas's), prompt
+    cloning for every prompt engine, one ingestion path in front of both."""
+    from voxclone.synth.audio.reference import prepare_reference
+    from voxclone.synth.audio.vad import SpeechDetector
+    from voxclone.synth.voice.asr import Transcriber, word_error_rate
+    from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
+    from voxclone.synth.voice.encoder import SpeakerEncoder
+    from voxclone.synth.voice.pick import AtlasCues, PickWeights, load_weights
+    from voxclone.synth.voice.pitch_calibration import PitchCalibrator
+    from voxclone.synth.voice.quality_report import (
+        CONFIRM_SENTENCE,
+        TEST_SENTENCE,
+        QualityReporter,
+    )
+
+    encoder = SpeakerEncoder(cache=EmbeddingCache(), models_dir=settings.models_dir)
+    transcriber = Transcriber()
+
+    def reporter_for(stack: EngineStack, language: str = "en-us") -> QualityReporter:
+        tokenizer = stack.engine.tokenizer()
+        scheduler = stack.scheduler
+        tokens = tokenizer.token_ids(tokenizer.phonemize(TEST_SENTENCE, language))
+        confirm = tokenizer.token_ids(tokenizer.phonemize(CONFIRM_SENTENCE, language))
+
+        def speak(tok: tuple[int, ...], conditioning: object) -> np.ndarray:
+            if isinstance(conditioning, np.ndarray):
+                item = SynthItem(tok, conditioning, 1.0)
+            else:
+                item = SynthItem(tok, None, 1.0, prompt=conditioning)
+            return scheduler.run(item, priority=PRIORITY_NORMAL)
+
+        return QualityReporter(
+            encoder,
+            speak,
+            tokens,
+            transcribe=transcriber.transcribe,
+            word_error_rate=word_error_rate,
+            engine_rate=stack.engine.capabilities.sample_rate,
+            confirm_tokens=confirm,
+        )
+
+    style = next(
+        (s for s in stacks.values() if s.engine.capabilities.clone_method == "style"), None
+    )
+    cloner = refiner = reporter = calibrator = None
+    if style is not None:
+        # Everything model-specific comes from the engine (Engine.cloning).
+        kit = style.engine.cloning()
+        tokenizer = style.engine.tokenizer()
+        language = kit.probe_language or (
+            "en-us" if "en-us" in tokenizer.languages else next(iter(tokenizer.languages), "en-us")
+        )
+        style_scheduler = style.scheduler
+
+        def tokens(text: str) -> tuple[int, ...]:
+            return tokenizer.token_ids(tokenizer.phonemize(text, language))
+
+        def synth_background(tok: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
+            # Refinement yields to live requests.
+            return style_scheduler.run(SynthItem(tok, pack, 1.0), priority=PRIORITY_BACKGROUND)
+
+        probe = [tokens(s) for s in REFINE_SENTENCES]
+        atlas = _style_atlas(
+            settings,
+            style.engine,
+            kit,
+            lambda pack: [synth_background(t, pack) for t in probe],
+            encoder.embed_many,
+            REFINE_SENTENCES + (language,),
+        )
+        # The pick objective's weights and the atlas side of its cues
+        # (studies/fit_pick_weights.py); a cue table for another atlas is ignored.
+        cues = AtlasCues.load(kit.cues) if kit.cues is not None else None
+        cloner = InstantCloner(
+            atlas,
+            encoder,
+            pick=load_weights(kit.pick_weights) if kit.pick_weights is not None else PickWeights(),
+            cues=cues if cues is not None and len(cues) == len(atlas) else None,
+        )
+        refiner = StyleRefiner(
+            atlas,
+            encoder,
+            synth_background,
+            probe,
+            list(REFINE_SENTENCES),
+            transcribe=transcriber.transcribe,
+            word_error_rate=word_error_rate,
+            config=RefineConfig(
+                auditions=settings.refine_auditions,
+                prosody_auditions=settings.refine_prosody_auditions,
+                search=settings.refine_search,
+            ),
+            engine_rate=style.engine.capabilities.sample_rate,
+        )
+        reporter = reporter_for(style, language)
+        if settings.clone_pitch_calibration:
+            calibrator = PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
+    prompt_engines = {
+        name: PromptCloning(
+            capabilities=stack.engine.capabilities,
+            make_prompt=stack.engine.make_prompt,
+            load_prompt=stack.engine.load_prompt,
+            embed=encoder.embed,
+            reporter=reporter_for(stack),
+        )
+        for name, stack in stacks.items()
+        if stack.engine.capabilities.clone_method == "prompt"
+    }
+    loader = partial(
+        prepare_reference,
+        detector=SpeechDetector(),
+        max_bytes=int(settings.max_upload_mb * (1 << 20)),
+        max_seconds=settings.max_reference_seconds,
+    )
+    service = VoiceService(
+        store=store,
+        # A shared database is shared by live processes: failing every
+        # unfinished job at start would fail the other replicas' live jobs.
+        jobs=jobs
+        if jobs is not None
+        else SqlJobStore(store.database, recover_on_open=settings.database_url is None),
+        job_events=job_events,
+        cloner=cloner,
+        refiner_factory_or_refiner=refiner,
+        reference_loader=loader,
+        on_voice_changed=router.invalidate_voice,
+        purge=purge,
+        revoke_jobs=revoke_jobs,
+        refine_budget_s=settings.refine_budget_s,
+        quality_reporter=reporter,
+        pitch_calibrator=calibrator,
+        follow_rate=settings.clone_follow_rate,
+        stock_check=settings.clone_stock_check,
+        style_engine=style.engine.capabilities if style is not None else None,
+        prompt_engines=prompt_engines,
+        default_engine=router.default_engine,
+        resolve_model=router.engine_for,
+        inline_log=InlineVoiceLog(store.database),
+        inline_ttl_s=settings.inline_voice_ttl_s,
+    )
+    service.start_inline_sweeper()
+    return service
