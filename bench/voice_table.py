@@ -44,11 +44,10 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import write_result  # noqa: E402
+from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_MALE  # noqa: E402
 from voxclone.synth.engine.kokoro.standard_voices import (  # noqa: E402
     CHARACTER_VOICES,
     LANGUAGE_LETTERS,
-    OPENAI_FEMALE,
-    OPENAI_MALE,
 )
 
 RATE = 24_000

@@ -17,7 +17,7 @@ import pytest
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest
-from voxclone.synth.engine.base import EngineVoice
+from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_VOICE_NAMES, EngineVoice
 from voxclone.synth.engine.kokoro.assets import KokoroAssets
 from voxclone.synth.engine.kokoro.builtin_voices import (
     FALLBACK_COMPARISON_VOICES,
@@ -30,9 +30,7 @@ from voxclone.synth.engine.kokoro.standard_voices import (
     CHARACTER_VOICES,
     LANGUAGE_DEFAULTS,
     LANGUAGE_LETTERS,
-    OPENAI_FEMALE,
     OPENAI_STANDARD,
-    OPENAI_VOICE_NAMES,
     parse_standard,
 )
 from voxclone.synth.engine.kokoro.voice_packs import PACK_SHAPE, packs_dir

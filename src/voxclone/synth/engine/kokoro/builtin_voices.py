@@ -26,12 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voxclone.synth.engine.base import ComparisonVoice
+from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_MALE, ComparisonVoice
 from voxclone.synth.engine.kokoro.standard_voices import (
     CHARACTER_VOICES,
     LANGUAGE_DEFAULTS,
-    OPENAI_FEMALE,
-    OPENAI_MALE,
     OPENAI_STANDARD,
     catalog_order,
     parse_standard,

@@ -13,13 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# OpenAI's voice names by sex (engine-neutral, synth/engine/base.py), re-exported:
-# the same split the project has used since it answered them with clear_female /
-# clear_male.
-from voxclone.synth.engine.base import OPENAI_FEMALE as OPENAI_FEMALE
-from voxclone.synth.engine.base import OPENAI_MALE as OPENAI_MALE
-from voxclone.synth.engine.base import OPENAI_VOICE_NAMES as OPENAI_VOICE_NAMES
-
 # Kokoro's language letter -> (our language code, the accent a listener hears).
 # In this order the catalog lists them: English first, then by language code.
 LANGUAGE_LETTERS: dict[str, tuple[str, str]] = {
