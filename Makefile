@@ -46,9 +46,15 @@ $(STAMP): pyproject.toml src/voxclone/synth/asset_packages.py
 	@echo "==> install done"
 
 # The test and lint tools (pyproject's [test] extra), on top of the service.
+# pip prints nothing between "Installing collected packages" and its last
+# line while it writes torch and Ray to disk: ~1.5 of the ~2 minutes this
+# took on a 2-core machine with pip's cache warm (2026-12-06), so say so first.
 $(TEST_STAMP): $(STAMP)
-	@echo "==> installing the test tools ([test] extra: pytest, ruff, mypy, Playwright, Ray, ...)"
-	$(PIP) -e ".[test]"
+	@echo "==> installing the test tools ([test] extra: pytest, ruff, mypy, Playwright, Ray, torch 2.13.0 CPU, ...):"
+	@echo "    ~2.4 GB, about 2 minutes on 2 cores with pip's cache warm (longer when it downloads);"
+	@echo "    pip is silent for ~1.5 minutes after 'Installing collected packages' while it writes torch and Ray"
+	@start=$$(date +%s); $(PIP) -e ".[test]" && \
+		echo "==> test tools installed in $$(( $$(date +%s) - start )) s"
 	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): $(STAMP)

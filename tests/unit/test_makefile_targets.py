@@ -64,3 +64,17 @@ def test_test_and_lint_add_the_test_extra(tmp_path: Path, target: str) -> None:
 
 def test_bench_adds_only_the_bench_extra(tmp_path: Path) -> None:
     assert _installs(_dry_run(tmp_path, "bench")) == [".", ".[bench]"]
+
+
+def test_test_extra_install_says_what_and_how_long_first(tmp_path: Path) -> None:
+    """``make test`` was silent for ~2 minutes while pip wrote torch and Ray
+    (issue 46 item 10): before the pip line it names the big packages, the
+    size and the time to expect, and after it says how long it took."""
+    lines = _dry_run(tmp_path, "test-deps")
+    pip_at = next(i for i, line in enumerate(lines) if '-e ".[test]"' in line)
+    before = " ".join(lines[:pip_at])
+    for word in ("torch", "Ray", "GB", "minutes", "silent"):
+        assert word in before, before
+    assert "installed in" in " ".join(lines[pip_at : pip_at + 2]), lines[pip_at:]
+    script = (ROOT / "scripts/install_system_deps.sh").read_text()
+    assert "output hidden" in script and "installed in" in script
