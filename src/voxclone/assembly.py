@@ -20,6 +20,7 @@ from voxclone.runtime.startup import StartupStages
 
 if TYPE_CHECKING:
     from voxclone.config import Settings
+    from voxclone.engine_setup import EngineFailure
     from voxclone.runtime.blobs import BlobStore
     from voxclone.runtime.cache import TieredCache
     from voxclone.runtime.job_store import JobEvents, SqlJobStore
@@ -75,6 +76,9 @@ class Runtime:
     blobs: BlobStore
     lexicon: SqlLexiconStore  # pronunciations per owner (/v1/lexicon)
     stages: StartupStages
+    # Engines VOXCLONE_ENGINES names that failed to load (not in ``engines``):
+    # the others serve and /readyz names these (engine_setup.build_engines).
+    engine_failures: dict[str, EngineFailure] = field(default_factory=dict)
     # Cloning: None when built without it (the voice routes answer 503).
     voices: VoiceService | None = None
     # Finishes purges of deleted voices that a down tier or blob store

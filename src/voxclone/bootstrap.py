@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from voxclone.assembly import EngineStack, Runtime
 from voxclone.cloning_setup import build_voice_service
 from voxclone.config import Settings
-from voxclone.engine_setup import EngineLoad, build_engines
+from voxclone.engine_setup import EngineFailure, EngineLoad, build_engines, warm_engines
 from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.cache_guard import DeletedVoices, voices_held
@@ -314,14 +314,15 @@ def build_runtime(
     # instead of failing the first clone.
     with stages.stage("blob_store_check"):
         blobs.check()
+    # Engines that failed to load (reported on /readyz); the others serve.
+    failed: dict[str, EngineFailure] = {}
     if engine_load is not None:
         engines = engine_load.result()
+        failed.update(engine_load.failed)
         if warmup:
-            for name, engine in engines.items():
-                with stages.stage(f"{name}_warmup"):
-                    engine.warmup()
+            engines = warm_engines(engines, stages, failed)
     else:
-        engines = build_engines(settings, warmup=warmup, stages=stages)
+        engines = build_engines(settings, warmup=warmup, stages=stages, failed=failed)
     if warmup:
         # A serving process: its first Opus/AAC stream must not import FFmpeg.
         with stages.stage("codec_import"):
@@ -401,6 +402,7 @@ def build_runtime(
         blobs=blobs,
         lexicon=lexicon,
         stages=stages,
+        engine_failures=failed,
         voices=voices,
         purger=purger,
     )

@@ -73,10 +73,11 @@ def _manager(name: str) -> ModelManager:
 def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
     models_dir = settings.models_dir
     if args.models_command == "list":
-        from voxclone.synth.engine.models import installed_models
+        from voxclone.synth.engine.models import model_listing
 
+        listing = model_listing(models_dir)
         print(f"{'ENGINE':11s} {'MODEL':24s} {'SIZE':>9s}  {'SOURCE':19s} LICENSE / LANGUAGES")
-        for info in installed_models(models_dir):
+        for info in listing.models:
             when = (
                 datetime.fromtimestamp(info.imported_at, UTC).strftime("imported %Y-%m-%d")
                 if info.imported_at
@@ -86,6 +87,9 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
                 f"{info.engine:11s} {info.name:24s} {_size(info.size_bytes):>9s}  {when:19s} "
                 f"{info.license} / {', '.join(info.languages)}"
             )
+        for broken in listing.broken:
+            # A plug-in that raises at import is named with its error, not a traceback.
+            print(f"{broken.engine:11s} {'BROKEN':24s} {'-':>9s}  {'-':19s} {broken.error}")
         return 0
 
     manager = _manager(args.engine)

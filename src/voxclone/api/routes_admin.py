@@ -12,6 +12,7 @@ from voxclone.api.auth import AnyCaller, authenticate_request
 from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep, loaded_runtime
 from voxclone.api.errors import error_body, retry_after_header
 from voxclone.api.ratelimit import rate_limiter_status
+from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
 from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
@@ -49,6 +50,15 @@ def _dependencies(state: Any) -> dict[str, Any]:
     return detail
 
 
+def _engines(runtime: Runtime) -> dict[str, str]:
+    """Each engine VOXCLONE_ENGINES names: "ready", or "failed: <error class>"
+    for one that did not load (the others serve; the log has the message)."""
+    states = dict.fromkeys(runtime.engines, "ready")
+    for name, failure in runtime.engine_failures.items():
+        states[name] = f"failed: {failure.error}"
+    return states
+
+
 @router.get("/readyz", summary="Readiness: speech (default) or cloning models loaded and warmed")
 async def readyz(
     request: Request,
@@ -75,6 +85,7 @@ async def readyz(
         # Ready even when Redis is down (the local tiers serve); the detail says so.
         detail = await run_in_threadpool(_dependencies, state)
         detail.update(speech="ready", cloning=cloning, startup_s=runtime.stages.as_dict())
+        detail["engines"] = _engines(runtime)
         return JSONResponse({"status": "ready", "detail": detail})
     failure = getattr(state, "startup_error", None)
     if failure:

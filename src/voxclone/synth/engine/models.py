@@ -72,18 +72,55 @@ class ModelManager(Protocol):
         ...
 
 
-def managers() -> list[ModelManager]:
-    """The model managers of every engine that can be asked for, in the
-    registry's order (the default engine first)."""
+@dataclass(frozen=True)
+class BrokenEngine:
+    """An engine whose package or model manager raised: listed, not fatal."""
+
+    engine: str
+    error: str
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    models: list[ModelInfo]
+    broken: list[BrokenEngine]
+
+
+def _managers() -> tuple[list[ModelManager], list[BrokenEngine]]:
+    from voxclone.errors import ModelAssetError
     from voxclone.synth.engine import registry
 
-    found = []
+    found: list[ModelManager] = []
+    broken: list[BrokenEngine] = []
     for name in registry.names():
-        manager = registry.model_manager(name)
+        try:
+            manager = registry.model_manager(name)
+        except ModelAssetError as exc:  # one broken plug-in must not hide the others
+            broken.append(BrokenEngine(name, exc.message))
+            continue
         if manager is not None:
             found.append(manager)
-    return found
+    return found, broken
+
+
+def managers() -> list[ModelManager]:
+    """The model managers of every engine that can be asked for, in the
+    registry's order (the default engine first); broken engines left out."""
+    return _managers()[0]
+
+
+def model_listing(models_dir: Path) -> ModelListing:
+    """Every engine's installed models, and the engines that could not say
+    (their package or manager raised): ``voxclone models list``."""
+    found, broken = _managers()
+    models: list[ModelInfo] = []
+    for manager in found:
+        try:
+            models.extend(manager.installed(models_dir))
+        except Exception as exc:  # a plug-in's listing code: reported, not fatal
+            broken.append(BrokenEngine(manager.engine, f"{type(exc).__name__}: {exc}"))
+    return ModelListing(models, broken)
 
 
 def installed_models(models_dir: Path) -> list[ModelInfo]:
-    return [info for manager in managers() for info in manager.installed(models_dir)]
+    return model_listing(models_dir).models

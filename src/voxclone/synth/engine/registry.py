@@ -16,7 +16,8 @@ import importlib
 import threading
 from collections.abc import Callable
 from importlib import metadata
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 from voxclone.errors import InvalidInput, ModelAssetError
 from voxclone.synth.engine.base import Engine, EngineConfig
@@ -83,14 +84,26 @@ def factory(name: str) -> EngineFactory:
             limit=list(names()),
         )
     module_name, _, function = target.partition(":")
+    module = _import(name, module_name)
+    made = getattr(module, function, None)
+    if not callable(made):
+        raise ModelAssetError(f"engine {name!r} is broken: {target} is not a function")
+    return cast(EngineFactory, made)
+
+
+def _import(name: str, module_name: str) -> ModuleType:
+    """``name``'s package; ModelAssetError naming the engine when it is missing
+    or raises at import (a broken plug-in is reported, never a bare traceback)."""
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as exc:
         raise ModelAssetError(
             f"engine {name!r} is not installed (its package could not be imported: {exc})"
         ) from exc
-    made: EngineFactory = getattr(module, function)
-    return made
+    except Exception as exc:  # the plug-in's own code raised while importing
+        raise ModelAssetError(
+            f"engine {name!r} is broken: importing {module_name} raised {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def create(name: str, config: EngineConfig) -> Engine:
@@ -102,19 +115,32 @@ def model_manager(name: str) -> ModelManager | None:
     """How ``voxclone models`` lists and installs ``name``'s weights: the
     ``model_manager()`` its package exposes beside its factory (the module its
     registry line or entry point names), None when it has none, is not
-    installed, or was added with :func:`register`."""
+    installed, or was added with :func:`register`.
+
+    Raises ModelAssetError for a broken engine: an installed plug-in (its
+    entry point is there) whose package raises at import, or a hook that
+    raises; the caller lists it as broken instead of crashing.
+    """
     with _lock:
         if name in _extra:
             return None
-    target = _BUILTIN.get(name) or _plugins().get(name)
+    builtin = _BUILTIN.get(name)
+    target = builtin or _plugins().get(name)
     if target is None:
         return None
     try:
-        module = importlib.import_module(target.partition(":")[0])
-    except ImportError:
-        return None  # an engine whose packages are missing has nothing installed
+        module = _import(name, target.partition(":")[0])
+    except ModelAssetError as exc:
+        if builtin is not None and isinstance(exc.__cause__, ImportError):
+            return None  # a built-in engine whose optional packages are missing
+        raise
     hook = getattr(module, "model_manager", None)
     if not callable(hook):
         return None
-    manager: ModelManager = hook()
+    try:
+        manager: ModelManager = hook()
+    except Exception as exc:
+        raise ModelAssetError(
+            f"engine {name!r} is broken: its model_manager() raised {type(exc).__name__}: {exc}"
+        ) from exc
     return manager
