@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from voxclone.models_location import default_models_dir
 
 
 def _default_home() -> Path:
     return Path(os.path.expanduser("~")) / ".cache" / "voxclone"
 
 
+def _default_models_dir(data: dict[str, Any]) -> Path:
+    return default_models_dir(Path(data.get("home") or _default_home()))
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="VOXCLONE_", extra="ignore")
 
-    # Where assembled models, the voice library, disk cache and keys live.
+    # Where the voice library, disk cache and keys live (user data).
     home: Path = Field(default_factory=_default_home)
+    # Where models live (Kokoro, its voice packs, built graphs): installation
+    # data shared by every home, so a new home gets the same voices and cloning
+    # (models_location.py says which folder and why).
+    models_dir: Path = Field(default_factory=_default_models_dir)
 
     # Server
     host: str = "127.0.0.1"
@@ -196,10 +206,6 @@ class Settings(BaseSettings):
     def engine_names(self) -> list[str]:
         names = [n.strip() for n in self.engines.split(",") if n.strip()]
         return list(dict.fromkeys(names)) or ["kokoro"]
-
-    @property
-    def models_dir(self) -> Path:
-        return self.home / "models"
 
     @property
     def db_path(self) -> Path:

@@ -39,6 +39,7 @@ from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.header_guard import HeaderHygieneMiddleware
 from voxclone.api.host_guard import HostGuardMiddleware
 from voxclone.api.observability import RequestContextMiddleware
+from voxclone.api.startup_notes import startup_notes
 from voxclone.api.streaming import StreamSlots
 from voxclone.assembly import Runtime
 from voxclone.bootstrap import build_rate_limiter
@@ -107,6 +108,8 @@ def _load_runtime(
         speech_s,
         extra={"startup_s": runtime.stages.as_dict()},
     )
+    for note in startup_notes(runtime):  # missing model assets, older models folder (issue 46)
+        log.warning("%s", note)
     if settings.job_worker:
         # Queued speech jobs (also ones a dead process left) start as soon as
         # speech is ready; Runtime.close() stops the worker.

@@ -180,7 +180,7 @@ def _server_for_say(args: argparse.Namespace, settings: Settings) -> str | None:
     if args.server is not None:
         return str(args.server)
     url = default_server_url(settings)
-    if server_ready(url):
+    if server_ready(url, settings):
         return url
     note_local_load(url, SAY_LOAD)
     return None

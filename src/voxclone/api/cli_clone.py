@@ -187,7 +187,7 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
         return False
     explicit = args.server is not None
     url = args.server if explicit else default_server_url(settings)
-    if not explicit and not server_ready(url):
+    if not explicit and not server_ready(url, settings):
         note_local_load(url, CLONE_LOAD)
         return False
     files = [

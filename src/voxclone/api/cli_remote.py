@@ -5,6 +5,9 @@ Loading the models in the CLI takes ~11 s a call; a local server answers the
 same request in ~1.5 s. ``say`` therefore asks the server named by
 ``--server``, or by default the configured local one if its ``/readyz``
 answers 200 within :data:`PROBE_TIMEOUT_S`, and speaks in-process otherwise.
+A local server found that way must serve the library of the command's
+``VOXCLONE_HOME`` (its ``/readyz`` names it): otherwise the command stops with
+one line naming both homes, ``--server`` and ``--local`` (issue 46).
 Plain ``urllib``: the CLI needs no HTTP client package for this.
 
 The server rate-limits anonymous callers per address (120 requests a minute,
@@ -28,6 +31,7 @@ from typing import Any, TypeVar
 
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.library_id import LIBRARY_HEADER, read_library_id
 
 # How long the CLI waits for /readyz before speaking in-process. Where no
 # server listens the connection is refused at once, so this bound is paid only
@@ -153,13 +157,59 @@ def default_server_url(settings: Settings) -> str:
     return f"{scheme}://{host}:{settings.port}"
 
 
-def server_ready(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
-    """True if ``url`` is a voxclone server whose models are loaded."""
+class OtherLibrary(VoxcloneError):
+    """The local server serves another voice library than this command's home."""
+
+    status = 409
+    code = "other_library"
+
+
+def server_ready(
+    url: str, settings: Settings | None = None, timeout_s: float = PROBE_TIMEOUT_S
+) -> bool:
+    """True if ``url`` is a voxclone server whose models are loaded.
+
+    With ``settings`` (the CLI found this server on its own, no ``--server``):
+    raises :class:`OtherLibrary` when the server's library is not the one of
+    ``settings.home`` (issue 46: a clone enrolled through a server of another
+    home, then "voice not found" in this one). A server that names no library
+    (an older version) is used as before."""
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}/readyz", timeout=timeout_s) as response:
-            return bool(response.status == 200 and json.load(response).get("status") == "ready")
+            ready = response.status == 200 and json.load(response).get("status") == "ready"
+            theirs = response.headers.get(LIBRARY_HEADER)
     except (OSError, ValueError, urllib.error.URLError):
         return False
+    if ready and settings is not None and theirs:
+        check_same_library(url, theirs, settings)
+    return bool(ready)
+
+
+def check_same_library(url: str, theirs: str, settings: Settings) -> None:
+    """Raise :class:`OtherLibrary` unless ``theirs`` is the library of ``settings``.
+
+    Read after the server answered: a server on this very home has created the
+    id by then, so a home without one is another library."""
+    ours = read_library_id(settings.home, settings.database_url)
+    if ours == theirs:
+        return
+    raise OtherLibrary(
+        f"the voxclone server at {url} serves another voice library "
+        f"({_server_home(url)}) than VOXCLONE_HOME={settings.home}: "
+        f"use --server {url} to use its library anyway, or --local to use this one "
+        "(loads the models here)",
+        field="server",
+    )
+
+
+def _server_home(url: str) -> str:
+    """The server's home as its /v1/info tells an admin; a placeholder otherwise."""
+    try:
+        info = call_json(url, "GET", "/v1/info", patience_s=0)
+        home = info.get("library", {}).get("home")
+    except (VoxcloneError, OSError, ValueError, AttributeError):
+        home = None
+    return f"its home: {home}" if isinstance(home, str) and home else "another home"
 
 
 def speak_remote(url: str, body: dict[str, Any], api_key: str | None = None) -> RemoteAudio:

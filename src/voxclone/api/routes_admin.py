@@ -12,9 +12,11 @@ from voxclone.api.auth import AnyCaller, authenticate_request
 from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep, loaded_runtime
 from voxclone.api.errors import error_body, retry_after_header
 from voxclone.api.ratelimit import rate_limiter_status
+from voxclone.api.startup_notes import models_detail, runtime_library_id
 from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
+from voxclone.runtime.library_id import LIBRARY_HEADER
 from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
 from voxclone.synth.controls import (
     EMOTIONS,
@@ -86,7 +88,12 @@ async def readyz(
         detail = await run_in_threadpool(_dependencies, state)
         detail.update(speech="ready", cloning=cloning, startup_s=runtime.stages.as_dict())
         detail["engines"] = _engines(runtime)
-        return JSONResponse({"status": "ready", "detail": detail})
+        # Ready with fewer voices, but said (issue 46); the CLI compares the header.
+        detail["models"] = models_detail(runtime)
+        return JSONResponse(
+            {"status": "ready", "detail": detail},
+            headers={LIBRARY_HEADER: runtime_library_id(runtime)},
+        )
     failure = getattr(state, "startup_error", None)
     if failure:
         body = error_body("not_ready", f"model loading failed: {failure}")
@@ -184,4 +191,10 @@ async def info(
         },
         "owner": principal.owner,
         "scopes": sorted(principal.scopes),
+        # Which voice library this is (runtime/library_id.py); its folder only
+        # for admins (the CLI names it when it refuses a server of another home).
+        "library": {
+            "id": runtime_library_id(runtime),
+            **({"home": str(settings.home)} if principal.allows(SCOPE_ADMIN) else {}),
+        },
     }

@@ -17,6 +17,7 @@ import numpy as np
 import onnxruntime as ort
 
 from voxclone.errors import InvalidInput, ModelAssetError
+from voxclone.synth.engine.asset_status import MissingAsset
 from voxclone.synth.engine.base import (
     EngineBase,
     EngineCapabilities,
@@ -157,6 +158,23 @@ class KokoroEngine(EngineBase):
         from voxclone.synth.engine.kokoro.cloning import kokoro_cloning
 
         return kokoro_cloning(self.atlas_packs())
+
+    def missing_assets(self) -> list[MissingAsset]:
+        """The standard voice packs when they are not installed (synth/engine/asset_status.py)."""
+        from voxclone.synth.engine.kokoro.builtin_voices import has_standard_voices
+
+        if has_standard_voices(self.extra_packs()):
+            return []
+        return [
+            MissingAsset(
+                "kokoro",
+                "voices",
+                "Kokoro's standard voice packs are not installed: 7 built-in voices instead "
+                "of 54 (no af_heart, am_michael, ef_dora, ...) and cloning searches fewer voices",
+                "python scripts/fetch_voice_packs.py",
+                self._models_dir,
+            )
+        ]
 
     def builtin_voices(self) -> dict[str, EngineVoice]:
         if self._builtins is None:
