@@ -264,7 +264,8 @@ def test_a_models_folder_that_cannot_be_written_is_a_one_line_error(
     home.mkdir()
     (home / "models").write_text("a file where the models folder should be")
     monkeypatch.setenv("VOXCLONE_HOME", str(home))
-    monkeypatch.delenv("VOXCLONE_MODELS_DIR", raising=False)
+    # Models are no longer under the home by default (issue 46): name the folder.
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(home / "models"))
     folder = tmp_path / "bundle"
     folder.mkdir()
     (folder / "manifest.json").write_bytes(_manifest({"config.yaml": _config_entry()}))
