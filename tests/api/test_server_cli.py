@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from voxclone.api.cli_exit import EXIT_CANNOT_LISTEN
 from voxclone.api.cli_keys import add_keys_parser, cmd_keys
 from voxclone.api.server import check_exposure, is_loopback, serve
 from voxclone.config import Settings
@@ -126,8 +130,11 @@ def test_serve_with_bootstrap_prints_the_key_once_then_never(
     # Everything of serve() but the model load and the listening socket.
     fake_app = types.SimpleNamespace(state=types.SimpleNamespace())
     monkeypatch.setattr(voxclone.api.app, "create_app", lambda s: fake_app)
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self: setattr(self, "should_exit", True))
-    settings = Settings(home=tmp_path, host="0.0.0.0", bootstrap_admin_key=True)
+    monkeypatch.setattr(
+        uvicorn.Server, "run", lambda self, sockets=None: setattr(self, "should_exit", True)
+    )
+    # Port 0: any free one (serve binds it before anything else).
+    settings = Settings(home=tmp_path, host="0.0.0.0", port=0, bootstrap_admin_key=True)
     assert serve(settings) == 0
     first = capsys.readouterr().err
     keys = [w for w in first.split() if w.startswith("vox_")]
@@ -156,3 +163,80 @@ def test_bootstrap_setting_comes_from_the_environment(monkeypatch: pytest.Monkey
     assert Settings().bootstrap_admin_key is True
     monkeypatch.delenv("VOXCLONE_BOOTSTRAP_ADMIN_KEY")
     assert Settings().bootstrap_admin_key is False
+
+
+def _held_port() -> socket.socket:
+    """A loopback port another process (here: this one) listens on."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    return holder
+
+
+def test_a_taken_port_fails_before_anything_loads(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: uvicorn tried the port only after the app's start-up, printed
+    "Application startup complete", a raw Errno 98 and went on loading the
+    models for ~6 s. Now the port is bound first: one line naming --port, exit
+    4, and the app (whose start loads the models) is never built."""
+    import voxclone.api.app
+
+    def no_app(settings: Settings) -> Any:
+        raise AssertionError("built the app (and started loading the models) on a taken port")
+
+    monkeypatch.setattr(voxclone.api.app, "create_app", no_app)
+    with _held_port() as holder:
+        port = holder.getsockname()[1]
+        started = time.perf_counter()
+        code = serve(Settings(home=tmp_path, port=port))
+        elapsed = time.perf_counter() - started
+    err = capsys.readouterr().err
+    assert code == EXIT_CANNOT_LISTEN == 4
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert f"port {port} is in use on 127.0.0.1" in lines[0] and "--port N" in lines[0]
+    assert elapsed < 2.0, elapsed
+
+
+def test_a_taken_port_in_a_subprocess_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    with _held_port() as holder:
+        port = holder.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "voxclone.api.cli", "serve", "--port", str(port)],
+            env={**os.environ, "VOXCLONE_HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"voxclone: error: port {port} is in use on 127.0.0.1 (another voxclone serve?); "
+        "stop that process or use --port N (VOXCLONE_PORT)"
+    ]
+    assert proc.stdout == ""
+
+
+def test_serve_listens_on_the_socket_it_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket bound before the app is built is the one uvicorn serves on."""
+    import types
+
+    import uvicorn
+
+    import voxclone.api.app
+
+    fake_app = types.SimpleNamespace(state=types.SimpleNamespace())
+    monkeypatch.setattr(voxclone.api.app, "create_app", lambda s: fake_app)
+    served: list[tuple[Any, Any]] = []
+
+    def run(self: Any, sockets: Any = None) -> None:
+        served.extend((sock, sock.getsockname()) for sock in sockets or [])
+        self.should_exit = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    assert serve(Settings(home=tmp_path, port=0)) == 0
+    ((sock, (host, port)),) = served
+    assert host == "127.0.0.1" and port > 0
+    assert sock.fileno() == -1  # closed once the server stopped

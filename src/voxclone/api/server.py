@@ -9,6 +9,13 @@ refused with exit code 2 before anything listens, unless
 ``VOXCLONE_BOOTSTRAP_ADMIN_KEY`` lets the first start create an admin key
 (``api/first_key.py``; the container image does).
 
+The port is bound before anything else is built: a port another process
+holds is one line naming ``--port`` and exit code 4 (:data:`EXIT_CANNOT_LISTEN`)
+within a second, where uvicorn only tried it after the app's start-up, printed
+"Application startup complete", a raw ``Errno 98`` and went on loading the
+models for ~6 s. The bound socket is handed to uvicorn, so no other process
+can take the port in between.
+
 Ctrl-C is the ordinary way to stop a server started by hand (``make run``):
 it exits 0 after the graceful shutdown (uvicorn re-raises the signal, which
 made ``make`` report "Error 130"), and at once while the models are still
@@ -18,15 +25,18 @@ loading, instead of waiting seconds for the loader thread.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
 from typing import Any
 
+from voxclone.api.cli_exit import EXIT_CANNOT_LISTEN
 from voxclone.api.first_key import announce_key, create_first_admin_key
 from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
@@ -91,10 +101,56 @@ def serve(settings: Settings) -> int:
         created = create_first_admin_key(settings)
         if created is not None:
             announce_key(*created)
-    problem = check_exposure(settings) or _blob_store_problem(settings)
+    problem = check_exposure(settings)
     if problem is not None:
         print(f"voxclone: error: {problem}", file=sys.stderr)
         return EXIT_REFUSED
+    try:
+        listening = bind_socket(settings.host, settings.port)
+    except OSError as exc:
+        print(f"voxclone: error: {cannot_listen(settings, exc)}", file=sys.stderr)
+        return EXIT_CANNOT_LISTEN
+    with listening:
+        problem = _blob_store_problem(settings)
+        if problem is not None:
+            print(f"voxclone: error: {problem}", file=sys.stderr)
+            return EXIT_REFUSED
+        return _run(settings, listening)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` the way uvicorn binds one
+    (SO_REUSEADDR, so a port in TIME_WAIT after a restart is not "in use");
+    uvicorn listens on it."""
+    address = host.strip("[]")
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def cannot_listen(settings: Settings, exc: OSError) -> str:
+    """The one line for a port or address that cannot be bound."""
+    where = f"{settings.host}:{settings.port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {settings.port} is in use on {settings.host} (another voxclone serve?); "
+            f"stop that process or use --port N (VOXCLONE_PORT)"
+        )
+    if exc.errno == errno.EACCES:
+        return f"no permission to listen on {where}: use --port N above 1023"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: {settings.host} is not an address of this host (--host)"
+    return f"cannot listen on {where}: {exc.strerror or exc} (use --host or --port)"
+
+
+def _run(settings: Settings, listening: socket.socket) -> int:
     configure_logging(settings.log_format)
     notice = keys_notice(settings)
     if notice is not None:
@@ -125,7 +181,7 @@ def serve(settings: Settings) -> int:
     ).start()
     # uvicorn raises the Ctrl-C it has just shut down for again: the stop was clean.
     with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+        server.run(sockets=[listening])
     print("voxclone: stopped", file=sys.stderr, flush=True)
     return 0
 
