@@ -17,6 +17,7 @@ from voxclone.api.cli_exit import EXIT_CANNOT_LISTEN
 from voxclone.api.cli_keys import add_keys_parser, cmd_keys
 from voxclone.api.server import check_exposure, is_loopback, serve
 from voxclone.config import Settings
+from voxclone.devserver import free_loopback_port
 from voxclone.runtime.keys import KeyStore
 
 
@@ -51,7 +52,7 @@ def test_tls_needs_both_files(tmp_path: Path) -> None:
 def test_cli_refuses_public_bind_in_a_subprocess(tmp_path: Path) -> None:
     code = (
         "import sys; from voxclone.api.cli import main; "
-        "sys.exit(main(['serve', '--host', '0.0.0.0']))"
+        f"sys.exit(main(['serve', '--host', '0.0.0.0', '--port', '{free_loopback_port()}']))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],

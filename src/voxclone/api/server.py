@@ -9,12 +9,12 @@ refused with exit code 2 before anything listens, unless
 ``VOXCLONE_BOOTSTRAP_ADMIN_KEY`` lets the first start create an admin key
 (``api/first_key.py``; the container image does).
 
-The port is bound before anything else is built: a port another process
-holds is one line naming ``--port`` and exit code 4 (:data:`EXIT_CANNOT_LISTEN`)
-within a second, where uvicorn only tried it after the app's start-up, printed
-"Application startup complete", a raw ``Errno 98`` and went on loading the
-models for ~6 s. The bound socket is handed to uvicorn, so no other process
-can take the port in between.
+The port is bound before anything else is built (``api/listen_socket.py``):
+a port another process holds is one line naming ``--port`` and exit code 4
+(:data:`EXIT_CANNOT_LISTEN`), where uvicorn only tried it after the app's
+start-up, printed "Application startup complete", a raw ``Errno 98`` and went
+on loading the models for ~6 s. The bound socket is handed to uvicorn, so no
+other process can take the port in between.
 
 Ctrl-C is the ordinary way to stop a server started by hand (``make run``):
 it exits 0 after the graceful shutdown (uvicorn re-raises the signal, which
@@ -25,7 +25,6 @@ loading, instead of waiting seconds for the loader thread.
 from __future__ import annotations
 
 import contextlib
-import errno
 import ipaddress
 import logging
 import os
@@ -38,6 +37,7 @@ from typing import Any
 
 from voxclone.api.cli_exit import EXIT_CANNOT_LISTEN
 from voxclone.api.first_key import announce_key, create_first_admin_key
+from voxclone.api.listen_socket import bind_socket, cannot_listen
 from voxclone.api.observability import configure_logging
 from voxclone.config import Settings
 from voxclone.key_setup import open_key_store
@@ -96,7 +96,10 @@ def check_exposure(settings: Settings) -> str | None:
     return None
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, listening: socket.socket | None = None) -> int:
+    """Run the server until it is stopped; ``listening``: the socket already
+    bound to the configured address (``voxclone serve`` binds it before it
+    imports this module), else bound here."""
     if settings.bootstrap_admin_key:
         created = create_first_admin_key(settings)
         if created is not None:
@@ -105,49 +108,18 @@ def serve(settings: Settings) -> int:
     if problem is not None:
         print(f"voxclone: error: {problem}", file=sys.stderr)
         return EXIT_REFUSED
-    try:
-        listening = bind_socket(settings.host, settings.port)
-    except OSError as exc:
-        print(f"voxclone: error: {cannot_listen(settings, exc)}", file=sys.stderr)
-        return EXIT_CANNOT_LISTEN
+    if listening is None:
+        try:
+            listening = bind_socket(settings.host, settings.port)
+        except OSError as exc:
+            print(f"voxclone: error: {cannot_listen(settings, exc)}", file=sys.stderr)
+            return EXIT_CANNOT_LISTEN
     with listening:
         problem = _blob_store_problem(settings)
         if problem is not None:
             print(f"voxclone: error: {problem}", file=sys.stderr)
             return EXIT_REFUSED
         return _run(settings, listening)
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` the way uvicorn binds one
-    (SO_REUSEADDR, so a port in TIME_WAIT after a restart is not "in use");
-    uvicorn listens on it."""
-    address = host.strip("[]")
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((address, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
-def cannot_listen(settings: Settings, exc: OSError) -> str:
-    """The one line for a port or address that cannot be bound."""
-    where = f"{settings.host}:{settings.port}"
-    if exc.errno == errno.EADDRINUSE:
-        return (
-            f"port {settings.port} is in use on {settings.host} (another voxclone serve?); "
-            f"stop that process or use --port N (VOXCLONE_PORT)"
-        )
-    if exc.errno == errno.EACCES:
-        return f"no permission to listen on {where}: use --port N above 1023"
-    if exc.errno == errno.EADDRNOTAVAIL:
-        return f"cannot listen on {where}: {settings.host} is not an address of this host (--host)"
-    return f"cannot listen on {where}: {exc.strerror or exc} (use --host or --port)"
 
 
 def _run(settings: Settings, listening: socket.socket) -> int:
