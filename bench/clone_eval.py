@@ -77,6 +77,8 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -478,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render-cache", type=Path, help="directory memoizing renders across runs (deterministic)"
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "clone_eval.json")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "clone_eval.json")
     args = parser.parse_args(argv)
 
     by_speaker = utterances_by_speaker(args.evaldata)

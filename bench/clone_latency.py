@@ -32,6 +32,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -40,9 +42,9 @@ from _common import RATE_LIMIT_OFF, save_figure, throwaway_server  # noqa: E402
 from startup import SERVE  # noqa: E402
 from voxclone.api.cli_remote import call_json  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "clone_latency.json"
+RESULTS = RESULTS_DIR / "clone_latency.json"
 MARKDOWN = RESULTS.with_suffix(".md")
-PLOT = ROOT / "docs" / "img" / "clone_latency.png"
+PLOT = IMG_DIR / "clone_latency.png"
 DEFAULT_EVALDATA = ROOT.parent / "shared" / "evaldata"
 TARGET_S = 1.5  # issue #17: instant clone end to end on a warm server
 FORM = [("consent", "true"), ("consent_statement", "benchmark speaker, public dataset")]

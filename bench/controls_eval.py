@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from out_paths import RESULTS_DIR  # noqa: E402
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.service.speech import SpeechRequest
@@ -38,7 +39,7 @@ SENTENCES = (
     "Turn left at the next corner and walk two blocks.",
     "She sells fresh bread at the market every Saturday.",
 )
-RESULTS = Path(__file__).parent / "results"
+RESULTS = RESULTS_DIR
 FEMALE_PACKS = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro")
 # Style-space pitch: octaves per unit step along (female − male) prosody, fitted
 # on the default voice (a 0.6 step moved F0 by about 0.57 octave).

@@ -40,12 +40,14 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-RESULTS = ROOT / "bench" / "results"
-IMG = ROOT / "docs" / "img"
+RESULTS = RESULTS_DIR
+IMG = IMG_DIR
 REFERENCE = [
     ROOT / "tests" / "data" / "librispeech_1088-129236-0000.wav",
     ROOT / "tests" / "data" / "librispeech_3005-163389-0000.wav",

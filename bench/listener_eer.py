@@ -42,6 +42,8 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -56,7 +58,7 @@ DEFAULT_EVALDATA = next(
     (p for p in (ROOT.parent / "shared" / "evaldata", Path("/work/shared/evaldata")) if p.exists()),
     ROOT.parent / "shared" / "evaldata",
 )
-RESULTS = ROOT / "bench" / "results"
+RESULTS = RESULTS_DIR
 BOOTSTRAP_DRAWS = 500
 LISTENERS = ("GE2E", "CAM++", "CAM++ +ReLU", "GE2E+CAM++ (z-mean)")
 CROP_S = 2.0  # the harder condition: 2 s from the middle of each recording

@@ -37,11 +37,12 @@ import numpy as np
 import psutil
 
 from _common import RATE_LIMIT_OFF, miss_text, rss_mb, throwaway_server
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
 from voxclone.devserver import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
-PLOT = ROOT / "docs" / "img" / "load.png"
+RESULTS = RESULTS_DIR
+PLOT = IMG_DIR / "load.png"
 REQUEST_TIMEOUT_S = 300.0
 BACKPRESSURE = {429, 503}
 

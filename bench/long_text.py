@@ -20,6 +20,8 @@ from pathlib import Path
 import psutil
 import soundfile as sf
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PARAGRAPH = (
     "The lighthouse keeper climbed the spiral stairs every evening at dusk. "
@@ -75,7 +77,7 @@ def main() -> None:
     sizes = [2_000, 6_000] if args.quick else [2_000, args.chars]
     runs = [run(n) for n in sizes]
     command = "python bench/long_text.py" + (" --quick" if args.quick else "")
-    results = ROOT / "bench" / "results"
+    results = RESULTS_DIR
     results.mkdir(parents=True, exist_ok=True)
     (results / "long_text.json").write_text(
         json.dumps({"command": command, "runs": runs}, indent=1)

@@ -62,13 +62,14 @@ import httpx
 import psutil
 
 from _common import RATE_LIMIT_OFF, READY_TIMEOUT_S, bench_home, rss_mb
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
 from voxclone.devserver import ServerProcess, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "overload.json"
-MARKDOWN = ROOT / "bench" / "results" / "overload.md"
-SOAK_RESULTS = ROOT / "bench" / "results" / "overload_soak.json"
-PLOT = ROOT / "docs" / "img" / "overload.png"
+RESULTS = RESULTS_DIR / "overload.json"
+MARKDOWN = RESULTS_DIR / "overload.md"
+SOAK_RESULTS = RESULTS_DIR / "overload_soak.json"
+PLOT = IMG_DIR / "overload.png"
 FAST_S = 0.100
 OUTCOMES = ("completed", "refused_fast", "refused_slow", "timed_out", "error")
 

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -314,7 +316,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one repeat per measurement")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "peers.json")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "peers.json")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per system")
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)

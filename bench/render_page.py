@@ -28,8 +28,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+RESULTS = RESULTS_DIR
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import page_parts  # noqa: E402
@@ -756,7 +758,7 @@ def main() -> int:
     )
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    parser.add_argument("--img", type=Path, default=ROOT / "docs" / "img")
+    parser.add_argument("--img", type=Path, default=IMG_DIR)
     args = parser.parse_args()
     render(args.results, args.out, args.img)
     print("wrote", args.out)

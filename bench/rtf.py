@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -144,7 +146,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--quick", action="store_true", help="one repeat, one thread setting")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "rtf.json"))
+    parser.add_argument("--out", default=str(RESULTS_DIR / "rtf.json"))
     args = parser.parse_args()
     if args.quick:
         args.repeat, args.threads = 1, [1]

@@ -7,16 +7,27 @@ One-off studies that informed a choice live in studies/ (index: studies/README.m
 
 Each script runs as its own subprocess with the quick or full arguments below.
 A missing, failing or timed-out script does not stop the others: its status
-and last error line are recorded in bench/results/run_all.json, and the page
-says so in place of its section. ``--quick`` aims at under 10 minutes on two
-cores; scripts without a quick mode are skipped there and their previous
-result, if any, is reused (the page's "Scripts in this run" table says which).
+and last error line are recorded in run_all.json, and the page says so in
+place of its section; the run then prints each failure's last lines and exits
+1, so ``make bench`` fails too (issue 46: 4 of 5 quick benchmarks failed on a
+fresh clone and make exited 0).
+
+Without ``--publish`` nothing tracked is written: the scripts write into
+``bench/out`` (git-ignored; bench/out_paths.py), which starts as a copy of
+bench/results so the page there still shows every section. ``--publish``
+writes bench/results, docs/benchmarks.md and docs/img, to be committed.
+
+``--quick`` aims at under 10 minutes on two cores; scripts without a quick
+mode are skipped there and their previous result, if any, is reused (the
+page's "Scripts in this run" table says which).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +40,11 @@ RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import render_page  # noqa: E402
+from out_paths import OUT_ENV, UNPUBLISHED  # noqa: E402
+
+# Lines of a failed script's stderr printed on the terminal (all of it is in its log).
+ERROR_TAIL_LINES = 20
+OK_STATUSES = ("ok", "skipped")
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,9 @@ SCRIPTS: tuple[Script, ...] = (
 )
 
 
-def run_script(script: Script, quick: bool, timeout_scale: float = 1.0) -> dict[str, Any]:
+def run_script(
+    script: Script, quick: bool, timeout_scale: float = 1.0, results: Path = RESULTS
+) -> dict[str, Any]:
     args = script.quick_args if quick else script.full_args
     command = " ".join(["python", script.path, *(args or ())])
     if args is None:
@@ -108,21 +126,23 @@ def run_script(script: Script, quick: bool, timeout_scale: float = 1.0) -> dict[
             "error": None,
         }
     seconds = round(time.perf_counter() - started, 1)
-    log = RESULTS / "logs" / f"{script.name}.log"
+    log = results / "logs" / f"{script.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no error output"])[-1][:300]
+        lines = proc.stderr.strip().splitlines() or ["no error output"]
         return {
             "command": command,
             "status": f"failed (exit {proc.returncode})",
             "seconds": seconds,
-            "error": last,
+            "error": lines[-1][:300],
+            "stderr_tail": lines[-ERROR_TAIL_LINES:],
+            "log": str(log),
         }
     return {"command": command, "status": "ok", "seconds": seconds, "error": None}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -134,25 +154,64 @@ def main() -> int:
     parser.add_argument(
         "--timeout-scale", type=float, default=1.0, help="multiply every script's timeout"
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    parser.add_argument("--img", type=Path, default=ROOT / "docs" / "img")
-    args = parser.parse_args()
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="write the tracked results (bench/results, docs/benchmarks.md, docs/img) "
+        "instead of bench/out/",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="the page (default: by --publish)")
+    parser.add_argument("--img", type=Path, default=None, help="plots (default: by --publish)")
+    args = parser.parse_args(argv)
+    root = ROOT if args.publish else unpublished_root()
+    results = root / "bench" / "results"
+    out = args.out or root / "docs" / "benchmarks.md"
+    img = args.img or root / "docs" / "img"
+    results.mkdir(parents=True, exist_ok=True)
     statuses: dict[str, Any] = {}
     for script in SCRIPTS:
         if (args.only and script.name not in args.only) or script.name in args.skip:
             continue
         print(f"== {script.name}", flush=True)
-        statuses[script.name] = run_script(script, args.quick, args.timeout_scale)
+        statuses[script.name] = run_script(script, args.quick, args.timeout_scale, results)
         print(
             f"   {statuses[script.name]['status']} ({statuses[script.name]['seconds']} s)",
             flush=True,
         )
-    (RESULTS / "run_all.json").write_text(
+    (results / "run_all.json").write_text(
         json.dumps({"quick": args.quick, "scripts": statuses}, indent=1)
     )
-    render_page.render(RESULTS, args.out, args.img)
-    print("wrote", args.out)
+    render_page.render(results, out, img)
+    print("wrote", out)
+    return report_failures(statuses)
+
+
+def unpublished_root() -> Path:
+    """bench/out, holding a fresh copy of the tracked results; the scripts are
+    pointed at it through the environment their subprocesses inherit."""
+    if UNPUBLISHED.exists():
+        shutil.rmtree(UNPUBLISHED)
+    shutil.copytree(
+        RESULTS, UNPUBLISHED / "bench" / "results", ignore=shutil.ignore_patterns("logs")
+    )
+    os.environ[OUT_ENV] = str(UNPUBLISHED)
+    return UNPUBLISHED
+
+
+def report_failures(statuses: dict[str, Any]) -> int:
+    """Each failed, missing or timed-out script with its error on stderr; 1 if any."""
+    failed = {
+        name: s for name, s in statuses.items() if not str(s["status"]).startswith(OK_STATUSES)
+    }
+    for name, status in failed.items():
+        print(f"\nbenchmark {name} {status['status']}: {status['command']}", file=sys.stderr)
+        for line in status.get("stderr_tail") or [status.get("error") or "(no error output)"]:
+            print(f"  {line}", file=sys.stderr)
+        if status.get("log"):
+            print(f"  (whole output: {status['log']})", file=sys.stderr)
+    if failed:
+        print(f"\n{len(failed)} of {len(statuses)} benchmarks failed", file=sys.stderr)
+        return 1
     return 0
 
 

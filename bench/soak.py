@@ -51,11 +51,12 @@ import httpx
 import numpy as np
 
 from _common import RATE_LIMIT_OFF, miss_text, rss_mb, throwaway_server
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
 from voxclone.devserver import APP_LAUNCHER, ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
-PLOT = ROOT / "docs" / "img" / "soak_rss.png"
+RESULTS = RESULTS_DIR
+PLOT = IMG_DIR / "soak_rss.png"
 REFERENCE_WAV = ROOT / "tests" / "data" / "librispeech_1088-129236-0000.wav"
 SAMPLE_EVERY_S = 5.0
 CLIENTS = 2  # the machine has 2 cores; more clients only queue

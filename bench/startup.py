@@ -30,6 +30,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -37,9 +39,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import bench_home  # noqa: E402
 from voxclone.devserver import start_server  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "startup.json"
+RESULTS = RESULTS_DIR / "startup.json"
 MARKDOWN = RESULTS.with_suffix(".md")
-PLOT = ROOT / "docs" / "img" / "startup.png"
+PLOT = IMG_DIR / "startup.png"
 SERVE = "import sys; from voxclone.api.cli import main; sys.exit(main(['serve']))"
 TEXT = "Hi."
 NOT_STAGES = ("speech_ready_s", "cloning_ready_s", "server_peak_rss_mib")

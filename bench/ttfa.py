@@ -35,6 +35,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -237,7 +239,7 @@ def main() -> int:
         action="store_true",
         help="HTTP: start at speech-ready, not once the cloning models are loaded",
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "ttfa.json")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "ttfa.json")
     args = parser.parse_args()
     count = 8 if args.quick else args.requests
     texts = paragraphs(count)

@@ -57,12 +57,13 @@ from typing import Any
 import httpx
 
 from _common import RATE_LIMIT_OFF, READY_TIMEOUT_S, bench_home
+from out_paths import RESULTS_DIR  # noqa: E402
 from users_report import Sample, find_capacity, markdown, plot, summarize_burst, summarize_level
 from voxclone.devserver import ServerProcess, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "users.json"
-PLOT = ROOT / "bench" / "results" / "users.png"
+RESULTS = RESULTS_DIR / "users.json"
+PLOT = RESULTS_DIR / "users.png"
 FULL_LEVELS = (1, 2, 4, 8, 16, 32)
 QUICK_LEVELS = (1, 2, 4, 8)
 WHOLE_VOICE = "clear_female"  # what OpenAI's "alloy" maps to, so both routes speak alike

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import soxr
 
+from out_paths import RESULTS_DIR  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -456,7 +458,7 @@ def main() -> int:
         action="store_true",
         help="keep the other voices' rows already in --out (with --voices: re-measure those)",
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "voice_table.json")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "voice_table.json")
     args = parser.parse_args()
 
     if args.choose_only:

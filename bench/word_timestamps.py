@@ -24,20 +24,20 @@ import io
 import json
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import soundfile as sf
 
 from _common import bench_home
+from out_paths import RESULTS_DIR  # noqa: E402
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.voice.asr import Transcriber
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = RESULTS_DIR
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
     "Please call Stella and ask her to bring these things with her from the store.",

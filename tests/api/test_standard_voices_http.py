@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from voxclone.api.app import create_app
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
+from voxclone.models_location import default_models_dir
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.engine.kokoro.builtin_voices import FALLBACK_COMPARISON_VOICES, earlier_voices
 from voxclone.synth.engine.kokoro.standard_voices import LANGUAGE_DEFAULTS
@@ -27,7 +28,7 @@ from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs, packs_dir
 
 pytestmark = pytest.mark.models
 
-INSTALLED = Settings().models_dir  # honours VOXCLONE_HOME, like the product
+INSTALLED = default_models_dir(Settings().home)  # the installed folder, not the suite's
 SPANISH = "El tren de la mañana sale a las siete en punto."
 
 

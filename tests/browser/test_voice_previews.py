@@ -19,11 +19,12 @@ import pytest
 
 from voxclone.config import Settings
 from voxclone.devserver import ServerNotReady, running_server
+from voxclone.models_location import default_models_dir
 from voxclone.synth.engine.kokoro.voice_packs import packs_dir
 
 pytestmark = [pytest.mark.browser, pytest.mark.models, pytest.mark.timeout(420)]
 
-INSTALLED = Settings().models_dir  # honours VOXCLONE_HOME, like the product
+INSTALLED = default_models_dir(Settings().home)  # the installed folder, not the suite's
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 READY_TIMEOUT_S = 120.0
 SYNTH_TIMEOUT_MS = 120_000

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from voxclone.config import Settings
+from voxclone.models_location import default_models_dir
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
@@ -39,7 +40,9 @@ _NUCLEUS = re.compile(f"[{_VOWELS}]+")
 
 @pytest.fixture(scope="module")
 def engine() -> Engine:
-    built = registry.create("kokoro", EngineConfig(Settings().models_dir))  # honours VOXCLONE_HOME
+    built = registry.create(
+        "kokoro", EngineConfig(default_models_dir(Settings().home))
+    )  # installed
     built.load()
     return built
 

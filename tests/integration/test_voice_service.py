@@ -18,6 +18,7 @@ import soundfile as sf
 
 from voxclone.config import Settings
 from voxclone.errors import AudioQualityError, InvalidInput, NotFound
+from voxclone.models_location import default_models_dir
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import ResolvedVoice
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.models
 ROOT = Path(__file__).resolve().parents[2]
 KOKORO_RATE = 24_000
 # Where the models live for this user (honours VOXCLONE_HOME, like the product).
-MODELS = Settings().models_dir
+MODELS = default_models_dir(Settings().home)  # the installed folder, not the suite's
 REFERENCE = ROOT / "tests" / "data" / "librispeech_3005-163389-0000.wav"
 CONSENT = ConsentInput(given=True, statement="I agree to be cloned.", given_by="tester")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -476,3 +477,29 @@ def test_render_page_shows_the_users_capacity_table_and_plot(tmp_path: Path) -> 
     assert "| whole | 16 | 16 × 200 | 1.50 | 1 | 1 |" in section
     assert "![many users: latency and outcomes per level](img/users.png)" in section
     assert (img / "users.png").stat().st_size > 0
+
+
+def test_run_all_fails_loudly_and_writes_nothing_tracked_unless_publishing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 46: a failing benchmark left make exiting 0, its reason only in a
+    JSON file, and tracked files rewritten."""
+    run_all = importlib.import_module("run_all")
+    out_paths = importlib.import_module("out_paths")
+    broken = tmp_path / "broken.py"
+    broken.write_text("import sys\nprint('working', file=sys.stderr)\nimport no_such_module_46\n")
+    script = run_all.Script("broken", str(broken), (), ("--quick",), 60, 60)
+    monkeypatch.setattr(run_all, "SCRIPTS", (script,))
+    unpublished = tmp_path / "out"
+    monkeypatch.setattr(run_all, "UNPUBLISHED", unpublished)
+    monkeypatch.setenv(out_paths.OUT_ENV, "restored-after-the-test")
+    tracked = run_all.RESULTS / "run_all.json"
+    before = tracked.read_bytes() if tracked.exists() else None
+    assert run_all.main(["--quick"]) == 1
+    err = capsys.readouterr().err
+    assert "benchmark broken failed (exit 1)" in err
+    assert "No module named 'no_such_module_46'" in err and "working" in err
+    assert (unpublished / "docs" / "benchmarks.md").exists()
+    assert json.loads((unpublished / "bench" / "results" / "run_all.json").read_text())
+    assert (tracked.read_bytes() if tracked.exists() else None) == before
+    assert os.environ[out_paths.OUT_ENV] == str(unpublished)  # what the scripts inherit
