@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 TMP_PREFIX = ".tmp-"
-# Private by default: VOXCLONE_HOME holds biometric data. Model files pass
-# PUBLIC_MODE, which the process umask then narrows as open() would.
+# Private: VOXCLONE_HOME holds biometric data, and model files are written
+# 0600 like the rest of it whatever the umask (synth/built_models.py).
 PRIVATE_MODE = 0o600
-PUBLIC_MODE = 0o666
 
 
 def sha256_file(path: Path) -> str:

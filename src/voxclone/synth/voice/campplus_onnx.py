@@ -10,7 +10,9 @@ Batch norms that follow a convolution are folded into it; the pre-activation
 batch norms of the dense layers stay BatchNormalization nodes. The graph is
 built once (``scripts/fetch_listener.py`` at install, else in a child process
 on first use: importing onnx holds the GIL for about a second) and saved
-under the models directory, named by the weights' hash and GRAPH_VERSION.
+under the models directory, named by the weights' hash and GRAPH_VERSION,
+0600 with its SHA-256 recorded beside it; a saved graph that fails that check
+is discarded and built again, never loaded (synth/built_models.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.files import PUBLIC_MODE, write_atomically
+from voxclone.synth import built_models
 from voxclone.synth.voice.campplus import (
     BLOCKS,
     BN_EPS,
@@ -204,18 +206,15 @@ def build_onnx(state: dict[str, np.ndarray]) -> bytes:
 
 def write_graph(weights: Path, path: Path) -> None:
     """Build from ``weights`` and save to ``path`` atomically."""
-    data = build_onnx(read_state_dict(weights))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, data, mode=PUBLIC_MODE)  # several builders may race
+    built_models.save(path, build_onnx(read_state_dict(weights)))  # several builders may race
 
 
 def onnx_model(weights: Path, models_dir: Path) -> bytes:
     """The saved graph, built in a child process first when it is missing."""
     path = saved_graph(models_dir)
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
+    saved = built_models.load(path, "saved CAM++ graph")
+    if saved is not None:
+        return saved
     try:
         subprocess.run(
             [sys.executable, "-m", __name__, str(weights), str(path)],
@@ -223,13 +222,14 @@ def onnx_model(weights: Path, models_dir: Path) -> bytes:
             capture_output=True,
             timeout=BUILD_TIMEOUT_S,
         )
-        return path.read_bytes()
+        built = built_models.load(path, "CAM++ graph built by a child")
+        if built is not None:
+            return built
     except (OSError, subprocess.SubprocessError):
         log.warning("building the CAM++ graph in a child failed; building it here", exc_info=True)
     data = build_onnx(read_state_dict(weights))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, data, mode=PUBLIC_MODE)
+        built_models.save(path, data)
     except OSError:
         log.warning("could not save the CAM++ graph", exc_info=True)
     return data

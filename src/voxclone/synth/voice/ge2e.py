@@ -31,8 +31,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from voxclone.errors import ModelAssetError
+from voxclone.synth import built_models
 from voxclone.synth.asset_packages import missing
-from voxclone.synth.files import PUBLIC_MODE, sha256_file, write_atomically
+from voxclone.synth.files import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -358,9 +359,9 @@ def saved_graph(models_dir: Path) -> Path:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Readers see no file or a whole one; several builders may race."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, data, mode=PUBLIC_MODE)
+    """Readers see no file or a whole one; several builders may race. 0600,
+    with its hash recorded: loads check it (synth/built_models.py)."""
+    built_models.save(path, data)
 
 
 def onnx_model(models_dir: Path | None) -> bytes:
@@ -374,10 +375,10 @@ def onnx_model(models_dir: Path | None) -> bytes:
     if models_dir is None:
         return build_onnx(read_legacy_state(shipped_weights()))
     path = saved_graph(models_dir)
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
+    # A saved graph that fails its recorded hash is discarded and built again.
+    saved = built_models.load(path, "saved speaker encoder graph")
+    if saved is not None:
+        return saved
     try:
         subprocess.run(
             [sys.executable, "-m", __name__, str(path)],
@@ -385,7 +386,9 @@ def onnx_model(models_dir: Path | None) -> bytes:
             capture_output=True,
             timeout=BUILD_TIMEOUT_S,
         )
-        return path.read_bytes()
+        built = built_models.load(path, "speaker encoder graph built by a child")
+        if built is not None:
+            return built
     except (OSError, subprocess.SubprocessError):
         log.warning("building the speaker encoder graph in a child failed", exc_info=True)
     data = build_onnx(read_legacy_state(shipped_weights()))

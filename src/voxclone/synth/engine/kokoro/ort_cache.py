@@ -10,7 +10,9 @@ key, the copy is rebuilt and the stale ones are removed.
 
 Several processes may start at once: building takes an exclusive file lock,
 writes to a temporary name and renames atomically, so a reader sees either
-no copy or a complete one. A copy that fails to load is deleted and rebuilt.
+no copy or a complete one. The copy is written 0600 with its SHA-256
+recorded beside it (synth/built_models.py); each load checks it first, and a
+copy that fails the check or fails to load is deleted and rebuilt.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from pathlib import Path
 
 import onnxruntime as ort
 
+from voxclone.synth import built_models
 from voxclone.synth.engine.kokoro.assets import exclusive_lock
-from voxclone.synth.files import publish, temp_path_for
+from voxclone.synth.files import publish, sha256_file, temp_path_for
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +108,9 @@ class OptimizedModelCache:
     def _load(
         self, opts: ort.SessionOptions, factory: SessionFactory
     ) -> ort.InferenceSession | None:
+        # A tampered or truncated copy is never handed to ONNX Runtime.
+        if not built_models.matches(self.path, "optimized Kokoro graph"):
+            return None
         # The graph is already optimized: optimizing again would only cost time.
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
@@ -112,6 +118,7 @@ class OptimizedModelCache:
         except Exception:  # a truncated or foreign file: rebuild it
             log.warning("optimized Kokoro graph unusable; rebuilding", exc_info=True)
             self.path.unlink(missing_ok=True)
+            built_models.record_path(self.path).unlink(missing_ok=True)
             return None
 
     def _build(self, opts: ort.SessionOptions, factory: SessionFactory) -> ort.InferenceSession:
@@ -127,6 +134,9 @@ class OptimizedModelCache:
             edited = self._prepare(self._source) if self._prepare is not None else None
             session = factory(edited if edited is not None else str(self._source), opts)
             if tmp.exists() and tmp.stat().st_size > 0:
+                # ORT wrote it with the umask's mode (0644 outside the server).
+                built_models.private(tmp)
+                built_models.record(self.path, sha256_file(tmp))
                 publish(tmp, self.path)
                 self.built = True
                 self._remove_stale()
@@ -140,3 +150,4 @@ class OptimizedModelCache:
         for old in self._dir.glob(f"{PREFIX}*{SUFFIX}"):
             if old != self.path:
                 old.unlink(missing_ok=True)
+                built_models.record_path(old).unlink(missing_ok=True)

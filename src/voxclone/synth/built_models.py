@@ -1,0 +1,98 @@
+"""Model files built on this host: hash recorded when built, checked when loaded.
+
+Graphs made at the first start (the CAM++ and GE2E ONNX graphs built from
+their pinned weights, ONNX Runtime's optimized Kokoro graph) have no hash to
+pin in advance: the build writes the file 0600 with its SHA-256 in a
+``<name>.sha256`` record beside it, and every load hashes the file against
+the record first. A file that fails (tampered, truncated, or left by a
+version that kept no record) is deleted with a log line and its caller
+rebuilds it: it is never handed to ONNX Runtime. Hashing costs ~0.26 s per
+92 MB (the optimized Kokoro graph, hashlib on this 2-core host, 2026-12-06).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+from voxclone.synth.files import PRIVATE_MODE, sha256_file, write_atomically
+
+log = logging.getLogger(__name__)
+
+RECORD_SUFFIX = ".sha256"
+
+
+def record_path(path: Path) -> Path:
+    """Where ``path``'s recorded SHA-256 is kept."""
+    return path.with_name(path.name + RECORD_SUFFIX)
+
+
+def record(path: Path, digest: str) -> None:
+    """Record ``digest`` as ``path``'s hash (0600). Written before the file
+    itself is published, so a reader that sees the new file sees its record."""
+    write_atomically(record_path(path), digest.encode(), mode=PRIVATE_MODE)
+
+
+def save(path: Path, data: bytes) -> None:
+    """Write a built model file 0600 with its hash recorded (atomically: a
+    reader sees no file or a whole one; several builders may race)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record(path, hashlib.sha256(data).hexdigest())
+    write_atomically(path, data, mode=PRIVATE_MODE)
+
+
+def private(path: Path) -> None:
+    """Make a file another library wrote (ONNX Runtime's optimized graph) 0600."""
+    os.chmod(path, PRIVATE_MODE)
+
+
+def _recorded(path: Path) -> str | None:
+    try:
+        return record_path(path).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def matches(path: Path, what: str) -> bool:
+    """Whether ``path`` hashes to its record; if not it is deleted (with its
+    record) and logged, for the caller to rebuild. False too when it is missing."""
+    if not path.exists():
+        return False
+    expected = _recorded(path)
+    try:
+        digest = sha256_file(path)
+    except OSError:
+        digest = None
+    if expected is not None and digest == expected:
+        return True
+    _discard(path, what, expected, digest)
+    return False
+
+
+def load(path: Path, what: str) -> bytes | None:
+    """The file's bytes when they hash to its record (read once); None when
+    it is missing or fails (then deleted and logged: build it again)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    expected = _recorded(path)
+    digest = hashlib.sha256(data).hexdigest()
+    if expected is not None and digest == expected:
+        return data
+    _discard(path, what, expected, digest)
+    return None
+
+
+def _discard(path: Path, what: str, expected: str | None, digest: str | None) -> None:
+    reason = "no hash was recorded for it" if expected is None else "its SHA-256 does not match"
+    log.warning(
+        "%s failed its hash check (%s); discarding and rebuilding it",
+        what,
+        reason,
+        extra={"path": path.name, "sha256": (digest or "")[:16]},
+    )
+    path.unlink(missing_ok=True)
+    record_path(path).unlink(missing_ok=True)
