@@ -28,7 +28,18 @@ class _Service:
 
 def _record(voice_id: str, name: str, version: int) -> Any:
     return SimpleNamespace(
-        id=voice_id, name=name, version=version, source="instant", quality={}, engine="kokoro"
+        id=voice_id,
+        name=name,
+        version=version,
+        source="instant",
+        quality={},
+        engine="kokoro",
+        model_id="kokoro",
+        model_version="1",
+        language="en-us",
+        created_at="2025-01-01T00:00:00Z",
+        updated_at="2025-01-01T00:00:00Z",
+        has_reference_audio=False,
     )
 
 

@@ -42,7 +42,18 @@ class _Load:
             ),
         )
         record = SimpleNamespace(
-            id="v_new", name="alice", version=1, source="instant", quality={}, engine="kokoro"
+            id="v_new",
+            name="alice",
+            version=1,
+            source="instant",
+            quality={},
+            engine="kokoro",
+            model_id="kokoro",
+            model_version="1",
+            language="en-us",
+            created_at="2025-01-01T00:00:00Z",
+            updated_at="2025-01-01T00:00:00Z",
+            has_reference_audio=False,
         )
         voices = SimpleNamespace(enroll=lambda request: (record, None))
         return SimpleNamespace(speech=speech, voices=voices, close=lambda: None)

@@ -38,10 +38,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_style_voice: Any
 def test_voices_show_finds_a_voice_by_name_and_by_id(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["voices", "show", "Alice"]) == 0
+    assert cli.main(["voices", "show", "Alice", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["name"] == "Alice"
-    assert cli.main(["voices", "show", shown["id"]]) == 0
+    assert cli.main(["voices", "show", shown["id"], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["id"] == shown["id"]
     # A name is the owner's: bob's voice by name needs --owner.
     assert cli.main(["voices", "show", "Bob"]) == 2

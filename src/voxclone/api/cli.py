@@ -1,19 +1,32 @@
 """The ``voxclone`` command line: serve | wyoming | say | clone | voices | keys | models | db
 | lexicon.
 
-Every command exits 0 on success and non-zero with a one-line reason on bad
-input; tracebacks are for bugs only.
+Every command exits 0 on success and otherwise with one line on stderr and
+a documented exit code (``api/cli_exit.py``, shown by ``voxclone --help``):
+2 for a mistake in what was asked, 3 for a server that does not answer, 4
+for a port ``serve`` cannot take, 1 for a failure of the work itself;
+tracebacks are for bugs only.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from voxclone.api.cli_exit import (
+    EPILOG,
+    EXIT_CANNOT_LISTEN,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    exit_code,
+    file_problem,
+)
+from voxclone.api.cli_output import STDOUT, AudioSink, audio_format
 from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
 from voxclone.errors import VoxcloneError
@@ -23,8 +36,7 @@ from voxclone.runtime.private_home import secure_home
 if TYPE_CHECKING:
     from voxclone.engine_setup import EngineLoad
 
-EXIT_USAGE = 2
-EXIT_FAILED = 1
+__all__ = ["EXIT_FAILED", "EXIT_USAGE", "main"]
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -44,16 +56,31 @@ def _add_control_args(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="voxclone", description="zero-shot voice-cloning TTS")
+    parser = argparse.ArgumentParser(
+        prog="voxclone",
+        description="zero-shot voice-cloning TTS",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--verbose", "-v", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
     say = sub.add_parser("say", help="speak text into an audio file")
     say.add_argument("text", help="the text, or - to read standard input")
     say.add_argument(
-        "-o", "--output", required=True, help="output file (.wav .mp3 .opus .flac .pcm)"
+        "-o",
+        "--output",
+        required=True,
+        help=f"output file (.wav .mp3 .opus .flac .pcm), or {STDOUT} for standard output (WAV)",
     )
-    say.add_argument("--format", help="override the format implied by the file name")
+    encoding = say.add_mutually_exclusive_group()
+    encoding.add_argument("--format", help="override the format implied by the file name")
+    encoding.add_argument(
+        "--raw",
+        action="store_true",
+        help="raw 16-bit little-endian mono PCM at --rate, no header (like Piper's "
+        "--output-raw: -o - --raw | aplay -r 24000 -f S16_LE -c 1 -t raw)",
+    )
     say.add_argument("--rate", type=int, default=24_000, help="16000, 22050, 24000, 44100, 48000")
     say.add_argument(
         "--subtitles",
@@ -88,8 +115,13 @@ def _parser() -> argparse.ArgumentParser:
         help="only voices of this language (en-us, en-gb, es, fr, hi, it, ja, pt-br, zh; "
         "'en' for both Englishes)",
     )
-    show = vsub.add_parser("show", help="details and quality report of a cloned voice")
+    show = vsub.add_parser(
+        "show", help="a cloned voice: which voice speaks, its quality figures and warnings"
+    )
     show.add_argument("voice", help="the voice's name or id")
+    show.add_argument(
+        "--json", action="store_true", help="the whole record as JSON instead of a summary"
+    )
     delete = vsub.add_parser(
         "delete",
         help="delete a cloned voice and its cached audio (and saved blends made from it)",
@@ -150,13 +182,6 @@ def _read_text(arg: str) -> str:
     return arg
 
 
-def _format_from(path: str, explicit: str | None) -> str:
-    if explicit:
-        return explicit.lower()
-    suffix = Path(path).suffix.lower().lstrip(".")
-    return {"ogg": "opus", "raw": "pcm", "": "wav"}.get(suffix, suffix)
-
-
 def _controls(args: argparse.Namespace) -> Any:
     from voxclone.synth.controls import SpeechControls
 
@@ -186,7 +211,7 @@ def _server_for_say(args: argparse.Namespace, settings: Settings) -> str | None:
     return None
 
 
-def _say_via_server(args: argparse.Namespace, url: str, text: str) -> bool:
+def _say_via_server(args: argparse.Namespace, url: str, text: str, sink: AudioSink) -> bool:
     """Speak through the server at ``url``; False if the configured local
     server refuses this CLI (then speak in-process)."""
     from voxclone.api.cli_say_remote import say_via_server
@@ -200,12 +225,12 @@ def _say_via_server(args: argparse.Namespace, url: str, text: str) -> bool:
         "energy": args.energy,
         "emotion": args.emotion,
         "intensity": args.intensity,
-        "format": _format_from(args.output, args.format),
+        "format": audio_format(args.output, args.format, args.raw),
         "sample_rate": args.rate,
         "timestamps": True if args.subtitles else None,
         "ssml": args.ssml,
     }
-    return say_via_server(args, url, text, body)
+    return say_via_server(args, url, text, body, sink)
 
 
 def _write_subtitles(path: str, words: Any) -> None:
@@ -215,10 +240,12 @@ def _write_subtitles(path: str, words: Any) -> None:
 
 
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
+    sink = AudioSink(args.output)  # stdout as it is, before keeping_stdout moves it
     text = _read_text(args.text)
-    url = _server_for_say(args, settings)
     try:
-        return _say(args, settings, text, url)
+        with sink.keeping_stdout():
+            url = _server_for_say(args, settings)
+            return _say(args, settings, text, url, sink)
     except VoxcloneError as exc:
         from voxclone.api.cli_suggest import voice_missing, with_suggestion
 
@@ -241,7 +268,9 @@ def _voice_names(settings: Settings, url: str | None, exc: VoxcloneError) -> lis
         return []
 
 
-def _say(args: argparse.Namespace, settings: Settings, text: str, url: str | None) -> int:
+def _say(
+    args: argparse.Namespace, settings: Settings, text: str, url: str | None, sink: AudioSink
+) -> int:
     engine_load = None
     if url is None:
         from voxclone.engine_setup import EngineLoad
@@ -254,7 +283,7 @@ def _say(args: argparse.Namespace, settings: Settings, text: str, url: str | Non
     # Markup errors before the text goes anywhere; ignored tags on stderr.
     for warning in ssml_warnings(SpeechRequest(text=text, ssml=args.ssml)):
         print(f"voxclone: SSML: {warning}", file=sys.stderr)
-    if url is not None and _say_via_server(args, url, text):
+    if url is not None and _say_via_server(args, url, text, sink):
         return 0
     request = SpeechRequest(
         text=text,
@@ -262,7 +291,7 @@ def _say(args: argparse.Namespace, settings: Settings, text: str, url: str | Non
         model=args.model,
         language=args.language,
         controls=_controls(args),
-        format=_format_from(args.output, args.format),
+        format=audio_format(args.output, args.format, args.raw),
         sample_rate=args.rate,
         owner=LOCAL_OWNER,
         ssml=args.ssml,
@@ -282,10 +311,8 @@ def _say(args: argparse.Namespace, settings: Settings, text: str, url: str | Non
                 progress.close()
     finally:
         runtime.close()
-    Path(args.output).write_bytes(result.audio)
-    print(
-        f"wrote {args.output} ({len(result.audio)} bytes, {result.content_type})", file=sys.stderr
-    )
+    sink.write(result.audio)
+    print(f"wrote {sink.shown} ({len(result.audio)} bytes, {result.content_type})", file=sys.stderr)
     return 0
 
 
@@ -339,26 +366,9 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
             )
         store = library.store
         if args.voices_command == "show":
-            import json
+            from voxclone.api.cli_voice_view import print_voice
 
-            record = store.get(found.id, None)
-            print(
-                json.dumps(
-                    {
-                        "id": record.id,
-                        "name": record.name,
-                        "engine": record.engine,
-                        "model_id": record.model_id,
-                        "model_version": record.model_version,
-                        "language": record.language,
-                        "version": record.version,
-                        "source": record.source,
-                        "created_at": record.created_at,
-                        "quality": record.quality,
-                    },
-                    indent=2,
-                )
-            )
+            print_voice(store.get(found.id, None), as_json=args.json)
             return 0
         # Saved blends made from the voice are derived from it: they go too.
         deleted, *derived = store.delete_with_derived(found.id, None)
@@ -379,7 +389,7 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from voxclone.api.server import serve
+    from voxclone.api.listen_socket import bind_socket, cannot_listen
 
     if args.host:
         settings.host = args.host
@@ -387,7 +397,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         settings.port = args.port
     if args.log_format:
         settings.log_format = args.log_format
-    return serve(settings)
+    # The port first, before the server's imports: a taken one is said at once.
+    try:
+        listening = bind_socket(settings.host, settings.port)
+    except OSError as exc:
+        print(f"voxclone: error: {cannot_listen(settings, exc)}", file=sys.stderr)
+        return EXIT_CANNOT_LISTEN
+    from voxclone.api.server import serve
+
+    return serve(settings, listening)
 
 
 def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
@@ -449,10 +467,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args, settings)
     except VoxcloneError as exc:
         print(f"voxclone: error: {exc.message}", file=sys.stderr)
-        return EXIT_USAGE if exc.status < 500 else EXIT_FAILED
+        return exit_code(exc)
+    except BrokenPipeError:
+        # The reader of `-o -` stopped early (`| head`): stdout goes to
+        # /dev/null so the exit does not fail once more flushing it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    except OSError as exc:
+        # A file the user named (missing, unreadable, a directory) or a broken
+        # pipe: one line, not a traceback; -v logs where it came from.
+        logging.getLogger("voxclone.cli").info("file-system error", exc_info=True)
+        message, code = file_problem(exc)
+        print(f"voxclone: error: {message}", file=sys.stderr)
+        return code
     except KeyboardInterrupt:
         print("voxclone: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ the quality report (pitch calibration, tone, Whisper) follows from the
 server's report job. ``--local`` (or an ``--owner`` other than ``local``,
 which only the in-process store can act as) loads the models here.
 
+It prints the new voice in a few lines (which voice speaks, and why; its
+similarity and word error rate; warnings), ``--json`` the whole record.
+A missing or unreadable file is one line and exit code 2 before anything loads.
+
 Consent: the person running the command attests that the speaker agreed;
 the statement (or the default attestation) is recorded as a hash with the
 voice, like the HTTP API does.
@@ -19,15 +23,15 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from voxclone.api.cli_remote import add_server_options
+from voxclone.api.cli_voice_view import print_voice
 from voxclone.config import Settings
-from voxclone.errors import VoxcloneError
+from voxclone.errors import InvalidInput, NotFound, VoxcloneError
 from voxclone.runtime.key_scopes import LOCAL_OWNER
 
 DEFAULT_STATEMENT = (
@@ -79,6 +83,11 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--consent-statement", default=DEFAULT_STATEMENT, help="consent text to record")
     p.add_argument("--given-by", default=None, help="who gave consent (default: current user)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole voice record as JSON instead of its summary",
+    )
     add_server_options(p, "clone")
     p.add_argument(
         "--no-wait",
@@ -98,11 +107,27 @@ def cmd_clone(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         print(f"voxclone: error: {problem}", file=sys.stderr)
         return 2
-    clips = [Path(path).read_bytes() for path in args.reference]
+    clips = read_recordings(args.reference)
     try:
         return _clone(args, settings, clips)
     except VoxcloneError as exc:
         raise _in_flag_terms(exc) from None
+
+
+def read_recordings(paths: list[str]) -> list[bytes]:
+    """Each recording's bytes; a file that is missing or cannot be read is a
+    one-line error naming it (it was a traceback), before any model loads."""
+    clips = []
+    for path in paths:
+        try:
+            clips.append(Path(path).read_bytes())
+        except FileNotFoundError:
+            raise NotFound(f"no such recording: {path}", field="reference") from None
+        except OSError as exc:
+            raise InvalidInput(
+                f"cannot read the recording {path}: {exc.strerror or exc}", field="reference"
+            ) from None
+    return clips
 
 
 def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> int:
@@ -126,8 +151,7 @@ def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> 
                 f"in {time.perf_counter() - started:.1f} s",
                 file=sys.stderr,
             )
-            _explain_stock_voice(record.quality)
-            print(json.dumps(_summary(record), indent=1))
+            print_voice(record, as_json=args.json)
             return 0
         consent = ConsentInput(
             given=args.consent,
@@ -163,8 +187,7 @@ def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> 
                 job = _wait(service, job.id, args.owner)
             print(f"refine {job.state}: {job.message}", file=sys.stderr)
             record = service.get(record.id, args.owner)
-        _explain_stock_voice(record.quality)
-        print(json.dumps(_summary(record), indent=1))
+        print_voice(record, as_json=args.json)
     finally:
         runtime.close()
     return 0
@@ -204,7 +227,7 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
                 f"via {url}",
                 file=sys.stderr,
             )
-            print(json.dumps(_remote_summary(record), indent=1))
+            print_voice(record, as_json=args.json)
             return True
         form = [
             ("name", args.name),
@@ -238,9 +261,7 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
         job = call_json(url, "POST", f"/v1/voices/{voice['id']}/refine", body=body)
         job = wait_job(url, job["id"], "refining")
         print(f"refine {job['state']}: {job['message']}", file=sys.stderr)
-    summary = _remote_summary(call_json(url, "GET", f"/v1/voices/{voice['id']}"))
-    _explain_stock_voice(summary["quality"])
-    print(json.dumps(summary, indent=1))
+    print_voice(call_json(url, "GET", f"/v1/voices/{voice['id']}"), as_json=args.json)
     return True
 
 
@@ -298,21 +319,6 @@ def _remote_voice_id(url: str, name_or_id: str) -> str:
     return name_or_id
 
 
-def _remote_summary(voice: dict[str, Any]) -> dict[str, Any]:
-    keys = ("id", "name", "version", "source")
-    return {**{k: voice.get(k) for k in keys}, "quality": _public_quality(voice["quality"])}
-
-
-def _summary(record: Any) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "name": record.name,
-        "version": record.version,
-        "source": record.source,
-        "quality": _public_quality(record.quality),
-    }
-
-
 def _voice_id(runtime: Any, name_or_id: str, owner: str) -> str:
     found = runtime.voice_store.find_by_name(name_or_id, owner)
     return found.id if found is not None else name_or_id
@@ -329,22 +335,6 @@ def _wait(service: Any, job_id: str, owner: str) -> Any:
             print(file=sys.stderr)
             return job
         time.sleep(0.5)
-
-
-def _explain_stock_voice(quality: dict[str, Any]) -> None:
-    """Say so when the stock check gave the voice a built-in's sound."""
-    name = quality.get("replaced_by_stock_voice")
-    if name:
-        print(
-            f"note: the built-in voice '{name}', given this recording's tone, was heard about "
-            f"as close to the reference as the clone, so this voice speaks as '{name}' "
-            "(--keep-clone keeps the clone)",
-            file=sys.stderr,
-        )
-
-
-def _public_quality(quality: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in quality.items() if k != "style_recipe"}
 
 
 def _current_user() -> str:

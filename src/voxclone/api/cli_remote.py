@@ -72,6 +72,10 @@ class RemoteError(VoxcloneError):
         self.status = status
 
 
+class ServerUnreachable(RemoteError):
+    """Nothing answered at the server's URL (refused, unknown host, timed out)."""
+
+
 def retrying(call: Callable[[], T], *, patience_s: float | None = RATE_LIMIT_PATIENCE_S) -> T:
     """``call()``, again after each 429 (rate limited) for up to ``patience_s``
     seconds (None: for ever), sleeping what the server's Retry-After asks.
@@ -348,7 +352,12 @@ def _urlopen(request: urllib.request.Request, url: str) -> Any:
             message, exc.code, _retry_after(exc.headers), field=field, limit=limit
         ) from None
     except (OSError, urllib.error.URLError) as exc:
-        raise RemoteError(f"server {url} did not answer: {exc}", 503) from None
+        reason = getattr(exc, "reason", exc)
+        raise ServerUnreachable(
+            f"no voxclone server answers at {url} "
+            f"({getattr(reason, 'strerror', None) or reason}); is it running (voxclone serve)?",
+            503,
+        ) from None
 
 
 @contextlib.contextmanager

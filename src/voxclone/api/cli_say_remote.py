@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from voxclone.api.cli_jobs import Progress, sse_events, wait_job
+from voxclone.api.cli_output import AudioSink
 from voxclone.api.cli_remote import (
     RemoteError,
     call_json,
@@ -42,8 +43,10 @@ from voxclone.api.cli_remote import (
 LONG_TEXT_CHARS = 900
 
 
-def say_via_server(args: argparse.Namespace, url: str, text: str, body: dict[str, Any]) -> bool:
-    """Speak ``text`` through the server at ``url`` into ``args.output``; False
+def say_via_server(
+    args: argparse.Namespace, url: str, text: str, body: dict[str, Any], sink: AudioSink
+) -> bool:
+    """Speak ``text`` through the server at ``url`` into ``sink``; False
     if the configured local server refuses this CLI (then speak in-process).
 
     ``body`` is the ``/v1/tts`` request without ``text``.
@@ -52,7 +55,7 @@ def say_via_server(args: argparse.Namespace, url: str, text: str, body: dict[str
     try:
         if len(text) <= LONG_TEXT_CHARS:
             try:
-                _say_short(args, url, {**body, "text": text})
+                _say_short(args, url, {**body, "text": text}, sink)
                 return True
             except RemoteError as exc:
                 if not _too_long(exc):
@@ -61,7 +64,7 @@ def say_via_server(args: argparse.Namespace, url: str, text: str, body: dict[str
                     f"voxclone: {exc.message}; speaking it as a long text instead",
                     file=sys.stderr,
                 )
-        _say_long(args, url, text, body)
+        _say_long(args, url, text, body, sink)
         return True
     except RemoteError as exc:
         if not explicit and exc.status in (401, 403):
@@ -78,20 +81,23 @@ def _too_long(exc: RemoteError) -> bool:
     return (exc.status == 413 and exc.field == "text") or exc.status == 504
 
 
-def _say_short(args: argparse.Namespace, url: str, body: dict[str, Any]) -> None:
+def _say_short(args: argparse.Namespace, url: str, body: dict[str, Any], sink: AudioSink) -> None:
     result = speak_remote(url, body)
-    audio = result.audio
+    audio, content_type = result.audio, result.content_type
     if args.subtitles:
-        audio = _subtitled_audio(args.subtitles, json.loads(audio))
-    Path(args.output).write_bytes(audio)
-    _wrote(args.output, len(audio), result.content_type, url)
+        # The answer is JSON carrying the audio and its own content type.
+        audio, content_type = _subtitled_audio(args.subtitles, json.loads(audio))
+    sink.write(audio)
+    _wrote(sink, len(audio), content_type, url)
 
 
-def _say_long(args: argparse.Namespace, url: str, text: str, body: dict[str, Any]) -> None:
+def _say_long(
+    args: argparse.Namespace, url: str, text: str, body: dict[str, Any], sink: AudioSink
+) -> None:
     from voxclone.synth.text.ssml import as_document, looks_like_ssml
 
     if args.subtitles or (args.ssml is False and looks_like_ssml(text)):
-        _say_streamed(args, url, {**body, "text": text})
+        _say_streamed(args, url, {**body, "text": text}, sink)
         return
     job_body = {
         key: value
@@ -111,9 +117,9 @@ def _say_long(args: argparse.Namespace, url: str, text: str, body: dict[str, Any
             _job_status(error),
             field=error.get("field"),
         )
-    with open(args.output, "wb") as out:
+    with sink.opened() as out:
         size = download(job["audio_url"], out)
-    _wrote(args.output, size, "from the job's audio link", url)
+    _wrote(sink, size, "from the job's audio link", url)
 
 
 def _job_status(error: dict[str, Any]) -> int:
@@ -124,7 +130,9 @@ def _job_status(error: dict[str, Any]) -> int:
     return 422 if code in user_codes else 500
 
 
-def _say_streamed(args: argparse.Namespace, url: str, body: dict[str, Any]) -> None:
+def _say_streamed(
+    args: argparse.Namespace, url: str, body: dict[str, Any], sink: AudioSink
+) -> None:
     request = {k: v for k, v in body.items() if v is not None}
     # Word times even without --subtitles: they are the progress.
     request.update(stream=True, timestamps=True)
@@ -146,8 +154,8 @@ def _say_streamed(args: argparse.Namespace, url: str, body: dict[str, Any]) -> N
     data = finish_wav(bytes(audio))
     if args.subtitles:
         _write_subtitle_file(args.subtitles, words)
-    Path(args.output).write_bytes(data)
-    _wrote(args.output, len(data), "streamed", url)
+    sink.write(data)
+    _wrote(sink, len(data), "streamed", url)
 
 
 def finish_wav(data: bytes) -> bytes:
@@ -168,10 +176,11 @@ def finish_wav(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _subtitled_audio(path: str, answer: dict[str, Any]) -> bytes:
-    """The server's captioned JSON: write the subtitles, return the audio."""
+def _subtitled_audio(path: str, answer: dict[str, Any]) -> tuple[bytes, str]:
+    """The server's captioned JSON: write the subtitles, return the audio and
+    its content type (the answer's own is application/json)."""
     _write_subtitle_file(path, answer["timestamps"])
-    return base64.b64decode(answer["audio"])
+    return base64.b64decode(answer["audio"]), str(answer["content_type"])
 
 
 def _write_subtitle_file(path: str, timestamps: list[dict[str, Any]]) -> None:
@@ -188,5 +197,5 @@ def write_subtitles(path: str, words: Any) -> None:
     print(f"wrote {path} ({len(words)} words)", file=sys.stderr)
 
 
-def _wrote(path: str, size: int, kind: str, url: str) -> None:
-    print(f"wrote {path} ({size} bytes, {kind}) via {url}", file=sys.stderr)
+def _wrote(sink: AudioSink, size: int, kind: str, url: str) -> None:
+    print(f"wrote {sink.shown} ({size} bytes, {kind}) via {url}", file=sys.stderr)
