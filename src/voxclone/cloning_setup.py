@@ -215,6 +215,8 @@ def build_voice_service(
         resolve_model=router.engine_for,
         inline_log=InlineVoiceLog(store.database),
         inline_ttl_s=settings.inline_voice_ttl_s,
+        enroll_slots=settings.enroll_slots,
+        enroll_queue=settings.enroll_queue,
     )
     service.start_inline_sweeper()
     return service

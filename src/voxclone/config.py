@@ -201,6 +201,17 @@ class Settings(BaseSettings):
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.
     warm_cloning: bool = True
+    # Enrollment admission (POST /v1/voices, service/voices_admission.py): at
+    # most enroll_slots enrollments render at once, in arrival order, and
+    # enroll_queue more wait for a slot; beyond that, or when the estimate
+    # (the median of recent enrollments) puts the answer past
+    # enroll_deadline_s (or the client's X-Request-Deadline), 503 +
+    # Retry-After at once. One slot: an enrollment's renders run one after
+    # another, so one enrollment keeps one worker busy and speech the other
+    # (issue 45: 10 at once all shared the workers, none answered in 140 s).
+    enroll_slots: int = Field(default=1, ge=1, le=16)
+    enroll_queue: int = Field(default=4, ge=0, le=256)
+    enroll_deadline_s: float = Field(default=60.0, gt=0)
 
     @property
     def engine_names(self) -> list[str]:

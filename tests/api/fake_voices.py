@@ -52,7 +52,13 @@ class FakeVoiceService:
         job = self._new_job(voice) if req.refine else None
         return voice, job
 
-    def start_enrollment(self, req: Any, *, wait: bool = True) -> Any:
+    def admit_enrollment(self, *, wait: bool = True, **_terms: Any) -> Any:
+        from voxclone.service.voices_admission import EnrollmentQueue
+
+        # No audio work here: a place that never queues.
+        return EnrollmentQueue().admit(renders=False)
+
+    def start_enrollment(self, req: Any, *, wait: bool = True, **_admission: Any) -> Any:
         from voxclone.service.voices import Enrollment
 
         self.waited = wait

@@ -95,7 +95,10 @@ def harmonic_reference(audio: bytes) -> ReferenceAudio:
     )
 
 
-def service(db: Path, mode: str = "ok", jobs: SqlJobStore | None = None) -> VoiceService:
+def service(
+    db: Path, mode: str = "ok", jobs: SqlJobStore | None = None, **extra: Any
+) -> VoiceService:
+    """``extra``: more VoiceService arguments, or ones replacing these."""
     store = SqlVoiceStore(db, style_shapes={"kokoro": SHAPE})
     cloner = Cloner(mode)
 
@@ -117,10 +120,13 @@ def service(db: Path, mode: str = "ok", jobs: SqlJobStore | None = None) -> Voic
         job_events=JobEvents(),
         cloner=cloner,  # type: ignore[arg-type]
         refiner_factory_or_refiner=None,
-        reference_loader=harmonic_reference,
-        on_voice_changed=lambda _voice: None,
         quality_reporter=reporter,
-        stock_check=False,
+        **{
+            "reference_loader": harmonic_reference,
+            "on_voice_changed": lambda _voice: None,
+            "stock_check": False,
+            **extra,
+        },
     )
 
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, File, Form, Request, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import VoiceReader, VoiceWriter
+from voxclone.api.cancellation import request_deadline, run_until_disconnect
 from voxclone.api.deps import get_runtime, get_voice_service
 from voxclone.api.schemas import (
     DeletedOut,
@@ -42,6 +43,12 @@ def _consent_given(value: str) -> bool:
     status_code=status.HTTP_201_CREATED,
     response_model=EnrolledVoiceOut,
     summary="Clone a voice from one or more reference recordings (consent required)",
+    description="Enrollments render a few at a time, in arrival order (settings enroll_slots, "
+    "enroll_queue): one that could not be answered within its deadline (enroll_deadline_s, "
+    "or less with X-Request-Deadline) is refused at once with 503 and Retry-After. With "
+    "wait=true (the default) a client that goes away cancels its enrollment and no voice is "
+    "kept; with wait=false the voice is stored and its id returned at once.",
+    responses={503: {"description": "enrollment queue full; retry after Retry-After seconds"}},
 )
 async def enroll_voice(
     request: Request,
@@ -94,26 +101,42 @@ async def enroll_voice(
         raise InvalidInput("consent_statement must not be empty", field="consent_statement")
     voices = get_voice_service(request)
     consent_input, enroll_request = request_types()
-    data = [await clip.read() for clip in audio]
-    req = enroll_request(
-        audio=data[0],
-        extra_audio=tuple(data[1:]),
-        name=name,
-        owner=principal.owner,
-        consent=consent_input(
-            given=True,
-            statement=consent_statement,
-            given_by=(given_by or "").strip() or principal.owner,
-            client_address=request.client.host if request.client else None,
-        ),
-        language=language,
-        keep_reference=keep_reference,
-        refine=refine,
-        match_tone=match_tone,
-        keep_clone=keep_clone,
-        **({"model": model} if model else {}),
-    )
-    enrolled = await run_in_threadpool(lambda: voices.start_enrollment(req, wait=wait))
+    deadline = request_deadline(request, request.app.state.settings.enroll_deadline_s)
+    # On the event loop, before any audio work: a refusal answers in milliseconds.
+    ticket = voices.admit_enrollment(wait=wait, model=model, deadline=deadline)
+    try:
+        data = [await clip.read() for clip in audio]
+        req = enroll_request(
+            audio=data[0],
+            extra_audio=tuple(data[1:]),
+            name=name,
+            owner=principal.owner,
+            consent=consent_input(
+                given=True,
+                statement=consent_statement,
+                given_by=(given_by or "").strip() or principal.owner,
+                client_address=request.client.host if request.client else None,
+            ),
+            language=language,
+            keep_reference=keep_reference,
+            refine=refine,
+            match_tone=match_tone,
+            keep_clone=keep_clone,
+            **({"model": model} if model else {}),
+        )
+        if wait:
+            # The client waits for the voice: if it leaves, the enrollment stops
+            # and stores nothing (api/cancellation.py polls the connection).
+            enrolled = await run_until_disconnect(
+                request,
+                lambda gone: voices.start_enrollment(req, wait=True, ticket=ticket, cancelled=gone),
+            )
+        else:  # answered at once; the voice is kept whatever the client does next
+            enrolled = await run_in_threadpool(
+                lambda: voices.start_enrollment(req, wait=False, ticket=ticket)
+            )
+    finally:
+        ticket.release()  # harmless once the service released it
     out = VoiceOut.of(enrolled.record)
     return EnrolledVoiceOut(
         **out.model_dump(),

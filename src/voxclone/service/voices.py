@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from voxclone.errors import InvalidInput, UnknownModel, VoxcloneError
+from voxclone.errors import Cancelled, InvalidInput, UnknownModel, VoxcloneError
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore, SqlJobStore
 from voxclone.runtime.voice_store import (
@@ -46,6 +46,7 @@ from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
 from voxclone.service.report_jobs import ReportInputs, mark_pending
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
+from voxclone.service.voices_admission import EnrollmentQueue, EnrollTicket
 from voxclone.service.voices_inline import INLINE_ID_PREFIX, InlineVoices
 from voxclone.service.voices_jobs import VoiceJobs
 from voxclone.service.voices_recordings import AddedRecordings
@@ -111,12 +112,17 @@ class VoiceService:
         clock: Callable[[], float] = time.time,
         purge: Callable[[str], bool] | None = None,
         revoke_jobs: Callable[[Sequence[str]], object] | None = None,
+        enroll_slots: int = 1,
+        enroll_queue: int = 4,
     ) -> None:
         """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
         (None when no style engine is loaded); ``style_engine`` names it in the
         records. ``prompt_engines`` maps engine names to their prompt cloning.
-        ``resolve_model`` turns a request's ``model`` into an engine name."""
+        ``resolve_model`` turns a request's ``model`` into an engine name.
+        ``enroll_slots`` enrollments render at once and ``enroll_queue`` more
+        wait their turn (service/voices_admission.py)."""
         self._store = store
+        self._admission = EnrollmentQueue(slots=enroll_slots, queue=enroll_queue)
         # Purges the caches of a deleted voice; False = postponed (journaled).
         self._purge = purge
         # Revokes the speech jobs of deleted voices and deletes their audio
@@ -249,14 +255,60 @@ class VoiceService:
         enrolled = self.start_enrollment(req, wait=True)
         return enrolled.record, enrolled.refine_job
 
-    def start_enrollment(self, req: EnrollRequest, *, wait: bool = True) -> Enrollment:
+    def admit_enrollment(
+        self, *, wait: bool = True, model: str | None = None, deadline: float | None = None
+    ) -> EnrollTicket:
+        """A place in the enrollment queue, or Overloaded (503 + Retry-After)
+        at once when the queue is full or the answer would come after
+        ``deadline`` (time.monotonic); cheap, for the event loop. Pass it to
+        :meth:`start_enrollment`, which releases it."""
+        renders = wait or self._reports is None
+        if not renders:  # a prompt engine always waits: its prompt is the clone
+            renders = self._prompt_cloning(self._engine_for(model)) is not None
+        return self._admission.admit(renders=renders, deadline=deadline)
+
+    def enrollment_stats(self) -> dict[str, float]:
+        """The enrollment queue now (running, waiting, drafts, estimate, refusals)."""
+        return self._admission.stats()
+
+    def start_enrollment(
+        self,
+        req: EnrollRequest,
+        *,
+        wait: bool = True,
+        ticket: EnrollTicket | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Enrollment:
         """Enroll a voice. ``wait=False`` stores the atlas-lookup voice at once
         (~0.3 s after the upload is read on 2 cores: it can speak right away)
         and runs the renders in a report job: pitch calibration, tone match and
         the quality report (~5 s), which then replace the style as version 2.
         A requested refinement starts after that job. Prompt engines always
         wait (their prompt is the clone; there is nothing to defer), and so
-        does a service without a durable job queue."""
+        does a service without a durable job queue.
+
+        ``ticket`` is the place :meth:`admit_enrollment` gave (None: one is
+        taken now); it is released however this ends. An enrollment that
+        waits stops, storing nothing, once ``cancelled()`` is true (its client
+        went away): while it queues, between its steps, and after the voice
+        is stored (the voice is deleted again); ``wait=False`` never stops."""
+        if ticket is None:
+            ticket = self.admit_enrollment(wait=wait, model=req.model)
+        completed = False
+        try:
+            enrolled = self._enroll_in_turn(req, ticket, cancelled if ticket.renders else None)
+            completed = True
+            return enrolled
+        finally:
+            ticket.release(completed=completed)
+
+    def _enroll_in_turn(
+        self, req: EnrollRequest, ticket: EnrollTicket, cancelled: Callable[[], bool] | None
+    ) -> Enrollment:
+        def stop_if_gone() -> None:
+            if cancelled is not None and cancelled():
+                raise Cancelled("the client went away; the enrollment stopped and stored nothing")
+
         consent = checked_consent(req.consent)
         prompt_engine = self._prompt_cloning(self._engine_for(req.model))
         if prompt_engine is not None and req.refine:
@@ -265,21 +317,25 @@ class VoiceService:
                 field="refine",
             )
         req = self._checked_fields(req, prompt_engine)
+        # Bad fields were refused above without waiting; the audio work waits its turn.
+        ticket.wait_turn(cancelled)
         references = load_references(self._load_reference, (req.audio, *req.extra_audio))
+        stop_if_gone()
         if prompt_engine is not None:
             reference = combine_references(references)
-            return Enrollment(
-                self._enroll_prompt(req, consent, reference, prompt_engine), None, None
-            )
+            prompted = self._enroll_prompt(req, consent, reference, prompt_engine, stop_if_gone)
+            return Enrollment(self._kept_or_undone(prompted, stop_if_gone), None, None)
         engine, model_id, model_version = self._style_identity()
         pipeline = self._pipeline_or_fail()
-        wait = wait or self._reports is None
+        # What was admitted: a draft only when a report job can finish it.
+        wait = ticket.renders
         started = time.perf_counter()
         voice_print = pipeline.voice_print(references)
         cloned = pipeline.draft(
             voice_print, started=started, print_seconds=time.perf_counter() - started
         )
         if wait:
+            stop_if_gone()
             cloned = pipeline.finish(
                 cloned,
                 match_tone=req.match_tone,
@@ -287,6 +343,7 @@ class VoiceService:
                 language=req.language,
             )
         quality = clone_quality(self._reporter, pipeline, references, cloned)
+        stop_if_gone()
         if req.keep_clone:
             quality["keep_clone"] = True  # so that adding a recording keeps it too
         if not wait:
@@ -304,6 +361,7 @@ class VoiceService:
             model_version=model_version,
         )
         if wait:
+            record = self._kept_or_undone(record, stop_if_gone)
             refine_job = self.start_refine(record.id, req.owner) if req.refine else None
             return Enrollment(record, None, refine_job)
         assert self._reports is not None
@@ -340,12 +398,14 @@ class VoiceService:
         consent: ConsentRecord,
         reference: ReferenceAudio,
         cloning: PromptCloning,
+        stop_if_gone: Callable[[], None],
     ) -> VoiceRecord:
         """The engine's conditioning from the cleaned reference, stored with the voice."""
         audio, rate = reference.samples16k, reference.sample_rate
         started = time.perf_counter()
         blob = cloning.make_prompt(audio, rate)
         clone_s = time.perf_counter() - started
+        stop_if_gone()
         embedding = cloning.embed(audio)
         pitch = pitch_stats(audio, rate)
         probe = None
@@ -366,6 +426,17 @@ class VoiceService:
             model_version=caps.model_version,
             prompt=blob,
         )
+
+    def _kept_or_undone(self, record: VoiceRecord, stop_if_gone: Callable[[], None]) -> VoiceRecord:
+        """``record`` when its client is still there; else deleted again, so no
+        voice exists whose id nobody was told (issue 45: 3 of 8 abandoned
+        enrollments did). What is left is the time to write the response."""
+        try:
+            stop_if_gone()
+        except Cancelled:
+            self._store.delete(record.id, record.owner)
+            raise
+        return record
 
     def _create(
         self, req: EnrollRequest, consent: ConsentRecord, *, embedding: np.ndarray, **fields: Any
