@@ -25,10 +25,11 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
-from voxclone.errors import VoxcloneError
+from voxclone.errors import InvalidInput, VoxcloneError
 from voxclone.runtime.key_scopes import LOCAL_OWNER  # the CLI's: its clones speak here
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.audio.encode import encode
@@ -56,12 +57,37 @@ class Audio:
         return self.encode("wav")
 
 
+class Closed(VoxcloneError):
+    """A call on a :class:`Voxclone` after its :meth:`~Voxclone.close`."""
+
+    status = 409
+    code = "closed"
+
+
+# Settings a library load may not take below these: with 0 engine workers
+# a synthesize waited forever (issue #45).
+_AT_LEAST: dict[str, float] = {"workers": 1, "max_text_chars": 1, "max_output_s": 1.0}
+
+
 class Voxclone:
-    """Loaded engines and the voice library of one home (see :func:`load`)."""
+    """Loaded engines and the voice library of one home (see :func:`load`).
+
+    Speech is priced as the server prices it (service/pricing.py): text whose
+    spoken form or audio is over the limits (``max_text_chars``,
+    ``max_output_s``) is refused with PayloadTooLarge before any render."""
 
     def __init__(self, runtime: Runtime, owner: str = LOCAL_OWNER) -> None:
-        self.runtime = runtime
+        self._runtime = runtime
         self.owner = owner
+        self._closed = False
+
+    @property
+    def runtime(self) -> Runtime:
+        """The loaded runtime; Closed once :meth:`close` has run (its engines'
+        workers are stopped: a call would wait for them forever)."""
+        if self._closed:
+            raise Closed("this voxclone was closed; load() another to go on")
+        return self._runtime
 
     @property
     def sample_rate(self) -> int:
@@ -145,8 +171,11 @@ class Voxclone:
         return record.id
 
     def close(self) -> None:
-        """Stop the engines' workers and close the stores."""
-        self.runtime.close()
+        """Stop the engines' workers and close the stores (a second call does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._runtime.close()
 
     def __enter__(self) -> Voxclone:
         return self
@@ -183,9 +212,30 @@ def load(
         settings["home"] = Path(home)
     if engines is not None:
         settings["engines"] = engines
-    config = Settings(**settings)
+    config = _settings(settings)
     runtime = build_runtime(config, warmup=warmup, with_voices=cloning, warm_cloning=False)
     return Voxclone(runtime, owner)
+
+
+def _settings(fields: dict[str, Any]) -> Settings:
+    """:class:`Settings` of ``fields``, InvalidInput naming the field when one
+    is wrong (a type, or below what a load can work with: _AT_LEAST)."""
+    try:
+        config = Settings(**fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "settings"
+        raise InvalidInput(f"{field}: {error['msg']}", field=field) from None
+    for field, least in _AT_LEAST.items():
+        value = getattr(config, field)
+        if value < least:
+            raise InvalidInput(
+                f"{field} must be at least {least:g} (got {value:g})",
+                field=field,
+                limit=least,
+                value=value,
+            )
+    return config
 
 
 def _as_list(

@@ -109,3 +109,19 @@ def test_clone_enrolls_a_voice_that_synthesize_then_speaks_with(tmp_path: Path) 
     assert 1.5 < by_name.duration_s < 6.0
     assert abs(by_name.duration_s - by_id.duration_s) < 0.05
     assert np.sqrt(np.mean(by_name.samples.astype(np.float64) ** 2)) > 0.01
+
+
+def test_the_library_prices_output_like_the_server(tts: Voxclone) -> None:
+    # Issue #45: one word read as a 199-character respelling, ~6,000 characters
+    # of it at half speed: ~11 h of audio. Refused before any render, as the
+    # server refuses it (before: the library had no cap and rendered on).
+    from voxclone.errors import PayloadTooLarge
+    from voxclone.synth.text.lexicon import Pronunciation
+
+    respelling = ("zorbulat " * 22).strip()
+    tts.runtime.lexicon.put(tts.owner, Pronunciation("qux", "en", respelling=respelling))
+    with pytest.raises(PayloadTooLarge) as caught:
+        tts.synthesize(" ".join(["qux"] * 1500), speed=0.5)
+    assert caught.value.field == "text"
+    assert caught.value.limit == tts.runtime.settings.max_output_s
+    tts.runtime.lexicon.delete(tts.owner, "en", "qux")

@@ -21,7 +21,7 @@ import pytest
 from voxclone.errors import Cancelled
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
-from voxclone.service.speech import SpeechRequest, SpeechResult
+from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 
 KIND = ("speech",)
@@ -102,8 +102,8 @@ class _ChunkedRenderer:
         self.ended: dict[str, float] = {}
         self.lock = threading.Lock()
 
-    def plan(self, req: SpeechRequest) -> None:
-        return None
+    def estimate(self, req: SpeechRequest) -> Any:
+        return SimpleNamespace(units=len(req.text), output_s=1.0)
 
     def text_size(self, req: SpeechRequest) -> int:
         return len(req.text)
@@ -111,9 +111,16 @@ class _ChunkedRenderer:
     def admit_background(self, req: SpeechRequest) -> Any:
         return SimpleNamespace(release=lambda: None)
 
-    def synthesize(
-        self, req: SpeechRequest, *, progress: Any, cancelled: Any, admission: Any
-    ) -> SpeechResult:
+    def synthesize_into(
+        self,
+        req: SpeechRequest,
+        out: Any,
+        *,
+        progress: Any,
+        cancelled: Any,
+        admission: Any,
+        max_output_s: float,
+    ) -> str:
         with self.lock:
             self.started[req.text] = time.monotonic()
         for start in range(0, len(req.text), CHUNK_CHARS):
@@ -123,7 +130,8 @@ class _ChunkedRenderer:
             progress(min(CHUNK_CHARS, len(req.text) - start))
         with self.lock:
             self.ended[req.text] = time.monotonic()
-        return SpeechResult(b"RIFF", "audio/wav", "miss")
+        out.write(b"RIFF")
+        return "audio/wav"
 
 
 def test_a_short_job_of_another_tenant_is_not_starved_by_a_backlog(

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +15,6 @@ import pytest
 from voxclone.errors import Conflict, Overloaded
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, LeaseLost, SqlJobStore
-from voxclone.service.speech import SpeechResult
 from voxclone.service.speech_jobs import SPEECH_JOB_KIND, SpeechJobConfig, SpeechJobs
 
 KIND = ("speech",)
@@ -170,8 +170,8 @@ class _FlakySpeech:
         self.failures = failures
         self.calls = 0
 
-    def plan(self, req: Any) -> None:
-        return None
+    def estimate(self, req: Any) -> Any:
+        return SimpleNamespace(units=len(req.text), output_s=1.0)
 
     def text_size(self, req: Any) -> int:
         return len(req.text)
@@ -179,21 +179,37 @@ class _FlakySpeech:
     def admit_background(self, req: Any) -> Any:
         return _NoAdmission()
 
-    def synthesize(
-        self, req: Any, *, progress: Any, cancelled: Any, admission: Any
-    ) -> SpeechResult:
+    def synthesize_into(
+        self,
+        req: Any,
+        out: Any,
+        *,
+        progress: Any,
+        cancelled: Any,
+        admission: Any,
+        max_output_s: float,
+    ) -> str:
         self.calls += 1
         if self.calls <= self.failures:
             raise Overloaded("engine queue full")
         progress(len(req.text))
-        return SpeechResult(b"RIFF-not-really", "audio/wav", "miss")
+        out.write(b"RIFF-not-really")
+        return "audio/wav"
 
 
 class _SilentSpeech(_FlakySpeech):
-    def synthesize(
-        self, req: Any, *, progress: Any, cancelled: Any, admission: Any
-    ) -> SpeechResult:
-        return SpeechResult(b"RIFF-stale", "audio/wav", "miss")
+    def synthesize_into(
+        self,
+        req: Any,
+        out: Any,
+        *,
+        progress: Any,
+        cancelled: Any,
+        admission: Any,
+        max_output_s: float,
+    ) -> str:
+        out.write(b"RIFF-stale")
+        return "audio/wav"
 
 
 def _speech_jobs(queue: SqlJobStore, tmp_path: Path, speech: _FlakySpeech) -> SpeechJobs:
@@ -243,9 +259,16 @@ class _SlowSpeech(_FlakySpeech):
         super().__init__(failures=0)
         self.started = threading.Event()
 
-    def synthesize(
-        self, req: Any, *, progress: Any, cancelled: Any, admission: Any
-    ) -> SpeechResult:
+    def synthesize_into(
+        self,
+        req: Any,
+        out: Any,
+        *,
+        progress: Any,
+        cancelled: Any,
+        admission: Any,
+        max_output_s: float,
+    ) -> str:
         from voxclone.errors import Cancelled
 
         self.started.set()

@@ -28,7 +28,7 @@ from voxclone.runtime.db import open_database
 from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
 from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.service.speech import SpeechRequest, SpeechResult
+from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_job_voices import VOICE_DELETED
 from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs, blob_key
 from voxclone.service.voices import VoiceService
@@ -77,8 +77,9 @@ class _GatedRenderer:
         self.gate = threading.Event()
         self.stopped = threading.Event()
 
-    def plan(self, req: SpeechRequest) -> None:
+    def estimate(self, req: SpeechRequest) -> Any:
         self.catalog.resolve(req.voice or "clear_female", req.owner)  # 404 for a missing voice
+        return SimpleNamespace(units=len(req.text), output_s=1.0)
 
     def text_size(self, req: SpeechRequest) -> int:
         return len(req.text)
@@ -86,16 +87,24 @@ class _GatedRenderer:
     def admit_background(self, req: SpeechRequest) -> Any:
         return SimpleNamespace(release=lambda: None)
 
-    def synthesize(
-        self, req: SpeechRequest, *, progress: Any, cancelled: Any, admission: Any
-    ) -> SpeechResult:
+    def synthesize_into(
+        self,
+        req: SpeechRequest,
+        out: Any,
+        *,
+        progress: Any,
+        cancelled: Any,
+        admission: Any,
+        max_output_s: float,
+    ) -> str:
         self.started.set()
         while not self.gate.wait(0.01):
             if cancelled():
                 self.stopped.set()
                 raise Cancelled("request cancelled")
         progress(len(req.text))
-        return SpeechResult(AUDIO, "audio/wav", "miss")
+        out.write(AUDIO)
+        return "audio/wav"
 
 
 class World(SimpleNamespace):

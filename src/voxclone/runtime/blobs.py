@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 from voxclone.errors import VoxcloneError
-from voxclone.synth.files import TMP_PREFIX, write_atomically
+from voxclone.synth.files import TMP_PREFIX, atomic_writer, write_atomically
 
 # Keys are built by the service, never taken from a request as-is; this pattern still
 # refuses anything that could leave the store's root (``..``, absolute paths, NULs).
+# The part a stored file is copied (or uploaded, S3 multipart) in: 8 MiB.
+COPY_PART_BYTES = 8 << 20
 _KEY = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
 
 
@@ -69,6 +72,12 @@ class BlobStore(Protocol):
         """Store ``data`` under ``key`` (replacing what was there) atomically."""
         ...
 
+    def put_file(self, key: str, source: IO[bytes], *, content_type: str) -> None:
+        """Store what ``source`` holds from its position to its end under
+        ``key``, atomically, read in parts (a job's audio may be hours long:
+        it is never held whole in memory)."""
+        ...
+
     def get(self, key: str) -> bytes:
         """The bytes under ``key``; raises BlobNotFound."""
         ...
@@ -112,6 +121,13 @@ class LocalBlobStore:
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_atomically(target, data)
+
+    def put_file(self, key: str, source: IO[bytes], *, content_type: str) -> None:
+        del content_type
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with atomic_writer(target) as handle:
+            shutil.copyfileobj(source, handle, COPY_PART_BYTES)
 
     def get(self, key: str) -> bytes:
         try:

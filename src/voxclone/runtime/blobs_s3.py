@@ -16,13 +16,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import boto3
+from boto3.exceptions import S3UploadFailedError
+from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from voxclone.runtime.blobs import BlobNotFound, BlobStoreUnavailable, check_key
+from voxclone.runtime.blobs import (
+    COPY_PART_BYTES,
+    BlobNotFound,
+    BlobStoreUnavailable,
+    check_key,
+)
 
 # S3 deletes at most this many keys per DeleteObjects call, and lists at most
 # this many per ListObjectsV2 page.
@@ -113,6 +120,28 @@ class S3BlobStore:
                 Bucket=self.bucket, Key=target, Body=data, ContentType=content_type
             )
         except (ClientError, BotoCoreError) as exc:
+            raise self._unavailable(exc, "write") from None
+
+    def put_file(self, key: str, source: IO[bytes], *, content_type: str) -> None:
+        # A multipart upload in COPY_PART_BYTES parts past one part (S3 wants
+        # parts of at least 5 MiB), read from ``source`` one part at a time:
+        # a job's hours of audio never sit in memory. The object appears when
+        # the upload completes; a failed one is aborted (s3transfer does).
+        target = self._key(key)
+        transfer = TransferConfig(
+            multipart_threshold=COPY_PART_BYTES,
+            multipart_chunksize=COPY_PART_BYTES,
+            use_threads=False,
+        )
+        try:
+            self._client.upload_fileobj(
+                source,
+                self.bucket,
+                target,
+                ExtraArgs={"ContentType": content_type},
+                Config=transfer,
+            )
+        except (ClientError, BotoCoreError, S3UploadFailedError) as exc:
             raise self._unavailable(exc, "write") from None
 
     def get(self, key: str) -> bytes:

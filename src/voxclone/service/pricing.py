@@ -4,7 +4,9 @@
 request in *spoken units* (the characters of its text as it will be spoken:
 after SSML ``<sub>``/``<phoneme>``, the caller's lexicon and number
 expansion, an inline phoneme counted as its IPA; the unit the scheduler
-learns its rate in), refuses a spoken form that outgrows its text (413), and
+learns its rate in) and the length of its audio (service/output_length.py),
+refuses a spoken form that outgrows its text or audio longer than
+``max_output_s`` (413, before any render, on every route), and
 turns :class:`~voxclone.runtime.admission.AdmissionTerms` into a scheduler
 admission. Its :meth:`SpeechPricer.precheck` is the cheap event-loop half:
 a lower bound of the price, reserved provisionally so a flood arriving at
@@ -17,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from voxclone.errors import PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission, Scheduler
+from voxclone.service.output_length import check_output_s, pace, speech_seconds
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import STREAM_FIRST_CHUNK_TOKENS, Spoken, TextFrontend
 from voxclone.synth.text.lexicon import Lexicon
@@ -57,6 +60,29 @@ _FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?\n]")
 _TAG = re.compile(r"<[^<>]*>")
 
 
+@dataclass(frozen=True)
+class SpeechPrice(Spoken):
+    """What a request costs (:class:`Spoken`) and about how long its audio lasts."""
+
+    output_s: float = 0.0
+
+
+# The pace of the voice a part is spoken with (None: the request's own
+# voice, else a <voice name>): a clone may keep its reference's pace.
+VoicePace = Callable[[str | None], float]
+
+
+def _one(_voice: str | None) -> float:
+    return 1.0
+
+
+def _with_lexicon(text: str, lexicon: Lexicon | None) -> int:
+    """Characters of ``text`` with ``lexicon``'s words replaced (no normalization)."""
+    if lexicon is None:
+        return len(text)
+    return len(lexicon.apply(text, lambda _word, ipa: f" {ipa} "))
+
+
 def spoken_text(req: SpeechRequest) -> str:
     """The text without its SSML markup (cheap: for the event loop)."""
     return _TAG.sub(" ", req.text) if req.is_ssml else req.text
@@ -85,12 +111,15 @@ class SpeechPricer:
         *,
         max_text_chars: int,
         default_language: str,
+        max_output_s: float = 4 * 3600.0,
     ) -> None:
         self._frontend = frontend
         self._scheduler = scheduler
         self._caps = capabilities
         self._max_text = max_text_chars
         self._default_language = default_language
+        # The longest audio one request may make, silence included (Settings.max_output_s).
+        self._max_output_s = max_output_s
 
     def price(
         self,
@@ -98,42 +127,100 @@ class SpeechPricer:
         language: str,
         lexicons: Callable[[str], Lexicon | None],
         doc: SsmlDocument | None,
-    ) -> Spoken:
+        voice_pace: VoicePace = _one,
+    ) -> SpeechPrice:
         """What ``req`` costs to speak, with its first and longest chunk
-        (:meth:`TextFrontend.spoken_size`; ``doc``: its SSML, parsed). Raw
-        characters undercharged a 1-character <sub> with a 1,500-character
-        alias 1,500x, and pricing a paragraph as one chunk made every request
-        behind it look late. Cheap (no phonemes): ~1 ms per 100 characters."""
+        (:meth:`TextFrontend.spoken_size`; ``doc``: its SSML, parsed) and
+        about how long its audio lasts (each part's units at its pace, plus
+        the breaks). Raw characters undercharged a 1-character <sub> with a
+        1,500-character alias 1,500x, and pricing a paragraph as one chunk made
+        every request behind it look late. Cheap (no phonemes): ~1 ms per 100
+        characters."""
+        speed = req.controls.resolve().speed
+        # Normalizing what a lexicon expands a text to is the slow part (~3 ms
+        # per 100 characters): issue #45's 6,000-character job of a word with
+        # a 200-character respelling took 8-9 s to price, then 413. A lower
+        # bound of its length, from the text with the lexicon applied and not
+        # normalized, refuses it first.
+        check_output_s(
+            self._lower_bound_s(req, language, lexicons, doc, voice_pace, speed),
+            self._max_output_s,
+            at_least=True,
+        )
         if doc is None:
-            return self._frontend.spoken_size(req.text, language, lexicon=lexicons(language))
+            size = self._frontend.spoken_size(req.text, language, lexicon=lexicons(language))
+            seconds = speech_seconds(size.units, pace(speed, 1.0, voice_pace(None)))
+            return SpeechPrice(size.units, size.first_chunk, size.longest_chunk, seconds)
         languages = self._frontend.languages
         if doc.language and not req.language:
             language = ssml_language(doc.language, languages)
         parts = []
+        seconds = 0.0
         for item in doc.items:
             if isinstance(item, SsmlBreak):
+                seconds += item.seconds  # breaks are not scaled by speed
                 continue
             lang = ssml_language(item.language, languages) if item.language else language
-            parts.append(self._frontend.spoken_size(item.text, lang, lexicon=lexicons(lang)))
+            part = self._frontend.spoken_size(item.text, lang, lexicon=lexicons(lang))
+            parts.append(part)
+            at = pace(speed, item.prosody.rate, voice_pace(item.voice))
+            seconds += speech_seconds(part.units, at)
         spoken = [p for p in parts if p.units > 0] or [Spoken(0, 0, 0)]
-        return Spoken(
+        return SpeechPrice(
             sum(p.units for p in spoken),
             spoken[0].first_chunk,
             max(p.longest_chunk for p in spoken),
+            seconds,
         )
 
-    def charged(self, spoken: Spoken) -> Spoken:
-        """``spoken``, refused with 413 when it outgrows what a text may expand to."""
+    def _lower_bound_s(
+        self,
+        req: SpeechRequest,
+        language: str,
+        lexicons: Callable[[str], Lexicon | None],
+        doc: SsmlDocument | None,
+        voice_pace: VoicePace,
+        speed: float,
+    ) -> float:
+        """Seconds ``req``'s audio lasts at least: PRECHECK_SHARE of its
+        characters once the caller's lexicon is applied (an IPA entry counted
+        as its IPA, as the price counts it), at each part's pace, plus its
+        breaks. Normalization only grows a text but for punctuation and
+        symbols (spoken units / characters: min 0.82 over 210 texts)."""
+        if doc is None:
+            units = PRECHECK_SHARE * _with_lexicon(req.text, lexicons(language))
+            return speech_seconds(int(units), pace(speed, 1.0, voice_pace(None)))
+        if doc.language and not req.language:
+            language = ssml_language(doc.language, self._frontend.languages)
+        seconds = 0.0
+        for item in doc.items:
+            if isinstance(item, SsmlBreak):
+                seconds += item.seconds
+                continue
+            lang = (
+                ssml_language(item.language, self._frontend.languages)
+                if item.language
+                else language
+            )
+            units = PRECHECK_SHARE * _with_lexicon(item.text, lexicons(lang))
+            at = pace(speed, item.prosody.rate, voice_pace(item.voice))
+            seconds += speech_seconds(int(units), at)
+        return seconds
+
+    def charged(self, price: SpeechPrice) -> SpeechPrice:
+        """``price``, refused with 413 when its spoken form outgrows what a text
+        may expand to, or its audio would last longer than ``max_output_s``."""
         limit = MAX_EXPANSION * self._max_text
-        if spoken.units > limit:
+        if price.units > limit:
             raise PayloadTooLarge(
                 f"the text's spoken form (after SSML, lexicon and number expansion) is "
-                f"{spoken.units} characters, more than the {limit} a request may expand to",
+                f"{price.units} characters, more than the {limit} a request may expand to",
                 field="text",
                 limit=limit,
-                value=spoken.units,
+                value=price.units,
             )
-        return spoken
+        check_output_s(price.output_s, self._max_output_s)
+        return price
 
     def take(
         self,
@@ -144,6 +231,7 @@ class SpeechPricer:
         terms: AdmissionTerms,
         *,
         stream: bool,
+        voice_pace: VoicePace = _one,
     ) -> Admission:
         """An admission taken now on ``terms``, priced by :meth:`price` (it
         replaces the terms' provisional one). A chunk holds at most the
@@ -151,7 +239,7 @@ class SpeechPricer:
         them render at once; a stream's first chunk is cut short for its
         first audio."""
         try:
-            spoken = self.charged(self.price(req, language, lexicons, doc))
+            spoken = self.charged(self.price(req, language, lexicons, doc, voice_pace))
         except BaseException:
             terms.release()
             raise

@@ -253,6 +253,8 @@ class SpeechRouter:
     # so call it from a worker thread.
     admit = _on_its_engine(SpeechService.admit)
     admit_background = _on_its_engine(SpeechService.admit_background)  # a speech job's
+    estimate = _on_its_engine(SpeechService.estimate)  # a speech job's price, when queued
+    synthesize_into = _on_its_engine(SpeechService.synthesize_into)  # a speech job's render
     plan = _on_its_engine(SpeechService.plan)
     render_audio = _on_its_engine(SpeechService.render_audio)
     text_size = _on_its_engine(SpeechService.text_size)

@@ -15,6 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import IO
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from voxclone.runtime.singleflight import SingleFlight
 from voxclone.runtime.stream_share import SharedStream, StreamShares
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
-from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPricer
+from voxclone.service.output_length import held_to
+from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPrice, SpeechPricer
 from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
 from voxclone.service.speech_admission import (
     SpeechAdmission,
@@ -34,7 +36,12 @@ from voxclone.service.speech_admission import (
     released_at_end,
     released_on_failure,
 )
-from voxclone.service.speech_encode import encode_captioned, encode_file, encode_stream
+from voxclone.service.speech_encode import (
+    encode_captioned,
+    encode_file,
+    encode_file_into,
+    encode_stream,
+)
 from voxclone.service.speech_plan import PlannedChunk, plan_ssml, plan_text, units
 from voxclone.service.speech_render import ChunkRenderer
 from voxclone.service.speech_request import (
@@ -110,7 +117,6 @@ class SpeechService:
             default_voice=default_voice,
             default_language=default_language,
             max_text_chars=max_text_chars,
-            max_output_s=max_output_s,
             detect_language=detect_language,
             lexicon=lexicon,
         )
@@ -121,6 +127,7 @@ class SpeechService:
                 capabilities,
                 max_text_chars=max_text_chars,
                 default_language=default_language,
+                max_output_s=max_output_s,
             ),
             scheduler,
             capabilities,
@@ -529,6 +536,52 @@ class SpeechService:
             must_finish=must_finish,
             first_audio_s=first_audio_s,
         )
+
+    def estimate(self, req: Speakable) -> SpeechPrice:
+        """What ``req`` costs and about how long its audio lasts, refused
+        (413) over the limits before anything renders: what a speech job is
+        checked and stored with when queued (:meth:`SpeechAdmission.estimate`)."""
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) before it is priced
+        return self._admission.estimate(r)
+
+    def synthesize_into(
+        self,
+        req: Speakable,
+        out: IO[bytes],
+        *,
+        admission: Admission,
+        max_output_s: float,
+        progress: Callable[[int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> str:
+        """A speech job's render: the whole file written into ``out`` as it is
+        made (never held whole in memory; a cache hit is copied), stopped with
+        OutputOverEstimate once it passes ``max_output_s``. Returns its
+        content type."""
+        r = self.request(req)
+        r.resolve()  # resolved (and checked) before rendering
+        fmt = r.request.format
+        cache = self._cache if self._cacheable(r) else None
+        hit = cache.get_entry(self._resolve.key(r, stream=False)) if cache is not None else None
+        if hit is not None:
+            release(admission)
+            out.write(hit[0].data)
+            return content_type(fmt)
+
+        def render(stats: RenderStats) -> Iterator[np.ndarray]:
+            pieces = self.render_pieces(
+                r,
+                fast_start=False,
+                cancelled=cancelled,
+                stats=stats,
+                progress=progress,
+                admission=admission,
+            )
+            return held_to(pieces, self.sample_rate, max_output_s)
+
+        encode_file_into(fmt, self.sample_rate, r.request.sample_rate, render, out)
+        return content_type(fmt)
 
     def admit_background(self, req: Speakable) -> Admission:
         """A speech job's admission (:meth:`SpeechAdmission.background`)."""

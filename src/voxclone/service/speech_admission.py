@@ -19,13 +19,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from voxclone.errors import InvalidInput
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission, Scheduler
-from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPricer
+from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPrice, SpeechPricer, VoicePace
 from voxclone.service.speech_request import Admit, SpeechRequest
 from voxclone.service.speech_resolved import ResolvedRequest
 from voxclone.synth.engine.base import EngineCapabilities
-from voxclone.synth.text.frontend import Spoken
+
+
+def _pace_of(r: ResolvedRequest) -> VoicePace:
+    """The pace of each voice ``r`` speaks with (a clone keeps its reference's)."""
+
+    def voice_pace(name: str | None) -> float:
+        return (r.ssml_voices[name] if name else r.voice).speed
+
+    return voice_pace
 
 
 def release(admission: Admit) -> None:
@@ -70,9 +79,18 @@ class SpeechAdmission:
         self._scheduler = scheduler
         self._caps = capabilities
 
-    def price(self, r: ResolvedRequest) -> Spoken:
-        """What ``r`` costs to speak (:meth:`SpeechPricer.price`)."""
-        return self._pricer.price(r.request, r.language, r.lexicon, r.document)
+    def price(self, r: ResolvedRequest) -> SpeechPrice:
+        """What ``r`` costs to speak and how long it lasts (:meth:`SpeechPricer.price`)."""
+        return self._pricer.price(r.request, r.language, r.lexicon, r.document, _pace_of(r))
+
+    def estimate(self, r: ResolvedRequest) -> SpeechPrice:
+        """``r``'s price, refused (413) when it is more than any request may
+        cost (:meth:`SpeechPricer.charged`), or InvalidInput when it says
+        nothing: what a speech job is checked and stored with when queued."""
+        price = self._pricer.charged(self.price(r))
+        if price.units <= 0:
+            raise InvalidInput("the text contains nothing that can be spoken", field="text")
+        return price
 
     def take(
         self, r: ResolvedRequest, admit: Admission | AdmissionTerms, *, stream: bool
@@ -81,7 +99,11 @@ class SpeechAdmission:
         earlier, else one taken now on its terms (:meth:`SpeechPricer.take`)."""
         if isinstance(admit, Admission):
             return admit
-        return self._pricer.take(r.request, r.language, r.lexicon, r.document, admit, stream=stream)
+        pace = _pace_of(r)
+        req = r.request
+        return self._pricer.take(
+            req, r.language, r.lexicon, r.document, admit, stream=stream, voice_pace=pace
+        )
 
     def precheck(
         self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool

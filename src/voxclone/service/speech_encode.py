@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import IO
 
 import numpy as np
 
@@ -64,22 +65,46 @@ def encode_stream(
 
 def encode_file(fmt: str, rate: int, out_rate: int, render: Render) -> bytes:
     """``render``'s whole audio as one file of format ``fmt``."""
+    with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
+        encode_file_into(fmt, rate, out_rate, render, spool)
+        spool.seek(0)
+        return spool.read()
+
+
+def encode_file_into(fmt: str, rate: int, out_rate: int, render: Render, out: IO[bytes]) -> None:
+    """``render``'s whole audio as one file of format ``fmt``, written into
+    ``out`` (seekable) as it is made: a speech job's hours of audio go to
+    disk, not memory (FLAC excepted: WHOLE_FILE_FORMATS)."""
     kind = parse_format(fmt).value
     if kind in WHOLE_FILE_FORMATS:
         pieces = list(render(RenderStats()))
         audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
-        return encode(audio, rate, kind, out_rate=out_rate)
-    with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
-        header = b""
-        for index, part in enumerate(encode_stream(fmt, rate, out_rate, render, stream=False)):
-            if index == 0:
-                header = part
-            spool.write(part)
-        spool.seek(0)
-        data = spool.read()
+        out.write(encode(audio, rate, kind, out_rate=out_rate))
+        return
+    start = out.tell()
+    header_len = 0
+    for index, part in enumerate(encode_stream(fmt, rate, out_rate, render, stream=False)):
+        if index == 0:
+            header_len = len(part)
+        out.write(part)
     if kind == "wav":
-        data = close_wav_sizes(data, len(header))
-    return data
+        _close_wav_sizes_in(out, start, header_len)
+
+
+def _close_wav_sizes_in(out: IO[bytes], start: int, header_len: int) -> None:
+    """:func:`close_wav_sizes` on the WAV file written into ``out`` from ``start``,
+    in place (two 4-byte writes, not a copy of the file)."""
+    end = out.seek(0, 2)
+    out.seek(start)
+    head = out.read(max(header_len, 12) + 8)
+    data_at = head.find(b"data", 12)
+    if head[:4] == b"RIFF" and data_at >= 0:
+        size = end - start
+        out.seek(start + 4)
+        out.write((size - 8).to_bytes(4, "little"))
+        out.seek(start + data_at + 4)
+        out.write((size - data_at - 8).to_bytes(4, "little"))
+    out.seek(end)
 
 
 def encode_captioned(

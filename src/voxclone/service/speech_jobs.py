@@ -35,17 +35,19 @@ import logging
 import os
 import random
 import socket
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
+from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_admission import released_at_end
 from voxclone.service.speech_job_voices import (
@@ -62,6 +64,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JOB_BLOB_PREFIX = "jobs/"
+# Where a job's payload keeps its estimate ({"units", "output_s"}), priced
+# when it was queued; its render is held to it (service/output_length.py).
+ESTIMATE_FIELD = "estimate"
+# A job's audio stays in memory up to this size, then goes to a temporary file.
+SPOOL_MEMORY_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,9 @@ class SpeechJobConfig:
     retry_max_s: float = 300.0
     # Ended jobs and their audio are deleted this long after they ended (0: never).
     retention_s: float = 7 * 24 * 3600.0
+    # Audio a render may make beyond OUTGROW_FACTOR times its estimate
+    # before it is stopped (service/output_length.py).
+    outgrow_floor_s: float = OUTGROW_FLOOR_S
 
 
 def request_payload(req: SpeechRequest) -> dict[str, Any]:
@@ -158,11 +168,16 @@ class SpeechJobs:
         job later) and queue it; return (job, created)."""
         if req.owner is None:
             raise ValueError("a speech job needs an owner")
-        self._speech.plan(req)  # resolves voice, language, format; renders nothing
+        # Resolves voice, language, format and prices the text as spoken
+        # (lexicon, SSML, numbers, speed, <prosody rate>, breaks): over
+        # max_output_s is a 413 here, before anything is queued or rendered.
+        price = self._speech.estimate(req)
+        payload = request_payload(req)
+        payload[ESTIMATE_FIELD] = {"units": price.units, "output_s": round(price.output_s, 1)}
         job, created = self._queue.enqueue(
             kind=SPEECH_JOB_KIND,
             owner=req.owner,
-            payload=request_payload(req),
+            payload=payload,
             max_attempts=self.config.max_attempts,
             idempotency_key=idempotency_key,
             voice_ids=self._voice_ids(req),
@@ -311,6 +326,26 @@ class SpeechJobs:
     def _render(
         self, job: JobRecord, lost: threading.Event, cancel: threading.Event
     ) -> JobRecord | None:
+        # The audio goes to disk as it is made, then to the blob store in
+        # parts: a job of hours is never one file in memory.
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as spool:
+            return self._render_into(job, spool, lost, cancel)
+
+    def _estimated_s(self, job: JobRecord, req: SpeechRequest) -> float:
+        """The audio length ``job`` was queued with (priced now for a job
+        queued before estimates were stored)."""
+        stored = (job.payload or {}).get(ESTIMATE_FIELD)
+        if isinstance(stored, dict) and isinstance(stored.get("output_s"), int | float):
+            return float(stored["output_s"])
+        return self._speech.estimate(req).output_s
+
+    def _render_into(
+        self,
+        job: JobRecord,
+        spool: IO[bytes],
+        lost: threading.Event,
+        cancel: threading.Event,
+    ) -> JobRecord | None:
         assert job.payload is not None
         req = request_of(job.payload, job.owner)
         total = 1
@@ -347,12 +382,20 @@ class SpeechJobs:
             # Names resolve again here: a voice renamed or replaced since the
             # job was queued is linked too, so deleting it revokes the job.
             self._queue.link_voices(job.id, self._voice_ids(req))
+            # Held to the estimate it was queued with: a job whose text now
+            # speaks far longer (its lexicon changed) stops with a clear failure.
+            limit_s = allowance(self._estimated_s(job, req), self.config.outgrow_floor_s)
             # Counted in the backlog only by what it keeps queued: a long job must
             # not make every live request look late (and refused) while it runs.
             admission = self._speech.admit_background(req)
             with released_at_end(admission):
-                result = self._speech.synthesize(
-                    req, progress=progress, cancelled=cancelled, admission=admission
+                ctype = self._speech.synthesize_into(
+                    req,
+                    spool,
+                    admission=admission,
+                    max_output_s=limit_s,
+                    progress=progress,
+                    cancelled=cancelled,
                 )
         except Cancelled:
             return self._stopped(job, lost, cancel)
@@ -376,7 +419,9 @@ class SpeechJobs:
         if cancelled():
             return self._stopped(job, lost, cancel)
         key = blob_key(job)
-        self._blobs.put(key, result.audio, content_type=result.content_type)
+        size = spool.tell()
+        spool.seek(0)
+        self._blobs.put_file(key, spool, content_type=ctype)
         # Store, then check (the cache tiers' write-then-verify argument): a
         # delete that revoked the job before this point makes _end fail with
         # LeaseLost; one after it revokes the finished job and deletes the
@@ -389,9 +434,9 @@ class SpeechJobs:
             error=None,
             result={
                 "blob_key": key,
-                "content_type": result.content_type,
+                "content_type": ctype,
                 "format": file_extension(req.format),
-                "bytes": len(result.audio),
+                "bytes": size,
                 "attempts": job.attempts,
             },
         )

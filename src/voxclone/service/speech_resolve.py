@@ -21,7 +21,7 @@ from voxclone.synth.audio.encode import check_rate, parse_format
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.lexicon import Pronunciation
-from voxclone.synth.text.ssml import SsmlBreak, SsmlDocument, check_output_s, ssml_language
+from voxclone.synth.text.ssml import SsmlBreak, SsmlDocument, ssml_language
 
 
 class RequestResolver:
@@ -36,7 +36,6 @@ class RequestResolver:
         default_voice: str,
         default_language: str,
         max_text_chars: int,
-        max_output_s: float,
         detect_language: Callable[[str, str], str] | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
     ) -> None:
@@ -45,10 +44,9 @@ class RequestResolver:
         self._caps = capabilities
         self._default_voice = default_voice
         self._default_language = default_language
+        # The length of its audio (Settings.max_output_s) is priced with its
+        # spoken form, on every route: service/pricing.py.
         self._max_text = max_text_chars
-        # The longest audio one request may ask for, silence included
-        # (Settings.max_output_s): SSML breaks cost no engine time but memory.
-        self._max_output_s = max_output_s
         self._detect = detect_language
         # An owner's pronunciation entries (runtime/lexicon_store.py), read per request.
         self._lexicon_source = lexicon
@@ -83,8 +81,6 @@ class RequestResolver:
         doc = r.document
         if doc is not None:
             ssml_voices = self._ssml_voices(req, doc)  # unknown voices: 4xx now
-            speed = req.controls.resolve().speed
-            check_output_s(doc, limit_s=self._max_output_s, speed=speed)
         return Resolution(
             self._caps.engine, voice, language, ssml_voices, tuple(self._pronunciations(req))
         )
