@@ -70,6 +70,13 @@ class Settings(BaseSettings):
     # at the slowest speed (0.5: ~3.7 h); SSML breaks can only add so much.
     max_output_s: float = 4 * 3600.0
     max_upload_mb: float = 20.0
+    # Slow request bodies (api/body_timeout.py): 408 when no byte of a body
+    # arrives for body_idle_timeout_s, or when after that long it averages
+    # under body_min_rate bytes/s (a 1 byte/s upload is cut at ~10 s). 0: off.
+    # A 20 MB upload at 500 B/s would take 11 h: the rate is a floor against
+    # trickles, not a speed anyone uploads at.
+    body_idle_timeout_s: float = Field(default=10.0, ge=0)
+    body_min_rate: float = Field(default=500.0, ge=0)
     max_reference_seconds: float = 600.0
     max_concurrent_streams: int = 32
 

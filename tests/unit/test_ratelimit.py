@@ -24,7 +24,10 @@ def test_burst_then_refusal_with_retry_after() -> None:
     assert all(d.allowed for d in decisions)
     assert [d.remaining for d in decisions] == [4, 3, 2, 1, 0]
     refused = limiter.check("alice")
-    assert refused == Decision(allowed=False, retry_after_s=0.5, remaining=0.0)
+    # The bucket's size and the 2.5 s it takes to fill again: the X-RateLimit-* headers.
+    assert refused == Decision(
+        allowed=False, retry_after_s=0.5, remaining=0.0, limit=5.0, reset_s=2.5
+    )
 
 
 def test_refill_over_time_up_to_burst() -> None:

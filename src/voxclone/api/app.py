@@ -34,11 +34,14 @@ from voxclone.api import (
 )
 from voxclone.api.auth import Authenticator
 from voxclone.api.body_guard import BodyGuardMiddleware, text_body_limit
+from voxclone.api.body_timeout import BodyReadTimeoutMiddleware
+from voxclone.api.cancellation import ArrivalClockMiddleware
 from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.header_guard import HeaderHygieneMiddleware
 from voxclone.api.host_guard import HostGuardMiddleware
 from voxclone.api.observability import RequestContextMiddleware
+from voxclone.api.ratelimit import RateLimitHeadersMiddleware
 from voxclone.api.startup_notes import startup_notes
 from voxclone.api.streaming import StreamSlots
 from voxclone.assembly import Runtime
@@ -246,7 +249,14 @@ def create_app(
             allow_origins=settings.cors_origins,
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["X-Request-ID", "X-Cache", "Retry-After"],
+            expose_headers=[
+                "X-Request-ID",
+                "X-Cache",
+                "Retry-After",
+                "X-RateLimit-Limit",
+                "X-RateLimit-Remaining",
+                "X-RateLimit-Reset",
+            ],
         )
     # Inside the size limit. It reads each route's body kinds from the routers
     # (the routes in include order, as the app's router tries them; FastAPI
@@ -258,6 +268,17 @@ def create_app(
         text_body_bytes=text_body_limit(settings.max_text_chars),
     )
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.max_upload_mb * (1 << 20)))
+    # Around every body read: a stalled or trickling body is a 408, not an
+    # open connection forever.
+    app.add_middleware(
+        BodyReadTimeoutMiddleware,
+        idle_s=settings.body_idle_timeout_s,
+        min_rate=settings.body_min_rate,
+    )
+    # Outside every response of a rate-limited route (its 429, a 408, a 504).
+    app.add_middleware(RateLimitHeadersMiddleware)
+    # Deadlines count from here: before the body is read.
+    app.add_middleware(ArrivalClockMiddleware)
     # Before the body is read: a foreign page's request costs nothing.
     app.add_middleware(
         HostGuardMiddleware,

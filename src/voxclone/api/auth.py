@@ -139,7 +139,12 @@ def require(scope: str | None) -> Callable[[Request], Awaitable[Principal]]:
         if scope is not None and not principal.allows(scope):
             raise Forbidden(f"this API key lacks the '{scope}' scope", field="scope", limit=scope)
         identity = principal.rate_limit_identity or _client_identity(request)
-        enforce_rate_limit(request.app.state.rate_limiter, identity, request.app.state.metrics)
+        enforce_rate_limit(
+            request.app.state.rate_limiter,
+            identity,
+            request.app.state.metrics,
+            request.scope.setdefault("state", {}),
+        )
         return principal
 
     return dependency
@@ -157,7 +162,12 @@ def require_any(*scopes: str) -> Callable[[Request], Awaitable[Principal]]:
                 f"this API key lacks the '{wanted}' scope", field="scope", limit=list(scopes)
             )
         identity = principal.rate_limit_identity or _client_identity(request)
-        enforce_rate_limit(request.app.state.rate_limiter, identity, request.app.state.metrics)
+        enforce_rate_limit(
+            request.app.state.rate_limiter,
+            identity,
+            request.app.state.metrics,
+            request.scope.setdefault("state", {}),
+        )
         return principal
 
     return dependency

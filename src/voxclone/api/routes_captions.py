@@ -62,6 +62,7 @@ async def captioned_response(
             lambda flag: runtime.speech.synthesize_captioned(
                 req, cancelled=flag, deadline=deadline, admission=terms
             ),
+            deadline=deadline,
         )
     if caption_format == "srt":
         return Response(to_srt(result.words), media_type="application/x-subrip; charset=utf-8")

@@ -119,6 +119,7 @@ async def whole_file_response(request: Request, runtime: Runtime, req: ResolvedR
             lambda flag: runtime.speech.synthesize(
                 req, cancelled=flag, deadline=deadline, admission=terms
             ),
+            deadline=deadline,
         )
     return Response(
         content=result.audio,

@@ -26,6 +26,23 @@ class Decision:
     allowed: bool
     retry_after_s: float  # 0 when allowed; otherwise when ``cost`` tokens will be there
     remaining: float  # tokens left in the bucket after this decision
+    # What the X-RateLimit-* headers report: the bucket's size (0: unknown, as
+    # when Redis is down and the limiter fails open) and the seconds until it
+    # is full again.
+    limit: float = 0.0
+    reset_s: float = 0.0
+
+
+def _decision(
+    allowed: bool, retry_after_s: float, tokens: float, rate: float, burst: float
+) -> Decision:
+    return Decision(
+        allowed=allowed,
+        retry_after_s=retry_after_s,
+        remaining=tokens,
+        limit=burst,
+        reset_s=max(0.0, burst - tokens) / rate,
+    )
 
 
 class RateLimiter(Protocol):
@@ -80,10 +97,10 @@ class InMemoryRateLimiter:
             tokens = min(self.burst, tokens + max(0.0, now - updated) * self.rate_per_s)
             if tokens >= cost:
                 tokens -= cost
-                decision = Decision(allowed=True, retry_after_s=0.0, remaining=tokens)
+                decision = _decision(True, 0.0, tokens, self.rate_per_s, self.burst)
             else:
                 wait = (cost - tokens) / self.rate_per_s
-                decision = Decision(allowed=False, retry_after_s=wait, remaining=tokens)
+                decision = _decision(False, wait, tokens, self.rate_per_s, self.burst)
             self._buckets[key] = (tokens, now)
             if len(self._buckets) > self.max_keys:
                 self._prune_locked(now)
@@ -203,13 +220,13 @@ class RedisRateLimiter:
             if self.fallback is not None:
                 return self.fallback.check(key, cost)
             if self.fail_open:
+                # No bucket is kept meanwhile: limit 0 says so (no headers).
                 return Decision(allowed=True, retry_after_s=0.0, remaining=0.0)
-            return Decision(allowed=False, retry_after_s=1.0, remaining=0.0)
+            # Refused by this decision, not by a bucket: empty for a second.
+            return Decision(False, 1.0, remaining=0.0, limit=self.burst, reset_s=1.0)
         if self.degraded:
             log.info("rate limiter reaches Redis again")
             self.degraded = False
-        return Decision(
-            allowed=int(allowed) == 1,
-            retry_after_s=float(retry),
-            remaining=float(tokens),
+        return _decision(
+            int(allowed) == 1, float(retry), float(tokens), self.rate_per_s, self.burst
         )
