@@ -20,7 +20,8 @@ from voxclone.api.deps import RuntimeDep
 from voxclone.api.schemas import LexiconEntryIn, LexiconEntryOut, LexiconOut
 from voxclone.assembly import Runtime
 from voxclone.errors import NotFound
-from voxclone.synth.text.lexicon import Pronunciation, entry_language
+from voxclone.service.lexicon_check import check_lexicon_entry
+from voxclone.synth.text.lexicon import Pronunciation, check_pronunciation, entry_language
 
 router = APIRouter(tags=["lexicon"])
 
@@ -57,6 +58,10 @@ async def put_entry(
     entry = Pronunciation(
         body.word, _language(runtime, body.language), ipa=body.ipa, respelling=body.respelling
     )
+    # The form first (400 naming the field), then each engine that will speak
+    # the entry: IPA with no sound in its vocabulary is refused, not stored.
+    check_pronunciation(entry.word, entry.ipa, entry.respelling)
+    await run_in_threadpool(check_lexicon_entry, runtime.speech.services, entry)
     created = await run_in_threadpool(runtime.lexicon.put, principal.owner, entry)
     if not created:
         response.status_code = status.HTTP_200_OK

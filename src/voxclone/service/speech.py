@@ -150,6 +150,11 @@ class SpeechService:
     def languages(self) -> tuple[str, ...]:
         return self._frontend.languages
 
+    def check_ipa(self, word: str, ipa: str, language: str) -> None:
+        """UnspeakablePhonemes when this engine's vocabulary has no sound of
+        ``ipa`` in ``language`` (service/lexicon_check.py)."""
+        self._frontend.check_ipa(word, ipa, language)
+
     # -- the request, resolved once (service/speech_resolved.py) -----------------
     def request(self, req: Speakable) -> ResolvedRequest:
         """``req`` as this service resolves it (a :class:`ResolvedRequest` the

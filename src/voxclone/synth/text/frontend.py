@@ -27,7 +27,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from voxclone.errors import InvalidInput, UnsupportedLanguage
-from voxclone.synth.text.inline_phonemes import INLINE_PHONEME, check_speakable, inline_words
+from voxclone.synth.text.inline_phonemes import (
+    INLINE_PHONEME,
+    UnspeakablePhonemes,
+    check_speakable,
+    inline_words,
+    unspeakable_detail,
+)
 from voxclone.synth.text.langdetect import detect_language, split_language_runs
 from voxclone.synth.text.lexicon import Lexicon
 from voxclone.synth.text.normalize_en import normalize_english
@@ -265,7 +271,7 @@ class TextFrontend:
         cleaned = _extract_inline(cleaned, marks, self._ipa_check(language))
         if lexicon:
             # After the inline phonemes: a word the text spells out itself wins.
-            cleaned = lexicon.apply(cleaned, marks.add)
+            cleaned = lexicon.apply(cleaned, self._lexicon_mark(marks, language))
         self._check_supported(language)
         sentences = []
         for sentence in split_sentences(cleaned):
@@ -276,6 +282,38 @@ class TextFrontend:
             if any(ch.isalnum() for ch in normalized) or marks.has(normalized):
                 sentences.append(normalized.strip())
         return language, sentences, marks
+
+    def check_ipa(self, word: str, ipa: str, language: str) -> None:
+        """Raise UnspeakablePhonemes when ``ipa`` has no sound this engine speaks
+        in ``language``; nothing to check for an engine that says the word instead."""
+        check = self._ipa_check(language)
+        if check is not None:
+            check(word, ipa)
+
+    def _lexicon_mark(self, marks: _Marks, language: str) -> Callable[[str, str], str]:
+        """``marks.add`` for lexicon entries, refusing one that would say nothing.
+
+        Entries are checked when written (service/lexicon_check.py); one written
+        before that check, or for another engine, must still not become silence
+        (issue 45: an emoji-only IPA entry spoke a 44-byte WAV)."""
+        check = self._ipa_check(language)
+
+        def add(word: str, ipa: str) -> str:
+            if check is not None:
+                try:
+                    check(word, ipa)
+                except UnspeakablePhonemes as exc:
+                    raise UnspeakablePhonemes(
+                        f"your lexicon entry for '{word[:40]}' ({language}) has no sound this "
+                        f"engine can speak ({unspeakable_detail(exc)}); replace it with "
+                        "POST /v1/lexicon",
+                        field="lexicon",
+                        value=ipa[:200],
+                        limit=exc.limit,
+                    ) from None
+            return marks.add(word, ipa)
+
+        return add
 
     def _ipa_check(self, language: str) -> Callable[[str, str], None] | None:
         """What refuses inline IPA that would say nothing (before any audio);

@@ -67,3 +67,12 @@ def check_speakable(
         value=ipa[:200],
         limit={"unknown": unknown[:20]} if unknown else None,
     )
+
+
+def unspeakable_detail(exc: UnspeakablePhonemes) -> str:
+    """What made IPA unspeakable, as ``check_speakable`` names it: its unknown
+    symbols, or that it holds only stress or length marks."""
+    unknown = exc.limit.get("unknown") if isinstance(exc.limit, dict) else None
+    if unknown:
+        return "unknown symbols: " + " ".join(unknown)
+    return "it holds only stress or length marks"
