@@ -469,3 +469,31 @@ def test_openai_route_refuses_other_tenants_voices_and_bad_fields(library: Libra
     # Instructions that name no emotion keep the neutral preset.
     pirate = OpenAISpeechRequest(model="tts-1", input="hi", voice="nova", instructions="Arr!")
     assert _to_speech_request(pirate, runtime, A).controls.emotion == "neutral"
+
+
+@pytest.mark.parametrize("improved", [True, False])
+def test_version_and_source_say_whether_a_refinement_changed_the_voice(
+    library: Library, improved: bool
+) -> None:
+    """Issue 46: a refinement that kept the instant voice stored it again as a
+    new "refined" version (``version 3, source: refined`` for a voice that
+    still spoke as its instant clone). Nothing better found: the voice stays
+    as it was; found: a new version, source refined, and a verdict that says so."""
+    svc, vid = library.service, library.voice.id
+    quality = {"verdict": "speaks as its own clone, heard 0.05 closer ...", "similarity": 0.5}
+    assert _refine_once(library, quality, improved=improved, before=lambda: None) == "succeeded"
+    stored = library.voice.version + 1  # _refine_once stores the voice it refines once
+    (job,) = [j for j in library.jobs.list(A) if j.kind == "refine"]
+    after = svc.get(vid, A)
+    assert job.result is not None and job.result["improved"] is improved
+    if improved:
+        assert (after.version, after.source) == (stored + 1, "refined")
+        assert job.result["version"] == after.version
+        assert after.quality["verdict"].startswith("speaks as its refined clone")
+        assert "0.90" in after.quality["verdict"] and "0.50 before" in after.quality["verdict"]
+    else:
+        assert (after.version, after.source) == (stored, "instant")
+        assert job.result["version"] == after.version
+        assert after.quality["verdict"] == quality["verdict"]
+        assert job.message == "kept the voice as it was (no better candidate)"
+        assert library.changed == []  # nothing to invalidate: the voice did not change

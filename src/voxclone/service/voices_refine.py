@@ -1,7 +1,10 @@
 """Refinement of a stored style voice: a background job that auditions atlas
 voices (then optionally prosody variants) for the stored print within a time
 budget and stores the best as the voice's next version, unless the voice
-changed meanwhile."""
+changed meanwhile. A refinement that finds nothing better leaves the voice as
+it was: same version, same source (it stored the unchanged voice as a new
+"refined" version, so a voice that still spoke as its instant clone said
+``version 3, source: refined``); the job's result says what was tried."""
 
 from __future__ import annotations
 
@@ -143,13 +146,34 @@ class Refinements:
         # budget is spent): a cancel that came after its last check still wins.
         if jobs.should_stop(job_id, record.id):
             raise Cancelled("refinement was cancelled")
+        outcome = {
+            "voice_id": record.id,
+            "improved": result.improved,
+            "similarity": round(result.similarity, 4),
+            "start_similarity": round(result.start_similarity, 4),
+            "wer": None if result.wer is None else round(result.wer, 4),
+        }
+        if not result.improved:
+            jobs.finish(
+                job_id,
+                state="succeeded",
+                message="kept the voice as it was (no better candidate)",
+                result={**outcome, "version": record.version},
+            )
+            return
         tone_db = record.tone_db
-        if result.improved and spectrum is not None:
+        if spectrum is not None:
             tone_db = None if tone is None else tone.gain_db
         quality = dict(record.quality)
-        if result.improved:
-            # The refined voice is an atlas voice: no longer the built-in it started from.
-            quality.pop("replaced_by_stock_voice", None)
+        # The refined voice is an atlas voice: no longer the built-in it started from.
+        quality.pop("replaced_by_stock_voice", None)
+        # The enrollment's verdict and gain describe the voice this one replaces.
+        quality["verdict"] = (
+            f"speaks as its refined clone: similarity {result.similarity:.2f} to the "
+            f"reference, {result.start_similarity:.2f} before the refinement"
+        )
+        if quality.get("stock_similarity") is not None:
+            quality["gain_over_stock"] = round(result.similarity - quality["stock_similarity"], 4)
         quality.update(
             similarity=round(result.similarity, 4),
             wer=None if result.wer is None else round(result.wer, 4),
@@ -187,17 +211,8 @@ class Refinements:
         jobs.finish(
             job_id,
             state="succeeded",
-            message="refined"
-            if result.improved
-            else "kept the instant voice (no better candidate)",
-            result={
-                "voice_id": record.id,
-                "version": updated.version,
-                "improved": result.improved,
-                "similarity": round(result.similarity, 4),
-                "start_similarity": round(result.start_similarity, 4),
-                "wer": None if result.wer is None else round(result.wer, 4),
-            },
+            message="refined",
+            result={**outcome, "version": updated.version},
         )
 
     @staticmethod

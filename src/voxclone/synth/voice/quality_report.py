@@ -1,8 +1,12 @@
 """Per-voice quality report: how close and how clear a clone is, and why not.
 
-* similarity — speaker-encoder cosine between a synthesized test sentence and
-  the reference (the product encoder; the independent judge is for benchmarks
-  only);
+* similarity — speaker-encoder cosine between the test sentence spoken by the
+  voice (as it will speak: the built-in that replaced the clone, if one did)
+  and the reference (the product encoder; the independent judge is for
+  benchmarks only). The report's one similarity of the voice: it also carried
+  ``clone_similarity``, the clone's own figure where a built-in replaced it,
+  so a replaced voice showed two different "similarity" numbers (issue 46);
+  the verdict's sentence names the clone's figure where it explains why;
 * wer — Whisper tiny.en word error rate of that sentence;
 * warnings — the reference's own (noise, short, long) plus clipping, several
   speakers (windows of the reference that sound like different people), a
@@ -76,10 +80,8 @@ class QualityReport:
     # the atlas's embeddings.
     stock_voice: str | None = None
     stock_similarity: float | None = None
-    # The clone as the stock check heard it (differs from ``similarity`` only
-    # when a built-in replaced it) and the one sentence that says which voice
-    # this is and why, derived from that same comparison.
-    clone_similarity: float | None = None
+    # The one sentence that says which voice this is and why, from the stock
+    # check's comparison.
     verdict: str | None = None
 
     @property
@@ -93,7 +95,7 @@ class QualityReport:
         gain = self.gain_over_stock
         out["gain_over_stock"] = None if gain is None else round(float(gain), 4)
         keys = ("similarity", "wer", "snr_db", "reference_pitch_hz", "stock_similarity")
-        for key in (*keys, "clone_similarity"):
+        for key in keys:
             if out[key] is not None:
                 out[key] = round(float(out[key]), 4)
         out["reference_seconds"] = round(float(out["reference_seconds"]), 2)
@@ -247,7 +249,6 @@ class QualityReporter:
             reference_pitch_hz=reference_pitch_hz,
             stock_voice=None if stock is None else stock[0],
             stock_similarity=None if stock is None else float(stock[1]),
-            clone_similarity=None if comparison is None else comparison.clone_similarity,
             verdict=None if comparison is None else stock_verdict(comparison),
         )
 
