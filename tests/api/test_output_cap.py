@@ -94,10 +94,10 @@ def test_the_estimate_counts_the_lexicon_prosody_rate_speed_and_breaks(
     speech = runtime.speech
     text = "The quick brown fox jumps over the lazy dog."
 
-    def estimate(text: str, **controls: float) -> float:
+    def estimate(text: str, speed: float | None = None) -> float:
         from voxclone.synth.controls import SpeechControls
 
-        req = SpeechRequest(text=text, owner=owner, controls=SpeechControls(**controls))
+        req = SpeechRequest(text=text, owner=owner, controls=SpeechControls(speed=speed))
         return speech.estimate(req).output_s
 
     plain = estimate(text)

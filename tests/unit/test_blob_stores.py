@@ -44,6 +44,36 @@ def test_put_get_replace_exists_and_missing(blob_store: BlobStore) -> None:
     blob_store.check()  # usable: no exception
 
 
+class _Reads:
+    """A file whose reads are counted: a store must read it in parts."""
+
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self._file = io.BytesIO(data)
+        self.largest = 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._file.read(size)
+        self.largest = max(self.largest, len(chunk))
+        return chunk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+def test_put_file_stores_a_long_file_read_in_parts(blob_store: BlobStore) -> None:
+    # A speech job's audio (issue 45: up to hours) goes from its spool file to
+    # the store in parts (S3: a multipart upload), never as one bytes object.
+    data = bytes(range(256)) * (20 * 4096 + 7)  # ~20 MiB: three 8 MiB parts
+    source = _Reads(b"header" + data)
+    source.seek(6)  # from the file's position to its end
+    blob_store.put_file("jobs/long.wav", source, content_type="audio/wav")  # type: ignore[arg-type]
+    assert blob_store.get("jobs/long.wav") == data
+    assert 0 < source.largest <= 8 << 20
+    assert not blob_store.exists("jobs/other.wav")
+
+
 @pytest.mark.parametrize("key", ["../x", "/etc/passwd", "a/../../x", "a//b", "a\x00b", ""])
 def test_unsafe_keys_are_refused(blob_store: BlobStore, key: str) -> None:
     with pytest.raises(ValueError):
