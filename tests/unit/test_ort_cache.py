@@ -149,3 +149,26 @@ def test_fast_lane_session_opens_when_getting_ready_to_serve_not_on_load(
     assert _config_entry(options, "session.force_spinning_stop") == "1"
     fast = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
     assert alone.size == fast.size and np.allclose(alone, fast, atol=1e-3)
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["building-the-cache", "no-cache"])
+def test_a_changed_source_model_is_reassembled_before_it_is_read(
+    tmp_path: Path, assets: Path, cached: bool
+) -> None:
+    """Issue 45: the assembled Kokoro model was trusted by its marker on every
+    later start, so a file changed under an intact marker was optimized (or,
+    without the cache, loaded) as it was. Reading the source now hashes it
+    against the pinned SHA-256 and reassembles it from the wheels first."""
+    from voxclone.synth.engine.kokoro.assets import expected_sha256
+    from voxclone.synth.files import sha256_file
+
+    home = tmp_path / "home"
+    home.mkdir()
+    data = bytearray(assets.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one weight byte: still a loadable graph
+    (home / MODEL_FILENAME).write_bytes(bytes(data))
+    marker = assets.with_suffix(".sha256")
+    (home / marker.name).write_text(marker.read_text())  # the marker still vouches for it
+    engine = _engine(home, assets, cached=cached)
+    assert sha256_file(home / MODEL_FILENAME) == expected_sha256()
+    assert _speak(engine).size > 0

