@@ -69,6 +69,18 @@ def test_deadline_refusal_names_when_it_would_fit() -> None:
     running.release()
 
 
+def test_a_free_slot_admits_whatever_the_estimate() -> None:
+    # A host so slow that one enrollment alone misses the deadline: waiting
+    # would not help, so refusing would refuse every retry as well.
+    clock = Clock()
+    q = EnrollmentQueue(slots=1, queue=4, clock=clock, prior_s=57.0)
+    alone = q.admit(renders=True, deadline=clock.now + 60.0)
+    alone.wait_turn()
+    with pytest.raises(Overloaded):  # behind it, the estimate does refuse
+        q.admit(renders=True, deadline=clock.now + 60.0)
+    alone.release()
+
+
 def test_learns_the_median_of_completed_enrollments_only() -> None:
     clock = Clock()
     q = EnrollmentQueue(slots=1, queue=1, clock=clock, prior_s=3.0)

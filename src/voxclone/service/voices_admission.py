@@ -117,7 +117,11 @@ class EnrollmentQueue:
                 )
             if not renders and in_flight >= self.slots + self.queue:
                 self._refuse(f"{in_flight} enrollments are in progress", ends_s)
-            if renders and deadline is not None:
+            # Only waiting can make it late: with a slot free, a slow host's
+            # enrollment is admitted whatever the estimate (refusing it would
+            # refuse every retry too: one took 57 s alone at load 11 on 2
+            # cores, past 60 s x HEADROOM, and the idle queue refused all 10).
+            if renders and deadline is not None and start_s > 0:
                 allowed = (deadline - now) * HEADROOM
                 finish_s = start_s + expected
                 if finish_s > allowed:
