@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -207,9 +208,20 @@ def _postgres_bin_dir() -> Path | None:
 class PostgresServer:
     """A throwaway cluster; :meth:`create_database` hands out new databases."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, pg_ctl: list[str] | None = None) -> None:
         self.port = port
         self._counter = 0
+        # pg_ctl with the cluster's data directory, options and log: stop/start.
+        self._pg_ctl = pg_ctl or []
+
+    def stop(self, mode: str = "fast") -> None:
+        """Shut the server down (``fast``: sessions are disconnected, as a restart does)."""
+        subprocess.run([*self._pg_ctl, "-m", mode, "-w", "stop"], check=True,
+                       capture_output=True, timeout=_PG_START_TIMEOUT_S)  # fmt: skip
+
+    def start(self) -> None:
+        subprocess.run([*self._pg_ctl, "-w", "-t", str(_PG_START_TIMEOUT_S), "start"], check=True,
+                       capture_output=True, timeout=_PG_START_TIMEOUT_S + 10)  # fmt: skip
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
@@ -250,13 +262,13 @@ class PostgresServer:
             conn.execute("INSERT INTO alembic_version VALUES (%s)", (head_revision(),))
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
+@contextlib.contextmanager
+def _postgres_cluster() -> Iterator[PostgresServer]:
     """A PostgreSQL cluster in a temporary directory (trust auth, loopback only).
 
     Tests run as root in CI; PostgreSQL refuses to, so the cluster belongs to
     the ``postgres`` user. Durability is off (fsync, full pages): the data is
-    thrown away at the end of the session.
+    thrown away at the end.
     """
     bin_dir = _postgres_bin_dir()
     if bin_dir is None:
@@ -270,7 +282,6 @@ def postgres_server() -> Iterator[PostgresServer]:
     data_dir, log_path = workdir / "data", workdir / "server.log"
     if run_as:
         shutil.chown(workdir, user="postgres", group="postgres")
-    started = False
     try:
         subprocess.run(
             [*run_as, str(bin_dir / "initdb"), "-D", str(data_dir), "-U", "postgres",
@@ -282,25 +293,37 @@ def postgres_server() -> Iterator[PostgresServer]:
             f"-p {port} -k {workdir} -c listen_addresses=127.0.0.1"
             " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
         )
-        subprocess.run(
-            [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data_dir), "-o", options,
-             "-l", str(log_path), "-w", "-t", str(_PG_START_TIMEOUT_S), "start"],
-            check=True, capture_output=True, timeout=_PG_START_TIMEOUT_S + 10,
-        )  # fmt: skip
-        started = True
-        yield PostgresServer(port)
+        pg_ctl = [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data_dir), "-o", options,
+                  "-l", str(log_path)]  # fmt: skip
+        server = PostgresServer(port, pg_ctl)
+        server.start()
     except subprocess.CalledProcessError as exc:
         log_tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+        shutil.rmtree(workdir, ignore_errors=True)
         pytest.fail(
             f"PostgreSQL did not start: {exc.stderr!r}\nlog tail:\n{log_tail}", pytrace=False
         )
+    try:
+        yield server
     finally:
-        if started:
-            subprocess.run(
-                [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data_dir), "-m", "immediate", "stop"],
-                capture_output=True, timeout=60,
-            )  # fmt: skip
+        with contextlib.suppress(subprocess.SubprocessError):
+            server.stop("immediate")  # already stopped by a test: pg_ctl says so
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL cluster (see :func:`_postgres_cluster`)."""
+    with _postgres_cluster() as server:
+        yield server
+
+
+@pytest.fixture()
+def private_postgres() -> Iterator[PostgresServer]:
+    """A cluster of this test's own, which it may stop and start (an outage)
+    without touching the session's; costs an initdb (~2 s)."""
+    with _postgres_cluster() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -161,6 +161,23 @@ class NotReady(VoxcloneError):
     code = "not_ready"
 
 
+class DatabaseUnavailable(VoxcloneError):
+    """The database cannot be reached (a PostgreSQL restart, a dropped
+    connection, SQLite locked past its busy timeout): nothing was changed, and
+    the same request works once it is back."""
+
+    status = 503
+    code = "database_unavailable"
+
+
+class InsufficientStorage(VoxcloneError):
+    """The disk (or PostgreSQL's) is full: the write was not made, and the same
+    request works once space is freed (RFC 4918's 507 Insufficient Storage)."""
+
+    status = 507
+    code = "insufficient_storage"
+
+
 class DeadlineExceeded(VoxcloneError):
     status = 504
     code = "deadline_exceeded"

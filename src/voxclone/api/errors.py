@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from voxclone.errors import VoxcloneError
+from voxclone.runtime.outage import outage_error
 
 log = logging.getLogger("voxclone.api")
 
@@ -66,6 +67,21 @@ def internal_error_response(request_id: str | None) -> JSONResponse:
     return JSONResponse(error_body("internal_error", message), status_code=500)
 
 
+def unexpected_error_response(exc: BaseException, request_id: str | None) -> JSONResponse:
+    """An exception no handler expected, logged: an outage of the database or the
+    disk (runtime/outage.py) answers 503 + Retry-After or 507, anything else 500."""
+    fault = outage_error(exc)
+    if fault is None:
+        log.error("unhandled error (request id %s)", request_id, exc_info=exc)
+        return internal_error_response(request_id)
+    # Expected while it lasts: one line per request, not a traceback. The
+    # driver's first line only: SQLAlchemy's text adds the statement and its
+    # parameters (key hashes, embeddings).
+    cause = (str(getattr(exc, "orig", None) or exc).splitlines() or [""])[0]
+    log.warning("request failed: %s (%s: %s)", fault.code, type(exc).__name__, cause)
+    return voxclone_error_response(fault)
+
+
 def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
     parts = [str(p) for p in loc if not (isinstance(p, str) and p in _LOCATION_ROOTS)]
     return ".".join(parts) if parts else None
@@ -73,6 +89,9 @@ def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
 
 async def _on_voxclone_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, VoxcloneError)
+    if exc.status == 500:
+        # A generic failure raised from an outage says what it is: 503 or 507.
+        exc = outage_error(exc) or exc
     if exc.status >= 500:
         log.warning("request failed: %s (%s)", exc.code, exc.message)
     return voxclone_error_response(exc)
@@ -103,9 +122,7 @@ async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    request_id = getattr(request.state, "request_id", None)
-    log.error("unhandled error (request id %s)", request_id, exc_info=exc)
-    return internal_error_response(request_id)
+    return unexpected_error_response(exc, getattr(request.state, "request_id", None))
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from voxclone.api.errors import internal_error_response
+from voxclone.api.errors import unexpected_error_response
 from voxclone.runtime.metrics import Metrics
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -158,12 +158,14 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
-        except Exception:
-            log.exception("unhandled error (request id %s)", request_id)
+        except Exception as exc:
             if response_started:
+                log.exception("unhandled error (request id %s)", request_id)
                 raise  # headers are out; the server aborts the connection
-            status = 500
-            await internal_error_response(request_id)(scope, receive, send_with_id)
+            # Logged there; a database or disk outage answers 503/507, not 500.
+            response = unexpected_error_response(exc, request_id)
+            status = response.status_code
+            await response(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
             route = route_label(scope)

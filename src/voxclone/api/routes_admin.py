@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -17,6 +18,7 @@ from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
 from voxclone.runtime.library_id import LIBRARY_HEADER
+from voxclone.runtime.outage import database_state, storage_state
 from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
 from voxclone.synth.controls import (
     EMOTIONS,
@@ -61,6 +63,31 @@ def _engines(runtime: Runtime) -> dict[str, str]:
     return states
 
 
+# Free space below which the storage is "full" for /readyz: the largest upload
+# (its reference is kept as a blob) plus a SQLite WAL's worth (1,000 pages of
+# 4 KiB before the automatic checkpoint).
+_WAL_HEADROOM_MB = 4.0
+
+
+def _store_outages(runtime: Runtime) -> tuple[dict[str, str], dict[str, str]]:
+    """The "database" and "storage" capabilities, and why each that is not ready is not."""
+    db = runtime.voice_store.database
+    # Where this replica writes locally: SQLite's directory, the local blob store.
+    dirs = [db.path.parent] if db.path is not None else []
+    blob_root = getattr(runtime.blobs, "root", None)
+    if isinstance(blob_root, Path):
+        dirs.append(blob_root)
+    need_mb = runtime.settings.max_upload_mb + _WAL_HEADROOM_MB
+    storage, free = storage_state(dirs, int(need_mb * (1 << 20)))
+    states = {"database": database_state(db), "storage": storage}
+    outages: dict[str, str] = {}
+    if states["database"] != "ok":
+        outages["database"] = "database: unreachable"
+    if storage != "ok":
+        outages["storage"] = f"storage: full ({free / (1 << 20):.1f} MB free, needs {need_mb:g} MB)"
+    return states, outages
+
+
 @router.get("/readyz", summary="Readiness: speech (default) or cloning models loaded and warmed")
 async def readyz(
     request: Request,
@@ -84,8 +111,17 @@ async def readyz(
             return JSONResponse(
                 body, status_code=503, headers=retry_after_header(NOT_READY_RETRY_S)
             )
+        # Not ready while nothing can be stored: writes would answer 503/507.
+        stores, outages = await run_in_threadpool(_store_outages, runtime)
+        if outages:
+            body = error_body("not_ready", "; ".join(outages.values()), field=next(iter(outages)))
+            body["detail"] = stores
+            return JSONResponse(
+                body, status_code=503, headers=retry_after_header(NOT_READY_RETRY_S)
+            )
         # Ready even when Redis is down (the local tiers serve); the detail says so.
         detail = await run_in_threadpool(_dependencies, state)
+        detail.update(stores)
         detail.update(speech="ready", cloning=cloning, startup_s=runtime.stages.as_dict())
         detail["engines"] = _engines(runtime)
         # Ready with fewer voices, but said (issue 46); the CLI compares the header.
