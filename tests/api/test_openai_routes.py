@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import io
 import json
+import time
 
 import pytest
 import soundfile as sf
 from fastapi.testclient import TestClient
 
 from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES, emotion_from_instructions
+from voxclone.service.speech import SpeechRequest
 
 
 def test_speech_with_openai_voice_name_returns_wav(client: TestClient) -> None:
@@ -34,11 +36,87 @@ def test_pcm_is_16_bit_24khz_and_matches_alias_target(client: TestClient) -> Non
     assert OPENAI_VOICE_ALIASES["onyx"] == "clear_male"
 
 
-def test_unknown_model_is_400_listing_models(client: TestClient) -> None:
+def test_unknown_model_is_openais_404_listing_models(client: TestClient) -> None:
+    """As OpenAI answers a model it does not serve: 404 ``model_not_found``
+    (was a 400 ``invalid_model``), OpenAI's keys beside ours."""
     r = client.post("/v1/audio/speech", json={"model": "gpt-9", "input": "x", "voice": "alloy"})
-    assert r.status_code == 400
+    assert r.status_code == 404
     err = r.json()["error"]
-    assert err["field"] == "model" and "tts-1" in err["limit"]
+    assert err["code"] == "model_not_found" and err["type"] == "invalid_request_error"
+    assert err["param"] == err["field"] == "model" and "tts-1" in err["limit"]
+
+
+def test_openais_dated_model_snapshots_speak_as_their_family(client: TestClient) -> None:
+    body = {"input": "Hi there.", "voice": "alloy", "response_format": "pcm"}
+    family = client.post("/v1/audio/speech", json={**body, "model": "gpt-4o-mini-tts"})
+    dated = client.post("/v1/audio/speech", json={**body, "model": "gpt-4o-mini-tts-2025-03-20"})
+    assert dated.status_code == 200, dated.text
+    assert dated.content == family.content
+
+
+def test_input_over_openais_4096_characters_is_refused_at_once(client: TestClient) -> None:
+    """Issue 46: a 20,000-character input streamed for 596 s; OpenAI refuses
+    more than 4,096 characters, and so does this route now, before any work."""
+    text = "The quick brown fox jumps over the lazy dog. " * 445  # 20,025 characters
+    started = time.perf_counter()
+    r = client.post("/v1/audio/speech", json={"model": "tts-1", "input": text, "voice": "alloy"})
+    elapsed = time.perf_counter() - started
+    assert r.status_code == 400, r.text[:200]
+    assert elapsed < 1.0
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["code"] == "string_above_max_length"
+    assert err["param"] == err["field"] == "input" and err["limit"] == 4096
+    assert err["value"] == len(text)
+    assert "4096" in err["message"] and "/v1/jobs/speech" in err["message"]
+    # One character over is refused; the limit itself is not (its 413/422
+    # checks are the service's, not this cap's).
+    over = client.post(
+        "/v1/audio/speech", json={"model": "tts-1", "input": "a" * 4097, "voice": "alloy"}
+    )
+    assert over.status_code == 400 and over.json()["error"]["limit"] == 4096
+
+
+def test_voice_object_speaks_as_the_name(client: TestClient) -> None:
+    body = {"model": "tts-1", "input": "Hi there.", "response_format": "pcm"}
+    by_name = client.post("/v1/audio/speech", json={**body, "voice": "onyx"})
+    by_object = client.post("/v1/audio/speech", json={**body, "voice": {"id": "onyx"}})
+    assert by_object.status_code == 200, by_object.text
+    assert by_object.content == by_name.content
+    assert by_object.headers["x-voice"] == by_name.headers["x-voice"]
+    missing = client.post("/v1/audio/speech", json={**body, "voice": {"id": "nope"}})
+    assert missing.status_code == 404 and missing.json()["error"]["param"] == "voice"
+
+
+@pytest.mark.parametrize("name", ["marin", "cedar"])
+def test_openais_2025_voices_speak_as_a_voice_of_their_sex(client: TestClient, name: str) -> None:
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    expected = runtime.catalog.openai_aliases().get(name) or OPENAI_VOICE_ALIASES[name]
+    body = {"model": "tts-1", "input": "Hi there.", "voice": name, "response_format": "pcm"}
+    r = client.post("/v1/audio/speech", json=body)
+    assert r.status_code == 200, r.text
+    assert r.headers["x-voice"] == expected
+    direct = client.post("/v1/audio/speech", json={**body, "voice": expected})
+    assert r.content == direct.content
+    assert OPENAI_VOICE_ALIASES[name] == ("clear_female" if name == "marin" else "clear_male")
+
+
+def test_x_voice_names_the_voice_that_spoke_on_every_route(client: TestClient) -> None:
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    default = runtime.speech.request(SpeechRequest(text="Hi there.")).voice.id
+    tts = client.post("/v1/tts", json={"text": "Hi there."})
+    streamed = client.post("/v1/tts", json={"text": "Hi there.", "stream": True})
+    captioned = client.post("/v1/audio/speech/captioned", json={"input": "Hi there."})
+    srt = client.post("/v1/audio/speech/captioned?format=srt", json={"input": "Hi there."})
+    sse = client.post("/v1/audio/speech/captioned", json={"input": "Hi there.", "stream": True})
+    for r in (tts, streamed, captioned, srt, sse):
+        assert r.status_code == 200, r.text[:200]
+        assert r.headers["x-voice"] == default
+    openai = client.post(
+        "/v1/audio/speech",
+        json={"model": "tts-1", "input": "Hi there.", "voice": "alloy", "stream_format": "sse"},
+    )
+    expected = runtime.catalog.openai_aliases().get("alloy") or OPENAI_VOICE_ALIASES["alloy"]
+    assert openai.headers["x-voice"] == expected
 
 
 @pytest.mark.parametrize(("speed", "same_as"), [(0.25, 0.5), (4.0, 2.0), (3.0, 2.0)])

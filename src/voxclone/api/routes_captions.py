@@ -33,6 +33,7 @@ from voxclone.api.deps import RuntimeDep
 from voxclone.api.routes_openai import openai_speech_request
 from voxclone.api.schemas import CaptionedSpeechRequest
 from voxclone.api.streaming import CancelFlag, open_audio_stream
+from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.speech_resolved import Speakable
@@ -64,18 +65,21 @@ async def captioned_response(
             ),
             deadline=deadline,
         )
+    voice = await voice_header(req)
     if caption_format == "srt":
-        return Response(to_srt(result.words), media_type="application/x-subrip; charset=utf-8")
+        srt = to_srt(result.words)
+        return Response(srt, media_type="application/x-subrip; charset=utf-8", headers=voice)
     if caption_format == "vtt":
-        return Response(to_vtt(result.words), media_type="text/vtt; charset=utf-8")
+        return Response(to_vtt(result.words), media_type="text/vtt; charset=utf-8", headers=voice)
     return JSONResponse(
-        {
+        headers=voice,
+        content={
             "audio": base64.b64encode(result.audio).decode("ascii"),
             "audio_format": req.request.format,
             "content_type": result.content_type,
             "duration_s": round(result.duration_s, 3),
             "timestamps": timestamps_json(result.words),
-        }
+        },
     )
 
 
@@ -108,9 +112,8 @@ async def captioned_stream(request: Request, runtime: Runtime, speech: Speakable
             return "text/event-stream", _sse(parts, req.request.format)
 
         stream = await open_audio_stream(request, start)
-    return stream.response(
-        stream.audio, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-    )
+    headers = {"Cache-Control": "no-cache", **await voice_header(req)}
+    return stream.response(stream.audio, media_type="text/event-stream", headers=headers)
 
 
 @router.post(

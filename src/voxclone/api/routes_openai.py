@@ -2,18 +2,22 @@
 
 Unmodified OpenAI clients work against this server:
 
-* ``model``: OpenAI's names (``tts-1``, ``tts-1-hd``, ``gpt-4o-mini-tts``)
-  speak with the default engine; an engine name (``kokoro``) or model id
-  picks that engine (``GET /v1/models`` lists them); other names get a 400
-  that lists them.
-* ``voice``: one of our voices (built-in name, cloned voice id or name), or
-  one of OpenAI's voice names: each speaks with a native English voice of
-  its sex (``alloy`` → ``af_heart``, ``onyx`` → ``am_onyx``, …;
-  the engine's own mapping, Kokoro's measured in docs/benchmarks.md "Voice
+* ``input``: at most 4,096 characters, as OpenAI's (api/openai_surface.py:
+  a 400 in OpenAI's error shape that points to /v1/tts and jobs).
+* ``model``: OpenAI's names (``tts-1``, ``tts-1-hd``, ``gpt-4o-mini-tts``,
+  and their dated snapshots) speak with the default engine; an engine name
+  (``kokoro``) or model id picks that engine (``GET /v1/models`` lists them);
+  other names get OpenAI's 404 ``model_not_found``, listing them.
+* ``voice``: a name or OpenAI's voice object ``{"id": "..."}``: one of our
+  voices (built-in name, cloned voice id or name), or one of OpenAI's voice
+  names: each speaks with a native English voice of its sex (``alloy`` →
+  ``af_heart``, ``onyx`` → ``am_onyx``, ``marin`` → ``bf_emma``, …; the
+  engine's own mapping, Kokoro's measured in docs/benchmarks.md "Voice
   table"). Without the standard voices installed, :data:`OPENAI_VOICE_ALIASES`:
-  alloy, ballad, coral, fable, nova, sage, shimmer → ``clear_female``;
-  ash, echo, onyx, verse → ``clear_male``. A cloned voice with the same name
-  as an alias wins, so users can override an alias.
+  alloy, ballad, coral, fable, nova, sage, shimmer, marin → ``clear_female``;
+  ash, echo, onyx, verse, cedar → ``clear_male``. A cloned voice with the same
+  name as an alias wins, so users can override an alias. The ``X-Voice``
+  response header names the voice that spoke.
 * ``response_format``: mp3 (default), opus, aac, flac, wav, pcm (raw 24 kHz
   16-bit little-endian mono, as OpenAI's).
 * ``speed``: accepted over OpenAI's whole range, 0.25-4.0, and clamped to
@@ -41,6 +45,12 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline
 from voxclone.api.deps import RuntimeDep
+from voxclone.api.openai_surface import (
+    as_openai_error,
+    check_input_length,
+    model_name,
+    model_not_found,
+)
 from voxclone.api.schemas import (
     AudioVoicesOut,
     CatalogVoiceOut,
@@ -50,8 +60,9 @@ from voxclone.api.schemas import (
 )
 from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
+from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
-from voxclone.errors import InvalidInput, NotFound
+from voxclone.errors import InvalidInput, NotFound, UnknownModel, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.router import OPENAI_ALIASES, ModelInfo
@@ -140,7 +151,7 @@ def openai_speech_request(
     """The body as one request, resolved once (reads the store: call it from a
     worker thread): the voice the route looked up to map OpenAI's names is the
     voice that speaks."""
-    engine = runtime.speech.engine_for(body.model) or runtime.speech.default_engine
+    engine = runtime.speech.engine_for(model_name(body.model)) or runtime.speech.default_engine
     fmt = body.response_format.lower()
     if fmt not in OPENAI_FORMATS:
         raise InvalidInput(
@@ -150,9 +161,8 @@ def openai_speech_request(
         )
     speed = _openai_speed(body.speed) if "speed" in body.model_fields_set else None
     # No voice (the captioned route's default): the language's default voice.
-    name, voice = (
-        (None, None) if body.voice is None else _openai_voice(runtime, body.voice, owner, engine)
-    )
+    named = body.voice_name
+    name, voice = (None, None) if named is None else _openai_voice(runtime, named, owner, engine)
     built = SpeechRequest(
         text=body.input,
         voice=name,
@@ -214,6 +224,31 @@ async def audio_speech(
     principal: TTSCaller,
     runtime: RuntimeDep,
 ) -> Response:
+    # Refusals before the audio starts carry OpenAI's error keys too.
+    try:
+        return await _audio_speech(body, request, principal, runtime)
+    except VoxcloneError as exc:
+        raise as_openai_error(exc) from exc
+
+
+def _checked_model(body: OpenAISpeechRequest, runtime: Runtime) -> OpenAISpeechRequest:
+    """``body`` with a dated OpenAI snapshot named by its family; an unknown
+    model refused as OpenAI refuses one (404 ``model_not_found``)."""
+    model = model_name(body.model)
+    try:
+        runtime.speech.engine_for(model)
+    except UnknownModel as exc:
+        raise model_not_found(exc, body.model) from None
+    return body if model == body.model else body.model_copy(update={"model": model})
+
+
+async def _audio_speech(
+    body: OpenAISpeechRequest, request: Request, principal: TTSCaller, runtime: Runtime
+) -> Response:
+    # OpenAI's limit, before anything else: a 20,000-character input streamed
+    # for 596 s before it (issue 46); this refusal takes microseconds.
+    check_input_length(body.input)
+    body = _checked_model(body, runtime)
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     # The service admits after the cache and identical streams in flight
     # (coalesce first, admit second), pricing the text as it will be spoken.
@@ -240,6 +275,7 @@ async def audio_speech(
                 req, cancelled=flag, deadline=deadline, admission=checked
             ),
         )
+    headers.update(await voice_header(req))
     if body.stream_format == "sse":
         return stream.response(
             _sse_events(stream.audio),

@@ -23,6 +23,7 @@ from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import SpeechFields, TTSRequest
 from voxclone.api.ssml_headers import ssml_headers
 from voxclone.api.streaming import open_audio_stream
+from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden, InvalidInput
 from voxclone.runtime.admission import AdmissionTerms
@@ -124,7 +125,7 @@ async def whole_file_response(request: Request, runtime: Runtime, req: ResolvedR
     return Response(
         content=result.audio,
         media_type=result.content_type,
-        headers={"X-Cache": result.cache, **headers},
+        headers={"X-Cache": result.cache, **headers, **await voice_header(req)},
     )
 
 
@@ -151,9 +152,8 @@ async def streaming_response(request: Request, runtime: Runtime, req: ResolvedRe
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"
-    return stream.response(
-        stream.audio, media_type=stream.content_type, headers={"X-Cache": cache, **headers}
-    )
+    headers = {"X-Cache": cache, **headers, **await voice_header(req)}
+    return stream.response(stream.audio, media_type=stream.content_type, headers=headers)
 
 
 async def _parse_body(

@@ -89,6 +89,14 @@ class SpeechJobRequest(SpeechFields):
     text: str = Field(description="text to speak (long texts welcome)")
 
 
+class OpenAIVoiceObject(BaseModel):
+    """OpenAI's voice object (``"voice": {"id": "..."}``, its custom voices)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+
+
 class OpenAISpeechRequest(BaseModel):
     """Body of OpenAI's ``POST /v1/audio/speech``."""
 
@@ -96,7 +104,15 @@ class OpenAISpeechRequest(BaseModel):
 
     model: str
     input: str
-    voice: str
+    # A name (built-in, OpenAI's, a cloned voice's id or name) or {"id": ...}.
+    voice: str | OpenAIVoiceObject
+
+    @property
+    def voice_name(self) -> str | None:
+        """The voice named, whichever way it was sent (None: none)."""
+        voice: str | OpenAIVoiceObject | None = self.voice
+        return voice.id if isinstance(voice, OpenAIVoiceObject) else voice
+
     response_format: str = "mp3"
     speed: Number = 1.0
     stream_format: Literal["audio", "sse"] = "audio"
@@ -108,7 +124,7 @@ class CaptionedSpeechRequest(OpenAISpeechRequest):
 
     model: str = "kokoro"
     # None: the request language's default voice, as in /v1/tts.
-    voice: str | None = None  # type: ignore[assignment]
+    voice: str | OpenAIVoiceObject | None = None  # type: ignore[assignment]
     stream: bool = False
 
 

@@ -43,6 +43,15 @@ class ResolvedVoice:
     # The voice's own pace: every request's speed is multiplied by it (a clone
     # follows its reference's speaking rate, synth/voice/rate_match.py).
     speed: float = 1.0
+    # A clone the stock check replaced: the built-in it speaks as (its quality
+    # report's ``replaced_by_stock_voice``), named in the X-Voice header.
+    stock_voice: str | None = None
+
+    @property
+    def spoken_as(self) -> str:
+        """What the X-Voice header names: the built-in a replaced clone speaks
+        as, else the voice's id (a built-in's name, a clone's ``v_...``)."""
+        return self.stock_voice or self.id
 
     @classmethod
     def from_record(cls, record: VoiceRecord, prompt: object | None = None) -> ResolvedVoice:
@@ -59,7 +68,13 @@ class ResolvedVoice:
             model_id=record.model_id,
             prompt=prompt,
             speed=_voice_speed(record.quality),
+            stock_voice=_stock_voice(record.quality),
         )
+
+
+def _stock_voice(quality: dict[str, object]) -> str | None:
+    stock = quality.get("replaced_by_stock_voice")
+    return stock if isinstance(stock, str) and stock else None
 
 
 def _voice_speed(quality: dict[str, object]) -> float:

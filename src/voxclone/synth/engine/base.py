@@ -130,9 +130,20 @@ class SynthItem:
 # OpenAI's voice names by the sex their voices are heard as (OpenAI's API, not
 # an engine's): a built-in voice that lists one among its ``aliases`` speaks
 # for it in the OpenAI-compatible API (service/catalog.py tells these aliases
-# from earlier names).
-OPENAI_FEMALE: tuple[str, ...] = ("alloy", "ballad", "coral", "fable", "nova", "sage", "shimmer")
-OPENAI_MALE: tuple[str, ...] = ("ash", "echo", "onyx", "verse")
+# from earlier names). ``marin`` and ``cedar`` are the 2025 voices (OpenAI's
+# female and male recommendation for gpt-4o-mini-tts), last so the earlier
+# names keep the voices they were measured with.
+OPENAI_FEMALE: tuple[str, ...] = (
+    "alloy",
+    "ballad",
+    "coral",
+    "fable",
+    "nova",
+    "sage",
+    "shimmer",
+    "marin",
+)
+OPENAI_MALE: tuple[str, ...] = ("ash", "echo", "onyx", "verse", "cedar")
 OPENAI_VOICE_NAMES: tuple[str, ...] = OPENAI_FEMALE + OPENAI_MALE
 
 

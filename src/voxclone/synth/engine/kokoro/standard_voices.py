@@ -62,7 +62,10 @@ LANGUAGE_DEFAULTS: dict[str, str] = {
 # choose_openai, from the same table): "alloy", the OpenAI clients' usual
 # default, with the American English default; a name Kokoro gave one of its
 # voices with that voice when the sex matches (nova, echo, onyx); the others
-# with the best remaining voices of their sex by P.808 (all 4.14-4.28, WER 0 %).
+# with the best remaining voices of their sex by P.808 (all 4.13-4.28, WER 0 %).
+# OpenAI's 2025 names were added after the eleven, by the same rule on the
+# same table (python bench/voice_table.py --choose-only): marin the next female
+# voice (bf_emma, P.808 4.13), cedar the next male (am_puck, 4.25).
 OPENAI_STANDARD: dict[str, str] = {
     "alloy": "af_heart",
     "ballad": "bf_lily",
@@ -71,10 +74,12 @@ OPENAI_STANDARD: dict[str, str] = {
     "nova": "af_nova",
     "sage": "bf_isabella",
     "shimmer": "af_jessica",
+    "marin": "bf_emma",
     "ash": "am_liam",
     "echo": "am_echo",
     "onyx": "am_onyx",
     "verse": "bm_daniel",
+    "cedar": "am_puck",
 }
 
 
