@@ -76,6 +76,7 @@ def test_clone_refine_waits_through_a_tight_rate_limit(
         started = time.monotonic()
         code = cli.main(
             ["clone", str(clip), "--name", "ada", "--consent", "--refine", "--server", server.url]
+            + ["--json"]
         )
         elapsed = time.monotonic() - started
     out = capsys.readouterr()

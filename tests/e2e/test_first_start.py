@@ -166,7 +166,7 @@ def test_clone_uses_the_running_local_server(
         time.sleep(0.5)
     refused = _say(["clone", str(FEMALE_CLIP), "--name", "ada"], home, port)
     assert refused.returncode == 2 and "consent" in refused.stderr, refused.stderr
-    proc = _say(["clone", str(FEMALE_CLIP), "--name", "ada", "--consent"], home, port)
+    proc = _say(["clone", str(FEMALE_CLIP), "--name", "ada", "--consent", "--json"], home, port)
     assert proc.returncode == 0, proc.stderr
     assert f"via {url}: it can speak now" in proc.stderr, proc.stderr
     assert "quality report succeeded" in proc.stderr, proc.stderr

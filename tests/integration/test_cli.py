@@ -128,7 +128,7 @@ def test_clone_needs_consent_and_then_stores_the_voice(tmp_path: Path) -> None:
     assert "alice" not in _run(["voices", "list"], tmp_path).stdout
 
     cloned = _run(
-        ["clone", str(REFERENCE), "--name", "alice", "--consent", "--given-by", "tester"],
+        ["clone", str(REFERENCE), "--name", "alice", "--consent", "--given-by", "tester", "--json"],
         tmp_path,
     )
     assert cloned.returncode == 0, cloned.stderr
