@@ -29,6 +29,7 @@ from voxclone.api import (
     routes_jobs,
     routes_lexicon,
     routes_openai,
+    routes_realtime,
     routes_tts,
     routes_voices,
 )
@@ -231,6 +232,7 @@ def create_app(
             routes_voices,
             routes_jobs,
             routes_lexicon,
+            routes_realtime,
         )
     ]
     for api_router in api_routers:

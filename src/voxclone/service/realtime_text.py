@@ -1,0 +1,121 @@
+"""A voice agent's text as it arrives: a growing buffer cut into clauses to speak.
+
+The cut rules, in order:
+
+* a sentence end (``split_sentences``' own rules: "Dr. Smith", "3.5" and
+  "e.g. the" are no ends) as soon as the word after it, or the whitespace
+  that says the sentence is over, has arrived;
+* for a context's first clause only, a clause mark (``, ; : —``) followed by
+  whitespace once three words are in: the first audio then waits for a few
+  words, not a whole sentence (later clauses are whole sentences, so there are
+  fewer seams);
+* the client's ``chunk_length_schedule``: once the buffer is that long it is
+  cut at its last clause mark, else its last space — never inside a word or
+  a number;
+* ``flush`` / the end of input / an idle pause: everything left.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from voxclone.synth.text.segment import split_sentences
+
+# ElevenLabs' default schedule (characters before the 1st, 2nd, ... generation).
+DEFAULT_SCHEDULE: tuple[int, ...] = (120, 160, 250, 290)
+# ElevenLabs accepts 50..500 per entry; shorter cuts would split most clauses.
+MIN_SCHEDULE_CHARS = 50
+MAX_SCHEDULE_CHARS = 500
+# Words a first clause needs before a comma may end it (shorter: choppy prosody).
+FIRST_CLAUSE_MIN_WORDS = 3
+
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
+_CLAUSE_MARK = re.compile(r"[,;:—–][\"'”’)\]]*(?=\s)")
+# A capitalised word that is no sentence starter and no abbreviation: what
+# split_sentences is shown after a terminator when the next word has not come.
+_PROBE = "Zqx"
+
+
+def _has_words(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def _ends_sentence(buf: str, end: int) -> bool | None:
+    """Whether the terminator ending at ``end`` closes a sentence; None while
+    the word after it is still arriving."""
+    rest = buf[end:]
+    after = rest.lstrip()
+    if after:
+        word = after.split(None, 1)[0]
+        complete = len(after) > len(word)  # whitespace after it: the word is whole
+        if not complete and not word[:1].isupper():
+            return None  # "e.g. th…" may still turn into anything
+        probe = word
+    else:
+        probe = _PROBE
+    sentences = split_sentences(buf[:end] + " " + probe)
+    return len(sentences) >= 2 and sentences[-1] == probe
+
+
+class ClauseBuffer:
+    """Collects text pieces and says which clauses are ready to speak."""
+
+    def __init__(self, schedule: Sequence[int] = DEFAULT_SCHEDULE) -> None:
+        values = [min(max(int(v), MIN_SCHEDULE_CHARS), MAX_SCHEDULE_CHARS) for v in schedule]
+        self._schedule = tuple(values) or DEFAULT_SCHEDULE
+        self._buf = ""
+        self._cut = 0  # clauses cut so far
+
+    @property
+    def pending(self) -> bool:
+        """True when text with words waits to be spoken."""
+        return _has_words(self._buf)
+
+    def add(self, text: str) -> list[str]:
+        """Append ``text``; return the clauses it completed."""
+        self._buf += text
+        out: list[str] = []
+        while (clause := self._next()) is not None:
+            out.append(clause)
+        return out
+
+    def flush(self) -> list[str]:
+        """Everything left, as one clause (none when it has no words)."""
+        rest, self._buf = self._buf.strip(), ""
+        if not _has_words(rest):
+            return []
+        self._cut += 1
+        return [rest]
+
+    def _take(self, end: int) -> str | None:
+        clause, rest = self._buf[:end].strip(), self._buf[end:]
+        if not _has_words(clause):
+            return None
+        self._buf = rest.lstrip() if not _has_words(rest) else rest
+        self._cut += 1
+        return clause
+
+    def _next(self) -> str | None:
+        buf = self._buf
+        for match in _SENTENCE_END.finditer(buf):
+            verdict = _ends_sentence(buf, match.end())
+            if verdict is None:
+                break
+            if verdict and _has_words(buf[: match.end()]):
+                return self._take(match.end())
+        if self._cut == 0:
+            for match in _CLAUSE_MARK.finditer(buf):
+                if len(buf[: match.start()].split()) >= FIRST_CLAUSE_MIN_WORDS:
+                    return self._take(match.end())
+        limit = self._schedule[min(self._cut, len(self._schedule) - 1)]
+        if len(buf.strip()) >= limit:
+            marks = [m.end() for m in _CLAUSE_MARK.finditer(buf, 0, limit + 1)]
+            if marks:
+                return self._take(marks[-1])
+            space = buf.rfind(" ", 0, limit + 1)
+            # The last whole word before the limit (a longer run of non-spaces
+            # is one token, a URL or a number: never split).
+            if space > 0:
+                return self._take(space)
+        return None
