@@ -3,7 +3,7 @@
 A host such as Ray Serve routes to a replica as soon as its ASGI start-up
 returns, so in that mode a failed model load must fail the start-up instead
 of leaving a replica that answers 503 forever. No models are needed here:
-the home's ``models`` path is a file, so loading fails at once.
+the models folder (``models_dir``) is a file, so loading fails at once.
 """
 
 from __future__ import annotations
@@ -18,15 +18,18 @@ from voxclone.api.app import create_app
 from voxclone.config import Settings
 
 
-def unloadable_home(tmp_path: Path) -> Path:
+def unloadable(tmp_path: Path) -> Settings:
+    # Models live apart from the home since issue 46: point the models folder
+    # itself at a file (a home's own ``models`` path is no longer read).
     home = tmp_path / "home"
     home.mkdir()
-    (home / "models").write_text("not a directory")
-    return home
+    models = tmp_path / "models"
+    models.write_text("not a directory")
+    return Settings(home=home, models_dir=models)
 
 
 def test_blocking_start_fails_when_models_cannot_load(tmp_path: Path) -> None:
-    app = create_app(Settings(home=unloadable_home(tmp_path)), load_in_background=False)
+    app = create_app(unloadable(tmp_path), load_in_background=False)
     with (
         pytest.raises(RuntimeError, match="model loading failed"),
         TestClient(app, base_url="http://127.0.0.1"),
@@ -35,7 +38,7 @@ def test_blocking_start_fails_when_models_cannot_load(tmp_path: Path) -> None:
 
 
 def test_default_start_returns_at_once_and_reports_on_readyz(tmp_path: Path) -> None:
-    app = create_app(Settings(home=unloadable_home(tmp_path)))
+    app = create_app(unloadable(tmp_path))
     with TestClient(app, base_url="http://127.0.0.1") as client:
         assert client.get("/healthz").status_code == 200
         deadline = time.monotonic() + 60
@@ -51,8 +54,11 @@ def test_default_start_returns_at_once_and_reports_on_readyz(tmp_path: Path) -> 
 class _RecordingRuntime:
     """Just what the start-up path touches of a Runtime."""
 
-    def __init__(self, events: list[str]) -> None:
+    def __init__(self, events: list[str], settings: Settings) -> None:
         self._events = events
+        # The start-up notes read these (missing model assets, the library id).
+        self.settings = settings
+        self.engines: dict[str, object] = {}
         self.voices = object()
         self.job_worker = None
         self.stages = type("Stages", (), {"as_dict": staticmethod(lambda: {})})()
@@ -80,7 +86,8 @@ def test_only_a_background_start_waits_for_quiet_speech_before_loading_cloning(
     # before the cloning load would only delay its readiness.
     events: list[str] = []
     monkeypatch.setattr(
-        "voxclone.bootstrap.build_runtime", lambda *a, **k: _RecordingRuntime(events)
+        "voxclone.bootstrap.build_runtime",
+        lambda settings, *a, **k: _RecordingRuntime(events, settings),
     )
 
     def quiet(*args: object, **kwargs: object) -> bool:
