@@ -120,8 +120,8 @@ def service(
         job_events=JobEvents(),
         cloner=cloner,  # type: ignore[arg-type]
         refiner_factory_or_refiner=None,
-        quality_reporter=reporter,
         **{
+            "quality_reporter": reporter,
             "reference_loader": harmonic_reference,
             "on_voice_changed": lambda _voice: None,
             "stock_check": False,

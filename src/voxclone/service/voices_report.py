@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,27 @@ from voxclone.service.voices_stored import clone_quality, stored_print
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline
 from voxclone.synth.voice.quality_report import QualityReporter
+
+
+def first_result(voice_id: str, pipeline: CloningPipeline, cloned: ClonedVoice) -> dict[str, Any]:
+    """The report job's result while it still runs (``partial``): the built-in
+    the voice speaks as (None: its own clone) and its similarity as heard, the
+    report's own figure (the stock check's one comparison, issue 40; without
+    one, the same encoder on the same toned probe)."""
+    comparison = cloned.comparison
+    similarity: float | None = None
+    if comparison is not None:
+        similarity = (
+            comparison.best.similarity if comparison.replaced else comparison.clone_similarity
+        )
+    elif cloned.voice.probe is not None:
+        similarity = pipeline.heard_similarity(cloned.print, cloned.voice.probe, cloned.tone)
+    return {
+        "voice_id": voice_id,
+        "partial": True,
+        "speaks_as": cloned.stock_voice,
+        "similarity": None if similarity is None else round(float(similarity), 4),
+    }
 
 
 class ReportJobs:
@@ -115,6 +137,16 @@ class ReportJobs:
             allow_stock=not task.keep_clone,
             language=record.language,
         )
+        # The first figures, as soon as they are known (issue 46: the web UI
+        # showed "measuring…" until the end): the spoken voice and its
+        # similarity come with the stock check; Whisper's word error rate and
+        # the several-speakers check are the rest of the report (measured on
+        # the 2-core dev host, loaded: here at 145 s of a 153 s report job).
+        lease.update(
+            progress=90.0,
+            message="measuring the word error rate",
+            result=first_result(record.id, self._pipeline, cloned),
+        )
         quality = clone_quality(self._reporter, self._pipeline, references, cloned)
         if task.keep_clone:
             quality["keep_clone"] = True
@@ -149,6 +181,7 @@ class ReportJobs:
                 "version": stored.version,
                 "similarity": quality.get("similarity"),
                 "wer": quality.get("wer"),
+                "speaks_as": quality.get("replaced_by_stock_voice"),
                 "warnings": quality.get("warnings", []),
             },
         )
