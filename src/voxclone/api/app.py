@@ -26,6 +26,7 @@ import voxclone
 from voxclone.api import (
     routes_admin,
     routes_captions,
+    routes_dialogue,
     routes_jobs,
     routes_lexicon,
     routes_openai,
@@ -229,6 +230,7 @@ def create_app(
             routes_tts,
             routes_openai,
             routes_captions,
+            routes_dialogue,
             routes_voices,
             routes_jobs,
             routes_lexicon,

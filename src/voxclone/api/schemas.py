@@ -89,6 +89,60 @@ class SpeechJobRequest(SpeechFields):
     text: str = Field(description="text to speak (long texts welcome)")
 
 
+class DialogueTurnIn(BaseModel):
+    """One turn of ``POST /v1/audio/dialogue``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    voice: str = Field(
+        description="built-in voice, cloned voice id or name, saved blend, a(2)+b(1)"
+    )
+    text: str = Field(description="what the voice says (plain text)")
+    speed: Number | None = Field(None, description="0.5-2.0")
+    emotion: str = Field("neutral", description="neutral, happy, sad, angry, surprised, ...")
+    pause_ms: Integer | None = Field(
+        None, description="silence before this turn, 0-10000 ms (default: 250 between turns)"
+    )
+    speaker: str | None = Field(
+        None, max_length=64, description="name in captions and subtitles (default: the voice)"
+    )
+
+
+class DialogueFields(BaseModel):
+    """Turns and output of a dialogue (live or a job)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: list[DialogueTurnIn] = Field(description="the turns in order (1-500)")
+    model: str | None = Field(None, description="engine to speak with (default: each voice's)")
+    language: str | None = Field(None, description="en-us, en-gb, es, fr, ... (default: detected)")
+    response_format: str = Field("wav", description="wav, mp3, opus, flac, aac, pcm")
+    sample_rate: Integer = Field(24_000, description="16000, 22050, 24000, 44100, 48000")
+
+
+class DialogueRequest(DialogueFields):
+    """Body of ``POST /v1/audio/dialogue``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "turns": [
+                        {"voice": "af_heart", "text": "Did you hear the news?"},
+                        {"voice": "am_michael", "text": "No. Tell me!", "emotion": "surprised"},
+                    ],
+                    "response_format": "mp3",
+                }
+            ]
+        }
+    )
+
+    stream: bool = Field(False, description="send audio as each turn is rendered")
+    timestamps: bool = Field(
+        False, description="answer JSON: base64 audio and word timestamps with speakers"
+    )
+
+
 class OpenAIVoiceObject(BaseModel):
     """OpenAI's voice object (``"voice": {"id": "..."}``, its custom voices)."""
 

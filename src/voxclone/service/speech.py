@@ -270,6 +270,12 @@ class SpeechService:
         return encode_file(req.format, self.sample_rate, req.sample_rate, render)
 
     # -- word timestamps ----------------------------------------------------------
+    def word_track(self, req: Speakable) -> WordTrack:
+        """What collects ``req``'s word times while :meth:`render_pieces`
+        renders it (400 when they cannot be had: SSML, an engine without
+        them); a dialogue times each turn with one (service/dialogue.py)."""
+        return self._resolve.word_track(self.request(req))
+
     def synthesize_captioned(
         self,
         req: Speakable,

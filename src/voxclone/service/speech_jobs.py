@@ -32,9 +32,11 @@ on the engine (background priority, first come within it).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -47,6 +49,7 @@ from typing import IO, TYPE_CHECKING, Any
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
+from voxclone.service.dialogue import Dialogue, Dialogues, is_dialogue
 from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_admission import released_at_end
@@ -181,6 +184,32 @@ class SpeechJobs:
             max_attempts=self.config.max_attempts,
             idempotency_key=idempotency_key,
             voice_ids=self._voice_ids(req),
+        )
+        if created:
+            self._events.publish(job)
+        return job, created
+
+    def submit_dialogue(
+        self, dialogue: Dialogue, dialogues: Dialogues, *, idempotency_key: str | None = None
+    ) -> tuple[JobRecord, bool]:
+        """Check and price ``dialogue`` now (4xx naming the turn, 413 over
+        max_output_s: service/dialogue.py) and queue it as a speech job whose
+        payload holds its turns; return (job, created)."""
+        if dialogue.owner is None:
+            raise ValueError("a speech job needs an owner")
+        prepared = dialogues.prepare(dialogue)
+        payload = dialogue.to_payload()
+        payload[ESTIMATE_FIELD] = {
+            "units": sum(t.service.text_size(t.request) for t in prepared.turns),
+            "output_s": round(prepared.output_s, 1),
+        }
+        job, created = self._queue.enqueue(
+            kind=SPEECH_JOB_KIND,
+            owner=dialogue.owner,
+            payload=payload,
+            max_attempts=self.config.max_attempts,
+            idempotency_key=idempotency_key,
+            voice_ids=dialogues.voice_ids(prepared),
         )
         if created:
             self._events.publish(job)
@@ -347,7 +376,9 @@ class SpeechJobs:
         cancel: threading.Event,
     ) -> JobRecord | None:
         assert job.payload is not None
-        req = request_of(job.payload, job.owner)
+        # A dialogue's payload holds turns (service/dialogue.py), a text's a text.
+        dialogue = is_dialogue(job.payload)
+        req = None if dialogue else request_of(job.payload, job.owner)
         total = 1
         done_chars = 0
         chunks = 0
@@ -375,28 +406,35 @@ class SpeechJobs:
         def cancelled() -> bool:
             return lost.is_set() or cancel.is_set() or self._stopping.is_set()
 
+        def set_total(chars: int) -> None:
+            nonlocal total
+            total = max(1, chars)
+
         try:
-            # Inside the try: the voice may have been deleted since the job was
-            # queued, which ends the job like any other request error.
-            total = max(1, self._speech.text_size(req))
-            # Names resolve again here: a voice renamed or replaced since the
-            # job was queued is linked too, so deleting it revokes the job.
-            self._queue.link_voices(job.id, self._voice_ids(req))
-            # Held to the estimate it was queued with: a job whose text now
-            # speaks far longer (its lexicon changed) stops with a clear failure.
-            limit_s = allowance(self._estimated_s(job, req), self.config.outgrow_floor_s)
-            # Counted in the backlog only by what it keeps queued: a long job must
-            # not make every live request look late (and refused) while it runs.
-            admission = self._speech.admit_background(req)
-            with released_at_end(admission):
-                ctype = self._speech.synthesize_into(
-                    req,
-                    spool,
-                    admission=admission,
-                    max_output_s=limit_s,
-                    progress=progress,
-                    cancelled=cancelled,
-                )
+            if req is None:
+                ctype = self._render_dialogue(job, spool, progress, cancelled, set_total)
+            else:
+                # Inside the try: the voice may have been deleted since the job was
+                # queued, which ends the job like any other request error.
+                total = max(1, self._speech.text_size(req))
+                # Names resolve again here: a voice renamed or replaced since the
+                # job was queued is linked too, so deleting it revokes the job.
+                self._queue.link_voices(job.id, self._voice_ids(req))
+                # Held to the estimate it was queued with: a job whose text now
+                # speaks far longer (its lexicon changed) stops with a clear failure.
+                limit_s = allowance(self._estimated_s(job, req), self.config.outgrow_floor_s)
+                # Counted in the backlog only by what it keeps queued: a long job must
+                # not make every live request look late (and refused) while it runs.
+                admission = self._speech.admit_background(req)
+                with released_at_end(admission):
+                    ctype = self._speech.synthesize_into(
+                        req,
+                        spool,
+                        admission=admission,
+                        max_output_s=limit_s,
+                        progress=progress,
+                        cancelled=cancelled,
+                    )
         except Cancelled:
             return self._stopped(job, lost, cancel)
         except VoxcloneError as exc:
@@ -435,7 +473,7 @@ class SpeechJobs:
             result={
                 "blob_key": key,
                 "content_type": ctype,
-                "format": file_extension(req.format),
+                "format": file_extension(job.payload.get("format", "wav")),
                 "bytes": size,
                 "attempts": job.attempts,
             },
@@ -454,6 +492,33 @@ class SpeechJobs:
             except NotFound:
                 return None
         return final
+
+    def _render_dialogue(
+        self,
+        job: JobRecord,
+        spool: IO[bytes],
+        progress: Callable[[int], None],
+        cancelled: Callable[[], bool],
+        set_total: Callable[[int], None],
+    ) -> str:
+        """A dialogue job's render into ``spool`` (its characters to
+        ``set_total`` first, for progress); its content type."""
+        assert job.payload is not None
+        # Checked against the limits when it was queued; resolved again here
+        # (a voice deleted since fails the job, one replaced is linked).
+        dialogues = Dialogues(self._speech, max_output_s=math.inf, max_text_chars=sys.maxsize)
+        prepared = dialogues.prepare(Dialogue.of_payload(job.payload, job.owner))
+        set_total(dialogues.text_size(prepared))
+        self._queue.link_voices(job.id, dialogues.voice_ids(prepared))
+        estimate = (job.payload.get(ESTIMATE_FIELD) or {}).get("output_s", prepared.output_s)
+        ctype = dialogues.render_into(
+            prepared,
+            spool,
+            max_output_s=allowance(float(estimate), self.config.outgrow_floor_s),
+            progress=progress,
+            cancelled=cancelled,
+        )
+        return ctype
 
     def _someone_keeps(self, job_id: str, key: str) -> bool:
         """Whether the audio under ``key`` is another worker's to keep: the
