@@ -1,0 +1,54 @@
+"""Clause cutting of a voice agent's growing text, and G.711 mu-law (no models)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from voxclone.service.realtime_audio import char_alignment
+from voxclone.service.realtime_text import ClauseBuffer
+from voxclone.synth.audio.ulaw import ulaw_decode, ulaw_encode
+from voxclone.synth.text.wordtimes import WordTime
+
+
+def _feed(pieces: list[str], schedule: tuple[int, ...] = (120,)) -> list[list[str]]:
+    buf = ClauseBuffer(schedule)
+    return [buf.add(p) for p in pieces]
+
+
+def test_a_sentence_is_cut_when_its_end_arrives() -> None:
+    assert _feed(["It works. ", "Next"]) == [["It works."], []]
+
+
+def test_numbers_and_abbreviations_are_never_split() -> None:
+    got = _feed(["I met Dr. ", "Smith at 3.", "5 past noon. "])
+    assert got == [[], [], ["I met Dr. Smith at 3.5 past noon."]]
+
+
+def test_first_clause_may_end_at_a_comma_later_ones_not() -> None:
+    got = _feed(["Hi, ", "well, I looked into it, ", "and then, later, it was done. "])
+    assert got == [[], ["Hi, well, I looked into it,"], ["and then, later, it was done."]]
+
+
+def test_schedule_cuts_long_text_at_a_word() -> None:
+    (clauses,) = _feed(["word " * 30], schedule=(50,))
+    assert clauses and all(len(c) <= 50 and not c.endswith("wor") for c in clauses)
+
+
+def test_flush_speaks_the_rest() -> None:
+    buf = ClauseBuffer()
+    assert buf.add("no end yet") == []
+    assert buf.flush() == ["no end yet"] and not buf.pending
+
+
+def test_ulaw_matches_the_reference_and_round_trips() -> None:
+    x = (np.random.default_rng(0).uniform(-1, 1, 4000) ** 3).astype(np.float32)
+    assert np.abs(ulaw_decode(ulaw_encode(x)) - x).max() < 0.03
+    assert ulaw_encode(np.array([0.0, 1.0, -1.0], np.float32)) == bytes([0xFF, 0x80, 0x00])
+
+
+def test_alignment_spreads_word_times_over_characters() -> None:
+    words = [WordTime("Hi", 0.1, 0.3), WordTime("there", 0.4, 0.9)]
+    a = char_alignment(words, offset_s=0.0)
+    assert a is not None
+    assert "".join(str(c) for c in a["chars"]) == "Hi there"
+    assert a["charStartTimesMs"][0] == 100 and a["charStartTimesMs"][3] == 400
