@@ -28,6 +28,7 @@ equivalent and are ignored.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -265,7 +266,7 @@ async def _messages(
     while True:
         if session.failure is not None:
             return
-        done = await _handle(session, message, multi=multi)
+        done = await _handle(websocket, session, message, multi=multi)
         if done:
             return
         left = limits.max_session_s - (time.monotonic() - started)
@@ -291,12 +292,33 @@ async def _receive(websocket: WebSocket, session: RealtimeSession) -> str:
     return text
 
 
-async def _handle(session: RealtimeSession, message: dict[str, Any], *, multi: bool) -> bool:
+async def _end_unless_gone(websocket: WebSocket, session: RealtimeSession) -> None:
+    """Speak what is left, while still reading the socket: a client that leaves
+    meanwhile (or a barge-in that closes the socket) stops the work at once."""
+    ending = asyncio.ensure_future(session.end())
+    while True:
+        reading = asyncio.ensure_future(websocket.receive())
+        await asyncio.wait({ending, reading}, return_when=asyncio.FIRST_COMPLETED)
+        if ending.done():
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+            ending.result()
+            return
+        if reading.result()["type"] == "websocket.disconnect":
+            break  # messages after the end of input are ignored; a close is not
+    ending.cancel()
+    await session.close()
+    raise WebSocketDisconnect(1000)
+
+
+async def _handle(
+    websocket: WebSocket, session: RealtimeSession, message: dict[str, Any], *, multi: bool
+) -> bool:
     """Apply one message; True when the socket is to close (after its audio)."""
     text = message.get("text")
     if not multi:
         if text == "":
-            await session.end()
+            await _end_unless_gone(websocket, session)
             return True
         if text is not None:
             session.text(DEFAULT_CONTEXT, text, flush=bool(message.get("flush")))
@@ -304,7 +326,7 @@ async def _handle(session: RealtimeSession, message: dict[str, Any], *, multi: b
             session.flush(DEFAULT_CONTEXT)
         return False
     if message.get("close_socket"):
-        await session.end()
+        await _end_unless_gone(websocket, session)
         return True
     context_id = message.get("context_id") or DEFAULT_CONTEXT
     if message.get("close_context"):

@@ -115,6 +115,10 @@ class TextRate:
         self._level -= chars
 
 
+class _Gone(Exception):
+    """Sending failed: the socket is closed."""
+
+
 class _Context:
     def __init__(self, context_id: str, schedule: Sequence[int], encoder: AudioOut) -> None:
         self.id = context_id
@@ -289,8 +293,15 @@ class RealtimeSession:
             return
         if self._multi:
             message["contextId"] = ctx.id
-        async with self._send_lock:
-            await self._send(message)
+        try:
+            async with self._send_lock:
+                await self._send(message)
+        except Exception:
+            # The client has gone: stop this context's engine work at once
+            # rather than render audio nobody reads.
+            ctx.closed = True
+            ctx.cancel.set()
+            raise _Gone from None
 
     async def _speak(self, ctx: _Context) -> None:
         try:
@@ -302,6 +313,8 @@ class RealtimeSession:
                 if tail:
                     await self._emit(_audio_message(tail, None), ctx)
                 await self._emit({"isFinal": True}, ctx)
+        except _Gone:
+            pass
         except VoxcloneError as exc:
             if not ctx.closed:
                 self._failure = exc
