@@ -4,7 +4,8 @@
 
 "use strict";
 
-import { renderVoicePreviews, stopPreview } from "./voice_previews.js";
+import { applyFilter, searchKey } from "./voice_filter.js";
+import { filterVoicePreviews, renderVoicePreviews, stopPreview } from "./voice_previews.js";
 
 // --------------------------------------------------------------------------------------
 // Defaults used when the server has no /v1/info (older server) or it cannot be reached.
@@ -208,6 +209,7 @@ const state = {
   voiceDescriptions: new Map(), // option value -> full description (help line)
   jobs: new Map(), // voice id -> latest job JSON, for refine progress bars
   renaming: null, // voice id whose name is being edited
+  keyRefused: false, // the server answered 401/403 to the voice lists (see showKeyBanner)
   playback: null, // the running generation, see generate()
   resultUrl: null,
   words: [], // {start, end, el} of the result's words, in order (see highlightAt)
@@ -220,17 +222,55 @@ const state = {
 function initSettings() {
   const input = $("api-key");
   input.value = localStorage.getItem(API_KEY_STORAGE) || "";
+  // /v1/info too: with keys on, the first load got the fallback languages.
+  const reload = () => loadInfo().then(refreshVoices);
   input.addEventListener("change", () => {
     const key = input.value.trim();
     if (key) localStorage.setItem(API_KEY_STORAGE, key);
     else localStorage.removeItem(API_KEY_STORAGE);
-    refreshVoices();
+    reload();
   });
   $("api-key-forget").addEventListener("click", () => {
     input.value = "";
     localStorage.removeItem(API_KEY_STORAGE);
-    refreshVoices();
+    reload();
   });
+}
+
+/** Open Connection settings with the key field focused (the key banner's button). */
+function focusKeyField() {
+  $("api-key").closest("details").open = true;
+  $("api-key").focus();
+}
+
+/**
+ * The banner under the header while the server refuses this browser (``error``: a
+ * 401 or 403 from listing voices at start-up or after a key change; null hides it).
+ * Without it the voice lists were empty with no word why until Generate failed.
+ */
+function showKeyBanner(error) {
+  const banner = $("key-banner");
+  banner.replaceChildren();
+  banner.classList.toggle("visible", Boolean(error));
+  if (!error) return;
+  const hasKey = Boolean(localStorage.getItem(API_KEY_STORAGE));
+  const message = document.createElement("p");
+  message.className = "alert-message";
+  if (error.status === 403) {
+    message.textContent = "The API key in this browser may not list voices.";
+  } else if (hasKey) {
+    message.textContent = "This server refused the API key saved in this browser.";
+  } else {
+    message.textContent = "This server needs an API key.";
+  }
+  const details = document.createElement("p");
+  details.className = "alert-details";
+  details.textContent =
+    `${error.status === 403 || !hasKey ? "Enter your" : "Enter a valid"} key under Connection ` +
+    `settings to list and use voices. The server said: ${error.message}`;
+  const open = button("Enter API key", "secondary", focusKeyField);
+  open.id = "key-banner-open";
+  banner.append(message, details, open);
 }
 
 // --------------------------------------------------------------------------------------
@@ -407,11 +447,29 @@ async function createVoice(event) {
   }
 }
 
-/** The report job of a voice enrolled without waiting: show its report, then any refinement. */
+/**
+ * The report job of a voice enrolled without waiting: each figure as soon as the
+ * job tells it (its running result: the voice it speaks as and its similarity, once
+ * the stock check has run, before Whisper's word error rate), the whole report at
+ * the end, then any refinement. Events over SSE (the report used to be polled and
+ * shown only when done), polling where the stream breaks.
+ */
 async function followReport(voice, reportJob, refineJob) {
+  const onUpdate = (job) => {
+    if (TERMINAL_STATES.has(job.state)) return;
+    if (job.result && job.result.partial) showFirstResult(job.result);
+    const done = Math.round(Number(job.progress) || 0);
+    const step = job.message && job.message !== "running" ? `: ${job.message}` : "";
+    setEnrollStatus(`Voice created: it can speak now. Measuring its quality (${done} %)${step}…`, null);
+  };
   let final = null;
   try {
-    final = await pollJob(reportJob.id, () => {});
+    final = await followJobEvents(reportJob.id, onUpdate);
+  } catch {
+    final = null; // stream broke or is not offered: poll instead
+  }
+  try {
+    if (!final || !TERMINAL_STATES.has(final.state)) final = await pollJob(reportJob.id, onUpdate);
   } catch (error) {
     showError($("clone-alert"), error);
   }
@@ -429,19 +487,31 @@ async function followReport(voice, reportJob, refineJob) {
   else await refreshVoices();
 }
 
+// The stock check may give the voice a built-in's sound (heard about as close).
+function speaksAsText(builtin) {
+  return builtin
+    ? `built-in voice ${builtin}, with this recording's tone (heard about as close as the clone)`
+    : "its own clone";
+}
+
+/** The report's figures known before it ends (the job's partial result); the rest stay "measuring…". */
+function showFirstResult(result) {
+  if (result.voice_id && !$("q-voice").textContent.includes(result.voice_id)) return;
+  if (typeof result.similarity === "number") {
+    $("q-similarity").textContent = formatNumber(result.similarity, 2);
+  }
+  if ("speaks_as" in result) $("q-speaks-as").textContent = speaksAsText(result.speaks_as);
+}
+
 function showQuality(voice) {
   const quality = voice.quality || {};
   const pending = quality.report_pending === true;
   $("q-voice").textContent = `${voice.name} (${voice.id})`;
   $("q-similarity").textContent = pending ? "measuring…" : formatNumber(quality.similarity, 2);
   $("q-wer").textContent = pending ? "measuring…" : formatPercent(quality.wer);
-  // The stock check may give the voice a built-in's sound (heard about as close).
-  const builtin = quality.replaced_by_stock_voice;
   $("q-speaks-as").textContent = pending
     ? "measuring…"
-    : builtin
-      ? `built-in voice ${builtin}, with this recording's tone (heard about as close as the clone)`
-      : "its own clone";
+    : speaksAsText(quality.replaced_by_stock_voice);
   const stock = $("q-stock");
   if (quality.stock_voice && typeof quality.gain_over_stock === "number") {
     const gain = quality.gain_over_stock;
@@ -559,11 +629,22 @@ async function refreshVoices() {
     state.builtinVoices = (builtin.value.voices || []).filter((v) => v.builtin !== false);
     state.voiceAliases = builtin.value.aliases || {};
   }
+  const refused = [cloned, builtin].find(
+    (r) => r.status === "rejected" && [401, 403].includes(r.reason.status),
+  );
+  state.keyRefused = Boolean(refused);
+  showKeyBanner(refused ? refused.reason : null);
   if (cloned.status === "fulfilled") {
     state.clonedVoices = cloned.value.voices || [];
     clearError(alert);
   } else {
-    showError(alert, cloned.reason);
+    state.clonedVoices = []; // another key's voices must not stay on show
+    if (refused) clearError(alert); // the banner says it, above every list
+    else showError(alert, cloned.reason);
+  }
+  if (builtin.status === "rejected" && refused) {
+    state.builtinVoices = [];
+    state.voiceAliases = {};
   }
   renderLibrary();
   renderVoiceSelect();
@@ -619,6 +700,7 @@ function renderVoiceSelect() {
     onError: (error) => showError($("preview-alert"), error),
     languages: state.info.languages.map((item) => optionParts(item).value),
   });
+  filterBuiltins(); // the words typed still apply to the list made again
 }
 
 // Built-in voices by the accent they speak with ("Built-in · British English"),
@@ -660,8 +742,36 @@ function button(label, className, onClick, accessibleName) {
 function renderLibrary() {
   const list = $("voice-list");
   list.replaceChildren();
-  $("library-empty").hidden = state.clonedVoices.length > 0;
+  const empty = $("library-empty");
+  empty.hidden = state.clonedVoices.length > 0;
+  empty.textContent = state.keyRefused
+    ? "Your voices are listed here once the server accepts your API key."
+    : "No cloned voices yet.";
+  $("library-filter-field").hidden = state.clonedVoices.length === 0;
   for (const voice of state.clonedVoices) list.append(renderVoiceItem(voice));
+  filterLibrary();
+}
+
+/** The library filter (voice_filter.js): by name or language. */
+function filterLibrary() {
+  const items = [...$("voice-list").querySelectorAll(":scope > li.voice")];
+  const byId = new Map(state.clonedVoices.map((voice) => [voice.id, voice]));
+  const keys = items.map((item) => {
+    const voice = byId.get(item.dataset.voiceId) || {};
+    return searchKey(voice.name, [voice.language]);
+  });
+  const count = $("library-filter-count");
+  applyFilter(items, keys, $("library-filter").value, count, ["voice", "voices"]);
+}
+
+function filterBuiltins() {
+  filterVoicePreviews($("preview-groups"), $("builtin-filter").value, $("builtin-filter-count"));
+}
+
+/** The built-in a clone speaks as (the stock check kept it), by its display name. */
+function speaksAsName(builtinId) {
+  const known = state.builtinVoices.find((b) => b.id === builtinId || b.name === builtinId);
+  return known ? known.name : builtinId;
 }
 
 function renderVoiceItem(voice) {
@@ -683,6 +793,17 @@ function renderVoiceItem(voice) {
   item.append(head);
 
   const quality = voice.quality || {};
+  // A clone the stock check kept as a built-in says so on its card (issue 46):
+  // what it sounds like when used is that built-in, with this recording's tone.
+  if (quality.replaced_by_stock_voice) {
+    const speaks = document.createElement("p");
+    speaks.className = "voice-speaks-as";
+    speaks.textContent = `Speaks as ${speaksAsName(quality.replaced_by_stock_voice)}`;
+    speaks.title =
+      "The built-in voice was heard about as close to the recording as the clone, " +
+      "so it speaks with the recording's tone instead of the clone.";
+    item.append(speaks);
+  }
   const meta = document.createElement("p");
   meta.className = "voice-meta";
   const created = voice.created_at ? new Date(voice.created_at) : null;
@@ -865,6 +986,8 @@ async function confirmDelete(voice) {
 
 function initLibrary() {
   $("library-reload").addEventListener("click", refreshVoices);
+  $("library-filter").addEventListener("input", filterLibrary);
+  $("builtin-filter").addEventListener("input", filterBuiltins);
 }
 
 // --------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 
 "use strict";
 
+import { applyFilter, searchKey } from "./voice_filter.js";
+
 // One neutral sentence per language ("Hello! This is a short sample of my voice.").
 export const PREVIEW_TEXT = Object.freeze({
   "en-us": "Hello! This is a short sample of my voice.",
@@ -62,10 +64,36 @@ export function renderVoicePreviews(container, groups, { fetchAudio, onUse, onEr
   }
 }
 
+/**
+ * Show only the previewed voices matching ``query`` (voice_filter.js), and the
+ * language groups that still have one; ``count`` says how many are shown.
+ */
+export function filterVoicePreviews(container, query, count) {
+  const items = [...container.querySelectorAll(".preview-item")];
+  const shown = applyFilter(
+    items,
+    items.map((item) => item.searchKey),
+    query,
+    count,
+    ["built-in voice", "built-in voices"],
+  );
+  for (const section of container.querySelectorAll(".preview-group")) {
+    section.hidden = !section.querySelector(".preview-item:not([hidden])");
+  }
+  return shown;
+}
+
 function previewItem(voice, { fetchAudio, onUse, onError, languages }) {
   const item = document.createElement("li");
   item.className = "preview-item";
   item.dataset.voiceId = voice.id;
+  // Found by its name or id, language, accent or sex (voice_filter.js).
+  item.searchKey = searchKey(voice.name, [
+    voice.id,
+    voice.language,
+    voice.accent,
+    SEX[voice.sex],
+  ]);
   const name = document.createElement("span");
   name.className = "preview-name";
   name.textContent = voice.name;
