@@ -54,6 +54,7 @@ $(TEST_STAMP): $(STAMP)
 	@echo "    ~2.4 GB, about 2 minutes on 2 cores with pip's cache warm (longer when it downloads);"
 	@echo "    pip is silent for ~1.5 minutes after 'Installing collected packages' while it writes torch and Ray"
 	@start=$$(date +%s); $(PIP) -e ".[test]" && \
+		$(PIP) --no-deps kokoro==0.9.4 && \
 		echo "==> test tools installed in $$(( $$(date +%s) - start )) s"
 	touch $(TEST_STAMP)
 
