@@ -3,11 +3,14 @@
 resemblyzer ships the speaker encoder's weights (``pretrained.pt``, run in
 ONNX Runtime by synth/voice/ge2e.py), silero-vad the speech detector's
 ``silero_vad.onnx`` (synth/audio/vad.py) and pyrnnoise ``librnnoise.so``
-(synth/audio/denoise.py). Their declared dependencies (torch, librosa with
-numba and llvmlite, matplotlib: ~1 GB) are never imported by voxclone, so they
-are not dependencies of the package; ``make install`` and the Containerfile
-install these pins with ``pip install --no-deps``. A plain ``pip install .``
-leaves them out: the server speaks, and cloning fails with :func:`missing`'s
+(synth/audio/denoise.py), resemble-perth the watermark's weights
+(synth/audio/watermark.py, read without its torch/torchaudio code). Their
+declared dependencies (torch, librosa with numba and llvmlite, matplotlib:
+~1 GB) are never imported by voxclone, so they are not dependencies of the
+package; ``make install`` and the Containerfile install these pins with
+``pip install --no-deps``. A plain ``pip install .``
+leaves them out: cloning fails, and so does speech while the watermark is on
+(``VOXCLONE_WATERMARK=false`` speaks unmarked), with :func:`missing`'s
 message.
 
 This file is the one list: ``python3 src/voxclone/synth/asset_packages.py``
@@ -20,7 +23,12 @@ from __future__ import annotations
 # Exact pins: the code reads files at fixed places inside these releases, and
 # the test extra installs the same versions with their dependencies to compare
 # the torch-free code with the packages' own (tests/unit/test_ge2e.py).
-ASSET_PACKAGES = ("resemblyzer==0.1.4", "silero-vad==6.2.3", "pyrnnoise==0.4.5")
+ASSET_PACKAGES = (
+    "resemblyzer==0.1.4",
+    "silero-vad==6.2.3",
+    "pyrnnoise==0.4.5",
+    "resemble-perth==1.0.1",
+)
 
 INSTALL_HINT = (
     "run `make install`, or in this environment "

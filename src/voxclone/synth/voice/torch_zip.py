@@ -109,8 +109,12 @@ def _tensor_array(ref: _Tensor, raw: bytes) -> np.ndarray:
     return np.array(view, dtype=dtype.newbyteorder("="))  # own, native, contiguous
 
 
-def read_state_dict(path: Path) -> dict[str, np.ndarray]:
-    """name -> array for every tensor of a zip-format ``torch.save`` state dict."""
+def read_state_dict(path: Path, inside: str | None = None) -> dict[str, np.ndarray]:
+    """name -> array for every tensor of a zip-format ``torch.save`` state dict.
+
+    ``inside`` names the entry that holds the state dict when the file saved a
+    training checkpoint around it (resemble-perth: ``{"model": ..., "step": ...}``).
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
@@ -123,6 +127,8 @@ def read_state_dict(path: Path) -> dict[str, np.ndarray]:
                     raise ModelAssetError(f"{path.name} has an implausibly large member")
             with archive.open(pickles[0]) as stream:
                 state = _StateUnpickler(stream).load()
+            if inside is not None and isinstance(state, dict):
+                state = state.get(inside)
             if not isinstance(state, dict):
                 raise ModelAssetError(f"{path.name} does not hold a state dict")
             raws: dict[str, bytes] = {}
