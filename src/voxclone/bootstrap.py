@@ -14,6 +14,7 @@ speech service; a :class:`SpeechRouter` picks one per request and one
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +41,7 @@ from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks, SpeechService
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import VoiceService
+from voxclone.synth.audio import watermark
 from voxclone.synth.audio.encode import load_codecs
 from voxclone.synth.engine.base import Engine
 from voxclone.synth.text.frontend import TextFrontend
@@ -327,6 +329,10 @@ def build_runtime(
         # A serving process: its first Opus/AAC stream must not import FFmpeg.
         with stages.stage("codec_import"):
             load_codecs()
+        if settings.watermark:
+            # Off the start path (~0.1-0.3 s to read 37 MB of weights): the
+            # first request finds them loaded, the server is ready no later.
+            threading.Thread(target=_load_watermark, name="watermark-load", daemon=True).start()
     store = build_voice_store(settings, engines, blobs)
     # Pronunciations live next to the voice library (same database, same pool).
     lexicon = SqlLexiconStore(store.database)
@@ -358,6 +364,7 @@ def build_runtime(
             hooks=metric_hooks(metrics) if metrics is not None else None,
             lexicon=lexicon.entries,
             max_output_s=settings.max_output_s,
+            watermark=settings.watermark,
         )
         stacks[name] = EngineStack(engine, scheduler, speech)
     router = SpeechRouter(
@@ -409,3 +416,10 @@ def build_runtime(
     if with_voices and warmup and (settings.warm_cloning if warm_cloning is None else warm_cloning):
         runtime.warm_cloning()
     return runtime
+
+
+def _load_watermark() -> None:
+    try:
+        watermark.shared()
+    except Exception:  # the first render raises it again, with the install step
+        log.exception("the watermark model could not be loaded")

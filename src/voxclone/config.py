@@ -64,6 +64,11 @@ class Settings(BaseSettings):
 
     # Limits
     max_text_chars: int = 100_000
+    # Provenance (README "Consent and provenance"): every audio output carries
+    # PerTh's inaudible watermark (synth/audio/watermark.py; EU AI Act Art.
+    # 50(2) asks for a machine-readable mark). False: nothing is marked, and
+    # responses say so (X-Voxclone-Watermark: none).
+    watermark: bool = True
     # Longest audio one request may ask for, silence included (413 beyond it,
     # before synthesis; synth/text/ssml_document.py check_output_s). Four hours: the
     # longest text (100,000 characters at ~15 a second is ~1.9 h) still fits

@@ -30,6 +30,7 @@ from voxclone.api import (
     routes_jobs,
     routes_lexicon,
     routes_openai,
+    routes_provenance,
     routes_realtime,
     routes_tts,
     routes_voices,
@@ -46,6 +47,7 @@ from voxclone.api.observability import RequestContextMiddleware
 from voxclone.api.ratelimit import RateLimitHeadersMiddleware
 from voxclone.api.startup_notes import startup_notes
 from voxclone.api.streaming import StreamSlots
+from voxclone.api.watermark_header import WatermarkHeaderMiddleware
 from voxclone.assembly import Runtime
 from voxclone.bootstrap import build_rate_limiter
 from voxclone.config import Settings
@@ -235,6 +237,7 @@ def create_app(
             routes_jobs,
             routes_lexicon,
             routes_realtime,
+            routes_provenance,
         )
     ]
     for api_router in api_routers:
@@ -292,5 +295,6 @@ def create_app(
     )
     # First of the guards: every one after it sees each decisive header once.
     app.add_middleware(HeaderHygieneMiddleware)
+    app.add_middleware(WatermarkHeaderMiddleware, marked=settings.watermark)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     return app

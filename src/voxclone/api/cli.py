@@ -153,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_db import add_db_parser
+    from voxclone.api.cli_detect import add_detect_parser
     from voxclone.api.cli_keys import add_keys_parser
     from voxclone.api.cli_lexicon import add_lexicon_parser
     from voxclone.api.cli_models import add_models_parser
@@ -164,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     add_db_parser(sub)
     add_lexicon_parser(sub)
     add_wyoming_parser(sub)
+    add_detect_parser(sub)
     return parser
 
 
@@ -444,6 +446,12 @@ def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
     return run_wyoming(args, settings)
 
 
+def cmd_detect(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_detect import cmd_detect as run_detect
+
+    return run_detect(args, settings)
+
+
 COMMANDS: dict[str, Handler] = {
     "say": cmd_say,
     "voices": cmd_voices,
@@ -454,6 +462,7 @@ COMMANDS: dict[str, Handler] = {
     "db": cmd_db,
     "lexicon": cmd_lexicon,
     "wyoming": cmd_wyoming,
+    "detect": cmd_detect,
 }
 
 

@@ -54,6 +54,7 @@ from voxclone.service.speech_request import (
 from voxclone.service.speech_resolve import RequestResolver
 from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.audio.encode import content_type, encode, parse_format
+from voxclone.synth.audio.watermark import WATERMARK_ID
 from voxclone.synth.controls import ResolvedControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 from voxclone.synth.text.frontend import Chunk, TextFrontend
@@ -99,6 +100,7 @@ class SpeechService:
         hooks: ServiceHooks | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
         max_output_s: float = 4 * 3600.0,
+        watermark: bool = False,
     ) -> None:
         self._frontend = frontend
         self._catalog = catalog
@@ -119,6 +121,7 @@ class SpeechService:
             max_text_chars=max_text_chars,
             detect_language=detect_language,
             lexicon=lexicon,
+            watermark=WATERMARK_ID if watermark else None,
         )
         self._admission = SpeechAdmission(
             SpeechPricer(
@@ -132,7 +135,7 @@ class SpeechService:
             scheduler,
             capabilities,
         )
-        self._renderer = ChunkRenderer(scheduler, capabilities, self._hooks)
+        self._renderer = ChunkRenderer(scheduler, capabilities, self._hooks, watermark=watermark)
 
     @property
     def sample_rate(self) -> int:

@@ -33,6 +33,7 @@ from voxclone.service.render_stats import FirstAudioStages, RenderStats, Service
 from voxclone.service.speech_plan import PlannedChunk, at_voice_pace, units
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import apply_controls
+from voxclone.synth.audio.watermark import StreamMarker, shared
 from voxclone.synth.controls import ResolvedControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 
@@ -41,11 +42,19 @@ class ChunkRenderer:
     """Renders one engine's planned chunks (its scheduler and capabilities)."""
 
     def __init__(
-        self, scheduler: Scheduler, capabilities: EngineCapabilities, hooks: ServiceHooks
+        self,
+        scheduler: Scheduler,
+        capabilities: EngineCapabilities,
+        hooks: ServiceHooks,
+        *,
+        watermark: bool = False,
     ) -> None:
         self._scheduler = scheduler
         self._caps = capabilities
         self._hooks = hooks
+        # Every route's audio comes out of render(): marked here, chunk by
+        # chunk, it is marked on all of them (synth/audio/watermark.py).
+        self._watermark = watermark
 
     @property
     def _rate(self) -> int:
@@ -93,6 +102,7 @@ class ChunkRenderer:
         time) before the audio that contains them is yielded."""
         joiner = PieceJoiner(self._rate)
         first_timing = WorkTiming()
+        marker = StreamMarker(shared(), self._rate) if self._watermark else None
 
         def first_audio_out() -> None:
             now = time.perf_counter()
@@ -126,6 +136,8 @@ class ChunkRenderer:
                 if progress is not None:
                     progress(len(chunk.text))
             if out.size:
+                if marker is not None:
+                    out = marker.push(out)
                 stats.audio_seconds += out.size / self._rate
                 if stats.first_audio_s is None:
                     first_audio_out()
@@ -134,6 +146,8 @@ class ChunkRenderer:
         if words is not None:
             words.finish()
         if tail.size:
+            if marker is not None:
+                tail = marker.push(tail)
             stats.audio_seconds += tail.size / self._rate
             yield tail
         stats.compute_seconds = time.perf_counter() - started

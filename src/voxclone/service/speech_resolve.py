@@ -38,8 +38,12 @@ class RequestResolver:
         max_text_chars: int,
         detect_language: Callable[[str, str], str] | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
+        watermark: str | None = None,
     ) -> None:
         self._frontend = frontend
+        # Marked and unmarked audio are different files: a cached one made
+        # under the other policy must not be served.
+        self._watermark = watermark
         self._catalog = catalog
         self._caps = capabilities
         self._default_voice = default_voice
@@ -162,6 +166,8 @@ class RequestResolver:
 
     def key_controls(self, r: ResolvedRequest) -> dict[str, object]:
         parts = r.request.controls.cache_parts()
+        if self._watermark is not None:
+            parts["watermark"] = self._watermark
         if r.lexicon_fingerprint is not None:
             # A changed pronunciation is other audio.
             parts["lexicon"] = r.lexicon_fingerprint

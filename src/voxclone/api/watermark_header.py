@@ -1,0 +1,39 @@
+"""``X-Voxclone-Watermark`` on every response that carries speech.
+
+``perth`` when the server marks its audio (Settings.watermark, on by
+default), ``none`` when the operator turned marking off. Set here, in one
+place, rather than in each route: audio responses (any ``audio/*`` body,
+streams included) and the JSON routes that embed audio (captions, dialogue)
+all get it, whichever route made them.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+HEADER = b"x-voxclone-watermark"
+_AUDIO_IN_JSON = ("caption", "dialogue")
+
+
+class WatermarkHeaderMiddleware:
+    def __init__(self, app: ASGIApp, *, marked: bool) -> None:
+        self.app = app
+        self.value = b"perth" if marked else b"none"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = str(scope.get("path", ""))
+        speech_json = any(part in path for part in _AUDIO_IN_JSON)
+
+        async def send_marked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                ctype = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if ctype.startswith(b"audio/") or (speech_json and message["status"] < 400):
+                    headers.append((HEADER, self.value))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_marked)
