@@ -24,6 +24,7 @@ from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.router import SpeechRouter
 from voxclone.service.voices import PromptCloning, VoiceService
+from voxclone.service.voices_admission import enrollment_cancel_check
 from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 
 if TYPE_CHECKING:
@@ -105,7 +106,10 @@ def build_voice_service(
                 item = SynthItem(tok, conditioning, 1.0)
             else:
                 item = SynthItem(tok, None, 1.0, prompt=conditioning)
-            return scheduler.run(item, priority=PRIORITY_NORMAL)
+            # An enrollment whose client left stops at its next render (the
+            # check is read here, in the enrollment's thread).
+            gone = enrollment_cancel_check()
+            return scheduler.run(item, priority=PRIORITY_NORMAL, cancelled=gone)
 
         return QualityReporter(
             encoder,

@@ -22,6 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
+from voxclone.errors import Cancelled
+from voxclone.service.voices import ConsentInput, EnrollRequest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import report_fakes  # noqa: E402  (tests/unit: the service on stand-in models)
 
@@ -30,6 +33,7 @@ FORM = {
     "consent": "true",
     "consent_statement": "I agree that my voice is cloned.",
 }
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "librispeech_3005-163389-0000.wav"
 WORK_S = 0.5  # one enrollment's audio work here
 HOLD = b"HOLD"  # an upload starting so waits for the test's gate
 
@@ -166,3 +170,28 @@ def test_wait_false_returns_the_id_at_once_and_keeps_the_voice(
         assert svc.get(body["id"], "local").name == "quick"  # kept: the client has its id
         loader.gate.set()
         assert busy.result()[0].status_code == 201
+
+
+def test_client_gone_mid_render_stops_at_the_next_render(runtime: Any) -> None:
+    """The real cloning stack: once the client is gone, the calibration and
+    report renders are dropped by the scheduler (the enrollment no longer runs
+    them all to their end while the next one waits)."""
+    scheduler = runtime.scheduler
+    asked: list[int] = []  # renders completed when the service asked (call 1, 2, ...)
+
+    def gone() -> bool:
+        # Asked after the upload is checked (1), before the renders (2), then
+        # by the scheduler for each render: the client leaves as they start.
+        asked.append(scheduler.stats().completed)
+        return len(asked) >= 3
+
+    consent = ConsentInput(given=True, statement="I agree to be cloned.", given_by="tester")
+    req = EnrollRequest(REFERENCE.read_bytes(), "left mid-render", "owner-gone", consent)
+    with pytest.raises(Cancelled):
+        runtime.voices.start_enrollment(req, wait=True, cancelled=gone)
+    # No render ran after the client left (one spare for a start-up
+    # calibration call finishing meanwhile); before, every render of the
+    # calibration, tone match and report did.
+    assert scheduler.stats().completed - asked[1] <= 1, asked
+    assert runtime.voices.list("owner-gone") == []
+    assert runtime.voices.enrollment_stats()["running"] == 0

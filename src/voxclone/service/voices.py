@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import CancelledError as FutureCancelled
 from dataclasses import replace
 from typing import Any
 
@@ -46,7 +47,7 @@ from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
 from voxclone.service.report_jobs import ReportInputs, mark_pending
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
-from voxclone.service.voices_admission import EnrollmentQueue, EnrollTicket
+from voxclone.service.voices_admission import EnrollmentQueue, EnrollTicket, cancelled_by
 from voxclone.service.voices_inline import INLINE_ID_PREFIX, InlineVoices
 from voxclone.service.voices_jobs import VoiceJobs
 from voxclone.service.voices_recordings import AddedRecordings
@@ -290,17 +291,26 @@ class VoiceService:
         ``ticket`` is the place :meth:`admit_enrollment` gave (None: one is
         taken now); it is released however this ends. An enrollment that
         waits stops, storing nothing, once ``cancelled()`` is true (its client
-        went away): while it queues, between its steps, and after the voice
-        is stored (the voice is deleted again); ``wait=False`` never stops."""
+        went away): while it queues, at its next render, between its steps,
+        and after the voice is stored (the voice is deleted again);
+        ``wait=False`` never stops."""
         if ticket is None:
             ticket = self.admit_enrollment(wait=wait, model=req.model)
         completed = False
+        gone = cancelled if ticket.renders else None
         try:
-            enrolled = self._enroll_in_turn(req, ticket, cancelled if ticket.renders else None)
+            with cancelled_by(gone):  # its renders stop too (enrollment_cancel_check)
+                enrolled = self._enroll_in_turn(req, ticket, gone)
             completed = True
-            return enrolled
+        except FutureCancelled:  # the scheduler dropped a render: its client left
+            if gone is None or not gone():
+                raise
+            raise Cancelled(
+                "the client went away; the enrollment stopped and stored nothing"
+            ) from None
         finally:
             ticket.release(completed=completed)
+        return enrolled
 
     def _enroll_in_turn(
         self, req: EnrollRequest, ticket: EnrollTicket, cancelled: Callable[[], bool] | None
