@@ -154,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_db import add_db_parser
     from voxclone.api.cli_detect import add_detect_parser
+    from voxclone.api.cli_dialogue import add_dialogue_parser
     from voxclone.api.cli_keys import add_keys_parser
     from voxclone.api.cli_lexicon import add_lexicon_parser
     from voxclone.api.cli_models import add_models_parser
@@ -165,6 +166,7 @@ def _parser() -> argparse.ArgumentParser:
     add_db_parser(sub)
     add_lexicon_parser(sub)
     add_wyoming_parser(sub)
+    add_dialogue_parser(sub)
     add_detect_parser(sub)
     return parser
 
@@ -440,16 +442,22 @@ def cmd_lexicon(args: argparse.Namespace, settings: Settings) -> int:
     return run_lexicon(args, settings)
 
 
-def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
-    from voxclone.api.cli_wyoming import cmd_wyoming as run_wyoming
-
-    return run_wyoming(args, settings)
-
-
 def cmd_detect(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.api.cli_detect import cmd_detect as run_detect
 
     return run_detect(args, settings)
+
+
+def cmd_dialogue(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_dialogue import cmd_dialogue as run_dialogue
+
+    return run_dialogue(args, settings)
+
+
+def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_wyoming import cmd_wyoming as run_wyoming
+
+    return run_wyoming(args, settings)
 
 
 COMMANDS: dict[str, Handler] = {
@@ -462,6 +470,7 @@ COMMANDS: dict[str, Handler] = {
     "db": cmd_db,
     "lexicon": cmd_lexicon,
     "wyoming": cmd_wyoming,
+    "dialogue": cmd_dialogue,
     "detect": cmd_detect,
 }
 
