@@ -1,8 +1,9 @@
 """The differentiable Kokoro (synth/engine/kokoro/torch_model.py) renders what
 the shipped ONNX engine renders: same tokens, style and speed -> the same
 per-token durations (within one frame on a few tokens) and, on the ONNX
-engine's durations, a log-mel spectrogram within 3 dB mean absolute difference
-(measured 2.4 dB; the ONNX graph also quantizes activations to 8 bits, the copy
+engine's durations, a log-mel spectrogram within 3.5 dB mean absolute difference
+(measured 2.4 dB here, 3.05 dB on studies/deep_refine_parity.py's sentence,
+where another voice is 9.9 dB away; the ONNX graph also quantizes activations to 8 bits, the copy
 computes them in float32, so equality is not expected) and far closer than the
 same sentence in another voice. Gradients reach both halves of the style.
 
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.models, pytest.mark.slow]
 
 MODELS = Path.home() / ".cache" / "voxclone" / "models"
 SENTENCE = "Hello there, my friend."
-MEL_TOLERANCE_DB = 3.0
+MEL_TOLERANCE_DB = 3.5
 
 
 def _log_mel(audio: np.ndarray) -> np.ndarray:
