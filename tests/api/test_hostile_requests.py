@@ -84,6 +84,7 @@ def _assert_408(status: int, headers: dict[str, str], body: bytes) -> None:
             b'--x\r\nContent-Disposition: form-data; name="name"\r\n\r\nab',
         ),
     ],
+    ids=["json", "multipart"],
 )
 def test_stalled_body_is_408_within_the_idle_time(live_server, path, content_type, first) -> None:
     with live_server(body_idle_timeout_s=IDLE_S) as server:
@@ -177,6 +178,16 @@ def optimistic_scheduler(runtime: Runtime) -> Iterator[None]:
         scheduler.rate = saved
 
 
+def _wait_until_idle(runtime: Runtime) -> None:
+    """The chunks already in the engine end (the render was told to stop: no
+    later chunk starts), leaving the engine to the next tests. Generous: a
+    long chunk took over 60 s on 2 cores shared by a dozen processes."""
+    idle_by = time.monotonic() + 300
+    while not runtime.speech_idle():
+        assert time.monotonic() < idle_by, runtime.default.scheduler.stats()
+        time.sleep(0.1)
+
+
 def test_whole_file_past_its_deadline_is_504_at_the_deadline(
     client: TestClient, runtime: Runtime, optimistic_scheduler: None
 ) -> None:
@@ -186,18 +197,42 @@ def test_whole_file_past_its_deadline_is_504_at_the_deadline(
     started = time.monotonic()
     r = client.post("/v1/tts", json={"text": text}, headers={"X-Request-Deadline": "1"})
     elapsed = time.monotonic() - started
+    # Before: 504 after 49 s (a second chunk dropped once the first was done).
+    assert elapsed < 1.0 + MARGIN_S, (r.status_code, elapsed)
     assert r.status_code == 504, (r.status_code, elapsed)
     error = r.json()["error"]
     assert error["code"] == "deadline_exceeded"
     assert error["field"] == "deadline"
     assert error["limit"] == 1
-    assert elapsed < 1.0 + MARGIN_S, elapsed
-    # The render was told to stop: it ends with the chunks already in the
-    # engine (no later chunk starts), and leaves the engine to the next tests.
-    idle_by = time.monotonic() + 60
-    while not runtime.speech_idle():
-        assert time.monotonic() < idle_by, runtime.default.scheduler.stats()
-        time.sleep(0.1)
+    _wait_until_idle(runtime)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/tts", {"text": TWO_CHUNKS, "stream": True}),
+        ("/v1/audio/speech", {"model": "tts-1", "voice": "alloy", "input": TWO_CHUNKS}),
+        ("/v1/tts", {"text": TWO_CHUNKS, "stream": True, "timestamps": True}),
+    ],
+    ids=["native", "openai", "captioned-sse"],
+)
+def test_stream_without_first_audio_by_its_deadline_is_504(
+    client: TestClient, runtime: Runtime, optimistic_scheduler: None, path: str, body: dict
+) -> None:
+    """A stream's first audio comes by the deadline, or a 504 before any header
+    (before: 200 at once, then the audio late or a body cut short)."""
+    body = {
+        **body,
+        **{k: f"{v} {uuid.uuid4().hex[:8]}." for k, v in body.items() if k in ("text", "input")},
+    }
+    started = time.monotonic()
+    with client.stream("POST", path, json=body, headers={"X-Request-Deadline": "0.1"}) as r:
+        elapsed = time.monotonic() - started
+        assert r.status_code == 504, (r.status_code, elapsed)  # checked before the body
+        r.read()
+        assert r.json()["error"]["code"] == "deadline_exceeded"
+    assert elapsed < 0.1 + MARGIN_S, elapsed
+    _wait_until_idle(runtime)
 
 
 # -- rate-limit headers ------------------------------------------------------------

@@ -38,7 +38,7 @@ from voxclone.api import (
 from voxclone.api.auth import Authenticator
 from voxclone.api.body_guard import BodyGuardMiddleware, text_body_limit
 from voxclone.api.body_timeout import BodyReadTimeoutMiddleware
-from voxclone.api.cancellation import ArrivalClockMiddleware
+from voxclone.api.deadline import ArrivalClockMiddleware
 from voxclone.api.docs import install_offline_docs
 from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.header_guard import HeaderHygieneMiddleware

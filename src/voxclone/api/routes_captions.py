@@ -111,7 +111,8 @@ async def captioned_stream(request: Request, runtime: Runtime, speech: Speakable
             )
             return "text/event-stream", _sse(parts, req.request.format)
 
-        stream = await open_audio_stream(request, start)
+        # Each event carries audio: the first one by the deadline, or 504.
+        stream = await open_audio_stream(request, start, deadline=deadline, first_audio_index=0)
     headers = {"Cache-Control": "no-cache", **await voice_header(req)}
     return stream.response(stream.audio, media_type="text/event-stream", headers=headers)
 

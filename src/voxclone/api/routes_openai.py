@@ -274,6 +274,7 @@ async def _audio_speech(
             lambda flag: runtime.speech.stream(
                 req, cancelled=flag, deadline=deadline, admission=checked
             ),
+            deadline=deadline,  # its first audio by it, or 504 before any header
         )
     headers.update(await voice_header(req))
     if body.stream_format == "sse":

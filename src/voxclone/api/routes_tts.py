@@ -148,6 +148,7 @@ async def streaming_response(request: Request, runtime: Runtime, req: ResolvedRe
                 req, cancelled=flag, deadline=deadline, admission=checked
             ),
             started=started,
+            deadline=deadline,  # its first audio by it, or 504 before any header
         )
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from voxclone.api.deadline import by_deadline
 from voxclone.errors import Cancelled, Overloaded, VoxcloneError
 
 log = logging.getLogger("voxclone.api")
@@ -164,6 +165,8 @@ async def open_audio_stream(
     start: Callable[[CancelFlag], tuple[str, Iterator[bytes]]],
     *,
     started: float | None = None,
+    deadline: float | None = None,
+    first_audio_index: int = 1,
 ) -> AudioStream:
     """Take a stream slot and call ``start(flag)`` (the service's ``stream``) off the loop.
 
@@ -171,16 +174,63 @@ async def open_audio_stream(
     error there (a 4xx) frees the slot again, since no response will. The
     time to first audio is observed from ``started`` (default: when the
     first chunk is asked for).
+
+    With ``deadline`` (``time.monotonic()``) the stream's chunks up to its
+    first audio (index ``first_audio_index``: 1 after a container header, 0
+    for events that each carry audio) are made before any header is sent, by
+    the deadline: a stream that cannot start in time is a 504 (a failure
+    before its first audio a 4xx/5xx), not a 200 whose body ends early.
     """
     release = request.app.state.stream_slots.acquire()
+    flag = CancelFlag()
+
+    def begin() -> tuple[str, Iterator[bytes], list[bytes]]:
+        content_type, chunks = start(flag)
+        head: list[bytes] = []
+        if deadline is not None:
+            for chunk in chunks:  # not closed by the break: the rest follows
+                head.append(chunk)
+                if len(head) > first_audio_index:
+                    break
+        return content_type, chunks, head
+
     try:
-        flag = CancelFlag()
-        content_type, chunks = await run_in_threadpool(start, flag)
+        content_type, chunks, head = await by_deadline(
+            request.scope, run_in_threadpool(begin), deadline, flag.set
+        )
     except BaseException:
         release()
         raise
     metrics = request.app.state.metrics
+    source = _replayed(head, chunks) if deadline is not None else chunks
+
+    def close() -> None:
+        # A response that ends before its body was ever iterated (the client
+        # left at once) never runs threaded_chunks' ``finally``: close the
+        # render here, or its admission stays reserved until the generator is
+        # collected (found when the request after test_admission_http's
+        # left-at-once stream was refused 503 with ~26 s of work admitted).
+        release()
+        close_source = getattr(source, "close", None)
+        if close_source is not None:
+            try:
+                close_source()
+            except ValueError:
+                log.debug("stream iterator still running; it stops at its next chunk")
+
     audio = threaded_chunks(
-        chunks, flag, on_first_audio=metrics.time_to_first_audio.observe, started=started
+        source, flag, on_first_audio=metrics.time_to_first_audio.observe, started=started
     )
-    return AudioStream(content_type, chunks, audio, flag, release)
+    return AudioStream(content_type, chunks, audio, flag, close)
+
+
+def _replayed(head: list[bytes], chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """``head`` (taken from ``chunks`` already), then the rest of ``chunks``;
+    closing it closes ``chunks`` (its ``finally`` frees queued work)."""
+    try:
+        yield from head
+        yield from chunks
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
