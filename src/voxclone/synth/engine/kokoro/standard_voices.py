@@ -35,8 +35,9 @@ _NAME = re.compile(r"^(?P<lang>[a-z])(?P<sex>[fm])_[a-z]+$")
 # The default voice of each language: the native voice with the best predicted
 # naturalness (DNSMOS P.808) among those of acceptable intelligibility (English:
 # Whisper tiny.en WER <= 5 % on the table's six sentences; Spanish, French,
-# Italian, Portuguese, Japanese: Whisper base WER/CER <= 20 % on three; Hindi
-# and Mandarin: P.808 alone), leaving out the Santa Claus character voices;
+# Italian, Portuguese, Japanese, Mandarin: Whisper base WER/CER <= 20 % on
+# three, Mandarin's CER on the characters' pinyin; Hindi: P.808 alone),
+# leaving out the Santa Claus character voices;
 # where no native voice reaches the bar (French: ff_siwis, 26 %), the best
 # native voice all the same. Measured by bench/voice_table.py
 # (bench/results/voice_table.json, section "Voice table" of
@@ -44,7 +45,9 @@ _NAME = re.compile(r"^(?P<lang>[a-z])(?P<sex>[fm])_[a-z]+$")
 # table is the one that file chose. P.808 of each: af_heart 4.35
 # (clear_female, the earlier default: 3.69), bm_daniel 4.26, ef_dora 3.86,
 # ff_siwis 3.84, hf_alpha 3.94, im_nicola 4.18, jf_alpha 3.90, pf_dora 3.75,
-# zf_xiaoni 3.98.
+# zm_yunyang 3.90 (CER 9.4 %). Mandarin was chosen by P.808 alone until
+# issue 46 (a user heard 以後我交往校明… from Whisper): zf_xiaoni (3.98) has a CER of 67 %;
+# zf_xiaoxiao 3.0 % (3.83), zm_yunjian 6.1 % (3.88).
 LANGUAGE_DEFAULTS: dict[str, str] = {
     "en-us": "af_heart",
     "en-gb": "bm_daniel",
@@ -54,7 +57,7 @@ LANGUAGE_DEFAULTS: dict[str, str] = {
     "it": "im_nicola",
     "ja": "jf_alpha",
     "pt-br": "pf_dora",
-    "zh": "zf_xiaoni",
+    "zh": "zm_yunyang",
 }
 
 # With the standard voices installed, each OpenAI name speaks with a native
