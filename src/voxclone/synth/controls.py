@@ -38,7 +38,13 @@ INTENSITY_RANGE = (0.0, 1.0)
 # on the benchmark's one-sentence corners (docs/benchmarks.md, "Control
 # corners"): 8–42 % WER, worst with pitch −0.5 and energy 1.2 (41.7 %); speed
 # 2.0 is usable, not transparent, and a low pitch makes it worse.
-ENGINE_SPEED_MAX = 1.25
+# 1.0: Kokoro's own speed is not used at all, WSOLA does every speed change.
+# At 1.25 (what the engine did from request 1.5 up) the real rate differs by
+# voice (the curve below is clear_female's): speed 2 gave +5.0 % too long on
+# af_heart, +4.1 % on bf_emma, -1.9 % on clear_female; WSOLA alone gives
+# +1.3 to +1.9 % on the same four voices and Whisper tiny.en WER 7.5 % against
+# 10.0 % (bench/speed_curve.py, every built-in voice in bench/results/speed_curve.json).
+ENGINE_SPEED_MAX = 1.0
 # Kokoro's own speed control is not exact: it rounds each phoneme's duration
 # to whole frames, so near 1.0 the audio changes only about half as much as
 # asked (engine 0.85 → 0.91×, 1.15 → 1.07× the rate). Measured pairs (engine
@@ -64,8 +70,8 @@ ENGINE_RATE_CURVE: tuple[tuple[float, float], ...] = (
 # on, even the near-linear slow part (engine 0.5-0.7) missed by +2.8 to +3.8 %
 # (clear_female, 2026-11-30). WSOLA's duration is exact, so every request below
 # 1.5 is rendered at engine 1.0 and time-scaled after synthesis; from 1.5 up
-# the engine does the first 1.2x (ENGINE_SPEED_MAX, where it is still clear)
-# and WSOLA the rest (2.0 measured -1.3 % / +0.9 % on the two sentences).
+# the engine did the first 1.2x and WSOLA the rest, until that was measured
+# per voice (ENGINE_SPEED_MAX above: now 1.0, WSOLA does it all).
 WSOLA_ONLY_BELOW = 1.5
 
 
