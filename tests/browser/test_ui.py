@@ -133,11 +133,12 @@ def test_clone_speak_listen_delete(
     assert page.locator("#quality").is_visible()
     assert page.locator("#q-similarity").inner_text() != ""
     # Enrolled without waiting (wait=false): the report job's figures replace
-    # "measuring…" when it is done.
+    # "measuring…" as they come, the word error rate last, when it is done.
     page.wait_for_function(
-        "() => /^[0-9.−-]+$/.test(document.querySelector('#q-similarity').textContent.trim())",
+        "() => /%$/.test(document.querySelector('#q-wer').textContent.trim())",
         timeout=ENROLL_TIMEOUT_MS,
     )
+    assert re.match(r"^[0-9.−-]+$", page.locator("#q-similarity").inner_text().strip())
     assert "measured" in page.locator("#enroll-label").inner_text()
     voice_id = library_item.get_attribute("data-voice-id")
     assert voice_id and voice_id in _api_voice_ids(app_url)
