@@ -81,6 +81,23 @@ def test_a_free_slot_admits_whatever_the_estimate() -> None:
     alone.release()
 
 
+def test_a_running_enrollment_whose_client_left_is_not_waited_for() -> None:
+    # It ends at its next render: the next one is admitted, not refused for
+    # the rest of its estimate (a real server refused one sent as the first
+    # client gave up: 48 s of a 53 s enrollment still counted).
+    clock = Clock()
+    q = EnrollmentQueue(slots=1, queue=4, clock=clock, prior_s=53.0)
+    left = threading.Event()
+    running = q.admit(renders=True)
+    running.wait_turn(left.is_set)
+    clock.now += 5.0
+    with pytest.raises(Overloaded):
+        q.admit(renders=True, deadline=clock.now + 60.0)
+    left.set()
+    q.admit(renders=True, deadline=clock.now + 60.0).release()
+    running.release()
+
+
 def test_learns_the_median_of_completed_enrollments_only() -> None:
     clock = Clock()
     q = EnrollmentQueue(slots=1, queue=1, clock=clock, prior_s=3.0)

@@ -77,10 +77,15 @@ class EnrollTicket:
         self._queue = queue
         self.renders = renders  # a full enrollment (wait=True): takes a slot
         self.released = False
+        # Its client-gone check (set by wait_turn): a running enrollment whose
+        # client left ends at its next render, so those behind it do not
+        # wait for the rest of its estimate.
+        self.cancelled: Callable[[], bool] | None = None
 
     def wait_turn(self, cancelled: Callable[[], bool] | None = None) -> None:
         """Block until a slot is free for this enrollment (at once for a
         draft); raises Cancelled, giving up its place, once ``cancelled()``."""
+        self.cancelled = cancelled
         if self.renders:
             self._queue._wait_turn(self, cancelled)
 
@@ -88,6 +93,10 @@ class EnrollTicket:
         """Give the place or slot back; ``completed``: the enrollment ran to
         its end, so its duration is learned."""
         self._queue._release(self, completed)
+
+
+def _gone(ticket: EnrollTicket) -> bool:
+    return ticket.cancelled is not None and ticket.cancelled()
 
 
 class EnrollmentQueue:
@@ -183,8 +192,11 @@ class EnrollmentQueue:
         scheduling speech admission uses: the running ones' time left (a
         running one past its estimate counts as about to end) and the queued
         ones', FIFO."""
-        running = [max(0.0, expected - (now - started)) for started in self._running.values()]
-        return FirstAhead(running, [expected] * len(self._waiting))
+        running = [
+            0.0 if _gone(ticket) else max(0.0, expected - (now - started))
+            for ticket, started in self._running.items()
+        ]
+        return FirstAhead(running, [expected] * sum(not _gone(t) for t in self._waiting))
 
     def _wait_turn(self, ticket: EnrollTicket, cancelled: Callable[[], bool] | None) -> None:
         with self._cond:
