@@ -64,7 +64,8 @@ def test_every_route_marks_its_audio(app: FastAPI, tmp_path: Path) -> None:
             ("openai.mp3", "/v1/audio/speech",
              {"model": "kokoro", "input": TEXT, "voice": "clear_female"}),
             ("openai.opus", "/v1/audio/speech",
-             {"model": "kokoro", "input": TEXT, "voice": "clear_female", "response_format": "opus"}),
+             {"model": "kokoro", "input": TEXT, "voice": "clear_female",
+              "response_format": "opus"}),
         ):  # fmt: skip
             r = c.post(path, json=body, headers=headers)
             assert r.status_code == 200, (path, r.text)
