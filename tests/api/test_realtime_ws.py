@@ -78,8 +78,8 @@ def test_output_formats(live_server: Callable[..., Any], fmt: str) -> None:
 
 def _wait_idle(runtime: Any, since: float, limit_s: float = 120.0) -> float:
     """Seconds from ``since`` until the engine is idle, having started no new
-    chunk: the one in flight at the cancel (an engine call cannot be cut;
-    0.17 s/char on this 2-core host at load 11) is the only work left."""
+    chunk (the one in flight at the cancel is cut by the scheduler's cancel
+    watcher: runtime/scheduler/workers.py)."""
     (stack,) = runtime.engines.values()
     at_cancel = stack.scheduler.stats()
     while time.perf_counter() - since < limit_s:
@@ -122,6 +122,9 @@ def test_close_context_stops_its_audio_and_engine_work(live_server: Callable[...
     assert all(m.get("contextId") != "a" for _, m in after.messages)
     assert after.audio("b") and after.close_code == 1000
     print(f"close_context: ack {acked * 1000:.0f} ms, engine idle {stopped * 1000:.0f} ms")
+    # Issue 48 asks for 100 ms; 1 s leaves room for a loaded test host (the
+    # chunk in flight ran 12.8 s to its end before calls could be cut).
+    assert stopped < 1.0
 
 
 def test_client_leaving_stops_engine_work(live_server: Callable[..., Any]) -> None:
@@ -135,6 +138,7 @@ def test_client_leaving_stops_engine_work(live_server: Callable[..., Any]) -> No
         left = time.perf_counter()
         stopped = _wait_idle(runtime, left)
     print(f"disconnect: engine idle {stopped * 1000:.0f} ms")
+    assert stopped < 1.0  # the chunk in flight is cut too
 
 
 @pytest.mark.parametrize(

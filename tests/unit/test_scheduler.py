@@ -24,6 +24,7 @@ from voxclone.runtime.scheduler import (
     WorkTiming,
 )
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+from voxclone.synth.engine.call_stop import CallStop
 
 WAIT_S = 5.0  # upper bound for anything that should happen "soon"
 
@@ -479,3 +480,73 @@ def test_timing_splits_queue_wait_from_engine_time(engine: FakeEngine, make_sche
     assert timing.started is not None and timing.finished is not None
     waited, ran = timing.started - timing.submitted, timing.finished - timing.started
     assert waited >= 0.25 and 0 <= ran < waited
+
+
+# ------------------------------------------------- cutting a running call (barge-in)
+
+
+class StoppableFakeEngine(FakeEngine):
+    """The fake engine with ``stoppable``: a stop releases its held call,
+    which then raises Cancelled as Kokoro's terminated run does."""
+
+    stoppable = True
+
+    def __init__(self, **kwargs: bool) -> None:
+        super().__init__(**kwargs)
+        self.cut: list[int] = []
+
+    def synthesize(  # type: ignore[override]
+        self, batch: list[SynthItem], *, exclusive: bool = False, stop: CallStop | None = None
+    ) -> list[np.ndarray]:
+        if stop is not None:
+            stop.on_stop(self.gate.set)
+        out = super().synthesize(batch, exclusive=exclusive)
+        if stop is not None and stop.stopped:
+            self.cut.extend(i.token_ids[0] for i in batch)
+            raise Cancelled("request cancelled")
+        return out
+
+
+def test_cancel_cuts_the_running_call_of_its_one_request(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    """A barge-in stops the chunk already inside the engine, not only the queued
+    ones: the worker is free within the watcher's poll (was: the call ran to
+    its end, here the fake's 5 s timeout)."""
+    engine = StoppableFakeEngine()
+    sched = make_scheduler(engine, workers=1)
+    engine.gate.clear()
+    gone = threading.Event()
+    future = sched.submit(item(5), cancelled=gone.is_set)
+    assert engine.entered.wait(WAIT_S)
+    asked = time.perf_counter()
+    gone.set()
+    with pytest.raises(Cancelled):
+        future.result(WAIT_S)
+    while sched.stats().in_flight:
+        time.sleep(0.001)
+    idle_s = time.perf_counter() - asked
+    assert idle_s < 1.0, f"engine busy {idle_s:.3f} s after the cancel"
+    assert engine.cut == [5]
+    stats = sched.stats()
+    assert stats.dropped == 1 and stats.failed == 0 and not stats.breaker_open
+    assert sched.submit(item(6)).result(WAIT_S)[0] == 6  # the worker goes on
+
+
+def test_cancel_inside_a_shared_batch_drops_only_its_own_result(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    """A call shared with another request is never cut for one of them: the
+    other gets its audio, the cancelled one a Cancelled (was: its audio)."""
+    engine = StoppableFakeEngine(native_batching=True)
+    sched = make_scheduler(engine, workers=1, max_batch=2, max_wait_ms=200)
+    engine.gate.clear()
+    gone = threading.Event()
+    dropped = sched.submit(item(1), cancelled=gone.is_set)
+    kept = sched.submit(item(2))
+    assert engine.entered.wait(WAIT_S)
+    time.sleep(0.05)
+    assert engine.batches == [[1, 2]]
+    gone.set()
+    time.sleep(0.1)  # ten polls of the cancel watcher
+    assert not kept.done() and engine.cut == []
+    engine.gate.set()
+    assert kept.result(WAIT_S)[0] == 2
+    with pytest.raises(Cancelled):
+        dropped.result(WAIT_S)

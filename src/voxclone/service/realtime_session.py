@@ -11,7 +11,9 @@ clause renders; a session waiting for text holds none.
 
 Barge-in (``close_context``): the context is marked closed first, so nothing
 more is sent for it from that instant; its cancel flag stops the scheduler's
-queued chunks for it and the render at its next chunk.
+queued chunks for it, and the scheduler's cancel watcher cuts the chunk
+inside the engine (runtime/scheduler/workers.py): engine idle 12 ms after
+close_context at load 12, was 7.9-12.8 s while that chunk ran to its end.
 """
 
 from __future__ import annotations

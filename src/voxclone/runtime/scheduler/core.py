@@ -28,6 +28,7 @@ from voxclone.runtime.scheduler.work import (
 )
 from voxclone.runtime.scheduler.workers import WorkerLoop
 from voxclone.synth.engine.base import Engine, SynthItem
+from voxclone.synth.engine.call_stop import stoppable
 
 # Tenants remembered for fair queueing before the ones with nothing queued are forgotten.
 _MAX_TENANT_ROUNDS = 1024
@@ -77,6 +78,8 @@ class Scheduler(AdmissionControl, WorkerLoop):
         self._tenant_round = {}
         self._admissions = {}
         self._running = {}
+        self._stops = {}
+        self._stops_cond = threading.Condition()
         self.rate = rate if rate is not None else WorkRate()
         self._headroom = headroom
         self._measured_at = None
@@ -87,6 +90,12 @@ class Scheduler(AdmissionControl, WorkerLoop):
         ]
         for thread in self._threads:
             thread.start()
+        self._watcher: threading.Thread | None = None
+        if stoppable(engine):
+            self._watcher = threading.Thread(
+                target=self._watch_cancels, name="voxclone-cancel-watch", daemon=True
+            )
+            self._watcher.start()
 
     # -- submission ----------------------------------------------------------
     def submit(
@@ -202,7 +211,11 @@ class Scheduler(AdmissionControl, WorkerLoop):
             self._stopping = True
             pending, self._queue = self._queue, []
             self._cond.notify_all()
+        with self._stops_cond:
+            self._stops_cond.notify_all()
         for work in pending:
             work.future.set_exception(Cancelled("server is shutting down"))
         for thread in self._threads:
             thread.join(timeout=5)
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)

@@ -17,6 +17,7 @@ from voxclone.runtime.admission import WorkRate
 from voxclone.runtime.scheduler.breaker import CircuitBreaker
 from voxclone.runtime.scheduler.work import Work
 from voxclone.synth.engine.base import Engine
+from voxclone.synth.engine.call_stop import CallStop
 
 if TYPE_CHECKING:
     from voxclone.runtime.scheduler.admissions import Admission
@@ -53,6 +54,11 @@ class SchedulerFields:
     # Engine calls now running: seq -> (scheduler clock at start, units,
     # whether it is a request's first chunk, whether it is background work).
     _running: dict[int, tuple[float, float, bool, bool]]
+    # Running one-request calls an engine can cut (call_stop.py): seq ->
+    # (the work, its stop). The cancel watcher waits on its own condition,
+    # so it never takes a notify meant for a worker.
+    _stops: dict[int, tuple[Work, CallStop]]
+    _stops_cond: threading.Condition
     rate: WorkRate
     _headroom: float
     _measured_at: float | None  # scheduler clock of the last learned call

@@ -13,8 +13,18 @@ from voxclone.errors import Cancelled, DeadlineExceeded
 from voxclone.runtime.scheduler.fields import SchedulerFields
 from voxclone.runtime.scheduler.work import PRIORITY_BACKGROUND, PRIORITY_FIRST_CHUNK, Work
 from voxclone.synth.engine.base import SynthItem
+from voxclone.synth.engine.call_stop import CallStop, StoppableEngine, stoppable
 
 log = logging.getLogger(__name__)
+
+# How often the cancel watcher looks at running calls' requests. The budget
+# from a barge-in to an idle engine is 100 ms; ONNX Runtime ends a
+# terminated run 1-34 ms after the flag (185-token Kokoro chunk, load 14).
+CANCEL_POLL_S = 0.01
+
+
+def _gone(work: Work) -> bool:
+    return work.future.cancelled() or (work.cancelled is not None and work.cancelled())
 
 
 class WorkerLoop(SchedulerFields):
@@ -122,7 +132,7 @@ class WorkerLoop(SchedulerFields):
             for piece in stream:
                 pieces.append(piece)
                 work.on_piece(piece)
-                if work.future.cancelled() or (work.cancelled is not None and work.cancelled()):
+                if _gone(work):
                     # The client left: the engine stops at its next piece.
                     stop.set()
                     raise Cancelled("request cancelled")
@@ -131,6 +141,40 @@ class WorkerLoop(SchedulerFields):
             if close is not None:
                 close()
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
+    def _stoppable(
+        self, work: Work, engine: StoppableEngine, items: list[SynthItem], exclusive: bool
+    ) -> list[np.ndarray]:
+        """A call for one request that the cancel watcher cuts if the request
+        is cancelled while it runs (barge-in, a departed client)."""
+        stop = CallStop()
+        with self._stops_cond:
+            self._stops[work.seq] = (work, stop)
+            self._stops_cond.notify()
+        try:
+            return engine.synthesize(items, exclusive=exclusive, stop=stop)
+        finally:
+            with self._stops_cond:
+                self._stops.pop(work.seq, None)
+
+    def _watch_cancels(self) -> None:
+        """One thread per scheduler: while cuttable calls run, poll their
+        requests' cancel flags (callables, so a flag cannot notify) every
+        CANCEL_POLL_S and stop the call of one that was cancelled."""
+        while True:
+            with self._stops_cond:
+                while not self._stops and not self._stopping:
+                    self._stops_cond.wait()
+                if self._stopping:
+                    return
+                watched = list(self._stops.values())
+            for work, stop in watched:
+                try:
+                    if _gone(work):
+                        stop.stop()
+                except Exception:  # a failing flag must not end the watcher
+                    log.exception("cancel flag failed")
+            time.sleep(CANCEL_POLL_S)
 
     def _execute(self, live: list[Work], exclusive: bool) -> None:
         if self._on_batch is not None:
@@ -162,6 +206,8 @@ class WorkerLoop(SchedulerFields):
         try:
             if len(live) == 1 and live[0].on_piece is not None:
                 outputs = [self._streamed(live[0])]
+            elif len(live) == 1 and stoppable(self._engine):
+                outputs = self._stoppable(live[0], self._engine, items, exclusive)
             elif exclusive:
                 outputs = self._engine.synthesize(items, exclusive=True)
             else:
@@ -199,4 +245,9 @@ class WorkerLoop(SchedulerFields):
             self.rate.observe(elapsed, cost, cores=len(self._threads) if exclusive else 1.0)
             self._measured_at = self._clock()
         for work, audio in zip(live, outputs, strict=True):
-            work.future.set_result(audio)
+            if _gone(work):
+                # Cancelled inside a call shared with other requests, which
+                # is not cut for it: only its own result is dropped.
+                work.future.set_exception(Cancelled("request cancelled"))
+            else:
+                work.future.set_result(audio)

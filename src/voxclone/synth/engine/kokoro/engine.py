@@ -8,6 +8,7 @@ intra-op thread each, which measured faster than intra-op threading on 2 cores.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from voxclone.errors import InvalidInput, ModelAssetError
+from voxclone.errors import Cancelled, InvalidInput, ModelAssetError
 from voxclone.synth.engine.asset_status import MissingAsset
 from voxclone.synth.engine.base import (
     EngineBase,
@@ -27,6 +28,7 @@ from voxclone.synth.engine.base import (
     Tokenizer,
     TokenTiming,
 )
+from voxclone.synth.engine.call_stop import CallStop
 from voxclone.synth.engine.kokoro import durations, edge_silence, ort_cache
 from voxclone.synth.engine.kokoro.assets import KokoroAssets, assemble_model, load_assets
 from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
@@ -54,6 +56,9 @@ MODEL_ID = "kokoro-82m-v1.0-int8"
 
 class KokoroEngine(EngineBase):
     """Runs the Kokoro ONNX model. Construct, then ``load()`` and ``warmup()``."""
+
+    # synthesize(stop=...) cuts a running call (call_stop.py): barge-in.
+    stoppable = True
 
     def __init__(
         self,
@@ -308,14 +313,37 @@ class KokoroEngine(EngineBase):
             self.synthesize([SynthItem(WARMUP_TOKENS, pack, 1.0)], exclusive=True)
 
     # -- inference ---------------------------------------------------------
-    def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
+    def synthesize(
+        self, batch: list[SynthItem], *, exclusive: bool = False, stop: CallStop | None = None
+    ) -> list[np.ndarray]:
+        """``stop``: when set while the call runs, it ends within one operator
+        (``RunOptions.terminate``) and raises Cancelled."""
         if self._session is None:
             self.load()
         session = self._fast_session if exclusive and self._fast_session else self._session
         assert session is not None
-        return [self._synthesize_one(item, session) for item in batch]
+        options = self._run_options
+        if stop is not None:
+            # terminate is per RunOptions, so a stoppable call gets its own
+            # (the shared one would cut every call running beside it).
+            options = ort.RunOptions()
+            options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+            stop.on_stop(functools.partial(setattr, options, "terminate", True))
+        out = []
+        for item in batch:
+            if stop is not None and stop.stopped:
+                raise Cancelled("request cancelled")
+            try:
+                out.append(self._synthesize_one(item, session, options))
+            except Exception as exc:
+                if stop is not None and stop.stopped:
+                    raise Cancelled("request cancelled") from exc
+                raise
+        return out
 
-    def _synthesize_one(self, item: SynthItem, session: ort.InferenceSession) -> np.ndarray:
+    def _synthesize_one(
+        self, item: SynthItem, session: ort.InferenceSession, options: ort.RunOptions
+    ) -> np.ndarray:
         tokens = item.token_ids
         if not tokens:
             return np.zeros(0, dtype=np.float32)
@@ -341,7 +369,7 @@ class KokoroEngine(EngineBase):
                 "style": style.reshape(1, STYLE_DIMS),
                 "speed": np.array([item.speed], dtype=np.float32),
             },
-            self._run_options,
+            options,
         )
         audio = np.ascontiguousarray(np.asarray(outputs[0], dtype=np.float32).ravel())
         if len(outputs) > 1 and item.timing is not None:
