@@ -67,3 +67,31 @@ def test_disconnect_mid_stream_stops_remaining_work(
         after = runtime.scheduler.stats().completed
     assert after == settled, "engine work continued after the client left"
     assert after - before <= 4, f"{after - before} of 8 sentences were synthesized"
+
+
+def test_disconnect_cuts_the_chunk_inside_the_engine(
+    live_server: Callable[..., Any], runtime: Any
+) -> None:
+    """The chunk being rendered when the client leaves is cut too (issue 48:
+    the scheduler's cancel watcher), not left to run to its end."""
+    sentence = "This sentence is one of many that the listener will never hear."
+    with live_server() as server:
+        with (
+            httpx.Client(base_url=server.url, timeout=60) as http,
+            http.stream(
+                "POST",
+                "/v1/tts",
+                json={"text": " ".join([sentence] * 6), "stream": True, "format": "pcm"},
+            ) as r,
+        ):
+            received = 0
+            for chunk in r.iter_bytes():
+                received += len(chunk)
+                if received > 2400:
+                    break
+        left = time.perf_counter()
+        stats = runtime.scheduler.stats
+        assert _wait_until(lambda: stats().in_flight == 0 and stats().queued == 0, 60)
+        idle_s = time.perf_counter() - left
+    print(f"HTTP stream disconnect: engine idle {idle_s * 1000:.0f} ms")
+    assert idle_s < 1.0
