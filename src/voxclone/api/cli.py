@@ -29,7 +29,7 @@ from voxclone.api.cli_exit import (
 from voxclone.api.cli_output import STDOUT, AudioSink, audio_format
 from voxclone.api.cli_remote import add_server_options
 from voxclone.config import Settings
-from voxclone.errors import VoxcloneError
+from voxclone.errors import InvalidInput, VoxcloneError
 from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.runtime.private_home import secure_home
 
@@ -66,7 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     say = sub.add_parser("say", help="speak text into an audio file")
-    say.add_argument("text", help="the text, or - to read standard input")
+    say.add_argument("text", nargs="?", help="the text, or - to read standard input")
+    say.add_argument(
+        "--stream-in",
+        action="store_true",
+        help="speak standard input as it arrives (llm | voxclone say --stream-in -o -): "
+        "through the server's stream-input WebSocket, or in this process without one",
+    )
     say.add_argument(
         "-o",
         "--output",
@@ -245,6 +251,16 @@ def _write_subtitles(path: str, words: Any) -> None:
 
 def cmd_say(args: argparse.Namespace, settings: Settings) -> int:
     sink = AudioSink(args.output)  # stdout as it is, before keeping_stdout moves it
+    if args.stream_in:
+        from voxclone.api.cli_stream_in import check_args, say_stream_in
+
+        check_args(args)
+        with sink.keeping_stdout():
+            return say_stream_in(args, settings, _server_for_say(args, settings), sink)
+    if args.text is None:
+        raise InvalidInput(
+            "say needs the text, - to read standard input, or --stream-in", field="text"
+        )
     text = _read_text(args.text)
     try:
         with sink.keeping_stdout():
