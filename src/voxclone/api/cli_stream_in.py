@@ -330,7 +330,7 @@ async def _in_process(
         session = RealtimeSession(
             runtime.speech,
             Voice(
-                voice=args.voice or "",
+                voice=args.voice or _local_default_voice(runtime, args.language),
                 owner=LOCAL_OWNER,
                 model=args.model,
                 language=args.language,
@@ -351,3 +351,10 @@ async def _in_process(
             raise session.failure
     finally:
         runtime.close()
+
+
+def _local_default_voice(runtime: Any, language: str | None) -> str:
+    """The voice a request naming none speaks with (as /v1/info says it)."""
+    speech = runtime.speech
+    by_language = speech.language_defaults()
+    return str(by_language.get(language) or speech.default_voice(speech.default_engine))
