@@ -47,6 +47,7 @@ DEFAULT_COMMANDS = {
     "voice_table": "python bench/voice_table.py",
     "clone_eval": "python bench/clone_eval.py",
     "controls": "python bench/controls_eval.py",
+    "speed_curve": "python bench/speed_curve.py",
     "load": "python bench/load.py",
     "soak": "python bench/soak.py",
     "users": "python bench/users.py",
@@ -546,8 +547,8 @@ def section_voice_table(data: dict[str, Any], runs: dict[str, Any], link: str) -
         title
         + produced("voice_table", data, runs)
         + "\nDefault voice per language: the best predicted naturalness (DNSMOS P.808) among "
-        "native voices whose words Whisper gets right (WER, CER for Japanese; — = not "
-        f"scored). Every voice's scores: [voice_table.md]({link}).\n\n"
+        "native voices whose words Whisper gets right (WER; CER for Japanese and "
+        f"Mandarin; — = not scored). Every voice's scores: [voice_table.md]({link}).\n\n"
         + table(
             ["language", "default", "P.808", "WER", "native voices", "others' P.808"],
             per_language,
@@ -642,7 +643,13 @@ KNOWN_MARKDOWN = {"clone_catalog_test", "listener_eer", "controls", "load", "voi
 
 # -- the page ----------------------------------------------------------------------------
 # Lines each result's own Markdown may take on the page (the rest is linked).
-BUDGETS = {"clone_catalog_test": 20, "listener_eer": 22, "controls": 30, "load": 22}
+BUDGETS = {
+    "clone_catalog_test": 20,
+    "listener_eer": 22,
+    "controls": 30,
+    "load": 22,
+    "speed_curve": 14,
+}
 
 
 def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
@@ -705,6 +712,7 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         ),
         section("Speaker listeners", "listener_eer"),
         section("Controls", "controls"),
+        section("Speed curve: every built-in voice", "speed_curve"),
         section("Load", "load", image(out_page, load_png if load_png.exists() else None, "load")),
         section_cache(dated, runs),
         section_users(dated, runs, plots["users"], out_page),
