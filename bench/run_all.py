@@ -85,6 +85,8 @@ SCRIPTS: tuple[Script, ...] = (
     Script("clone_latency", "bench/clone_latency.py", (), None, 1800),
     Script("word_timestamps", "bench/word_timestamps.py", (), None, 1800),
     Script("engines_speed", "bench/engines_speed.py", (), None, 3600),
+    # Voice agents (issue 48): simulated LLM into 1-4 stream-input sessions.
+    Script("realtime", "bench/realtime.py", (), None, 3600),
 )
 
 

@@ -178,6 +178,13 @@ class Metrics:
             namespace=ns,
             registry=reg,
         )
+        # Issue 48: a barge-in's cut is seen here (bench/realtime.py polls it).
+        self.engine_in_flight = Gauge(
+            "engine_in_flight",
+            "Chunks inside an engine call now (0: the engine is idle).",
+            namespace=ns,
+            registry=reg,
+        )
         self.engine_seconds_per_unit = Gauge(
             "engine_seconds_per_unit",
             "Engine seconds per unit of spoken text on one worker that admission plans with.",
