@@ -155,6 +155,7 @@ async def metrics(request: Request) -> Response:
         m.engine_busy_seconds.set(stats.engine_seconds)
         m.scheduler_dropped.set(stats.dropped)
         m.scheduler_rejected.set(stats.rejected)
+        m.engine_in_flight.set(stats.in_flight)
         m.engine_items.set(stats.completed)
         m.engine_seconds_per_unit.set(stats.seconds_per_char)
         m.engine_rate_samples.set(stats.rate_samples)
