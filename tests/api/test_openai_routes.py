@@ -6,12 +6,14 @@ import base64
 import io
 import json
 import time
+from typing import Any
 
 import pytest
 import soundfile as sf
 from fastapi.testclient import TestClient
 
 from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES, emotion_from_instructions
+from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.service.speech import SpeechRequest
 
 
@@ -203,3 +205,23 @@ def test_voices_and_models_listings(client: TestClient) -> None:
     models = client.get("/v1/models").json()
     assert models["object"] == "list"
     assert {"tts-1", "tts-1-hd", "kokoro"} <= {m["id"] for m in models["data"]}
+
+
+def test_x_voice_names_a_clone_and_the_built_in_a_replaced_clone_speaks_as(
+    client: TestClient, store_style_voice: Any
+) -> None:
+    """A clone speaks under its id; one the stock check replaced speaks as a
+    built-in, and the header says which (nothing said so before)."""
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    own = store_style_voice(runtime, "Own voice", LOCAL_OWNER)
+    replaced = store_style_voice(
+        runtime,
+        "Replaced voice",
+        LOCAL_OWNER,
+        builtin="clear_male",
+        quality={"replaced_by_stock_voice": "clear_male"},
+    )
+    for record, expected in ((own, own.id), (replaced, "clear_male")):
+        r = client.post("/v1/tts", json={"text": "Hi there.", "voice": record.name})
+        assert r.status_code == 200, r.text[:200]
+        assert r.headers["x-voice"] == expected
