@@ -6,6 +6,7 @@ tests/api/test_standard_voices_http.py speaks with the real installed packs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -18,6 +19,7 @@ from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest
 from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_VOICE_NAMES, EngineVoice
+from voxclone.synth.engine.kokoro import voice_packs
 from voxclone.synth.engine.kokoro.assets import KokoroAssets
 from voxclone.synth.engine.kokoro.builtin_voices import (
     FALLBACK_COMPARISON_VOICES,
@@ -287,12 +289,16 @@ def test_without_the_packs_the_earlier_seven_and_one_line_saying_how(
 
 
 def test_installed_packs_become_voices_and_no_line(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = packs_dir(tmp_path)
     folder.mkdir(parents=True)
+    pinned = {}
     for name in ("af_heart", "ef_dora", "jf_alpha"):
         ALL[name].astype("<f4").tofile(folder / f"{name}.bin")
+        pinned[name] = hashlib.sha256((folder / f"{name}.bin").read_bytes()).hexdigest()
+    # These stand-in packs are pinned as the real ones are (voice_pack_hashes.py).
+    monkeypatch.setattr(voice_packs, "PACK_SHA256", pinned)
     engine = KokoroEngine(tmp_path, assets=_assets())
     with caplog.at_level(logging.INFO, logger="voxclone.synth.engine.kokoro.engine"):
         voices = engine.builtin_voices()
