@@ -64,6 +64,8 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.syspath_prepend(str(code))
     monkeypatch.setattr(registry, "_plugins", lambda: {TOY: f"{MODULE}:create"})
     monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "home"))
+    # Models live apart from the home since issue 46 (models_location.py).
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.delenv("VOXCLONE_DATABASE_URL", raising=False)
     yield tmp_path
     sys.modules.pop(MODULE, None)
@@ -87,7 +89,7 @@ def test_a_plug_in_engine_imports_and_lists_its_own_models(
         "installed toy-tts model 'small' (2.0 KB, 1 files, SHA-256 verified; "
         "languages en-us; license weights CC0)"
     )
-    assert (toy / "home" / "models" / TOY / "small.bin").read_bytes() == weights.read_bytes()
+    assert (toy / "models" / TOY / "small.bin").read_bytes() == weights.read_bytes()
     assert main(["models", "list"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert [r.split()[0] for r in rows[1:]] == ["kokoro", TOY]
