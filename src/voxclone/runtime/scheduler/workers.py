@@ -206,7 +206,9 @@ class WorkerLoop(SchedulerFields):
         try:
             if len(live) == 1 and live[0].on_piece is not None:
                 outputs = [self._streamed(live[0])]
-            elif len(live) == 1 and stoppable(self._engine):
+            elif len(live) == 1 and live[0].cancelled is not None and stoppable(self._engine):
+                # Only a request that can be cancelled is watched (a running
+                # future cannot be cancelled; its flag is the only way).
                 outputs = self._stoppable(live[0], self._engine, items, exclusive)
             elif exclusive:
                 outputs = self._engine.synthesize(items, exclusive=True)
