@@ -329,10 +329,11 @@ def build_runtime(
         # A serving process: its first Opus/AAC stream must not import FFmpeg.
         with stages.stage("codec_import"):
             load_codecs()
-        if settings.watermark:
-            # Off the start path (~0.1-0.3 s to read 37 MB of weights): the
-            # first request finds them loaded, the server is ready no later.
-            threading.Thread(target=_load_watermark, name="watermark-load", daemon=True).start()
+    marking = settings.watermark and _watermark_installed(settings)
+    if warmup and marking:
+        # Off the start path (graphs saved under models_dir: ~0.1 s; the first
+        # start builds them in a child): the first request finds them loaded.
+        threading.Thread(target=_load_watermark, name="watermark-load", daemon=True).start()
     store = build_voice_store(settings, engines, blobs)
     # Pronunciations live next to the voice library (same database, same pool).
     lexicon = SqlLexiconStore(store.database)
@@ -364,7 +365,7 @@ def build_runtime(
             hooks=metric_hooks(metrics) if metrics is not None else None,
             lexicon=lexicon.entries,
             max_output_s=settings.max_output_s,
-            watermark=settings.watermark,
+            watermark=marking,
         )
         stacks[name] = EngineStack(engine, scheduler, speech)
     router = SpeechRouter(
@@ -418,8 +419,21 @@ def build_runtime(
     return runtime
 
 
+def _watermark_installed(settings: Settings) -> bool:
+    """Whether speech can be marked. Without resemble-perth (a plain ``pip
+    install .``) it is served unmarked, never refused: one line says what to
+    install, /readyz shows detail.watermark "unavailable (...)" and responses
+    X-Voxclone-Watermark: none (like "cloning unavailable", api/app.py)."""
+    watermark.configure(settings.models_dir)
+    reason = watermark.unavailable()
+    if reason is None:
+        return True
+    log.error("watermark unavailable: %s; speech is served unmarked", reason)
+    return False
+
+
 def _load_watermark() -> None:
     try:
         watermark.shared()
-    except Exception:  # the first render raises it again, with the install step
+    except Exception:  # renders then speak unmarked (speech_render.py), and say so
         log.exception("the watermark model could not be loaded")

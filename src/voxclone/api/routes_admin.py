@@ -19,6 +19,7 @@ from voxclone.errors import Forbidden
 from voxclone.runtime.keys import SCOPE_ADMIN
 from voxclone.runtime.library_id import LIBRARY_HEADER
 from voxclone.runtime.outage import database_state, storage_state
+from voxclone.synth.audio import watermark
 from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
 from voxclone.synth.controls import (
     EMOTIONS,
@@ -126,6 +127,8 @@ async def readyz(
         detail["engines"] = _engines(runtime)
         # Ready with fewer voices, but said (issue 46); the CLI compares the header.
         detail["models"] = models_detail(runtime)
+        # "perth", "off", or "unavailable (what to install)": speech is served unmarked.
+        detail["watermark"] = watermark.state(runtime.settings.watermark)
         return JSONResponse(
             {"status": "ready", "detail": detail},
             headers={LIBRARY_HEADER: runtime_library_id(runtime)},

@@ -1,7 +1,8 @@
 """``X-Voxclone-Watermark`` on every response that carries speech.
 
 ``perth`` when the server marks its audio (Settings.watermark, on by
-default), ``none`` when the operator turned marking off. Set here, in one
+default), ``none`` when the operator turned marking off or the watermark's
+weights are not installed (synth/audio/watermark.py ``unavailable``). Set here, in one
 place, rather than in each route: audio responses (any ``audio/*`` body,
 streams included) and the JSON routes that embed audio (captions, dialogue)
 all get it, whichever route made them.
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from voxclone.synth.audio import watermark
+
 HEADER = b"x-voxclone-watermark"
 _AUDIO_IN_JSON = ("caption", "dialogue")
 
@@ -18,7 +21,13 @@ _AUDIO_IN_JSON = ("caption", "dialogue")
 class WatermarkHeaderMiddleware:
     def __init__(self, app: ASGIApp, *, marked: bool) -> None:
         self.app = app
-        self.value = b"perth" if marked else b"none"
+        self.marked = marked
+
+    @property
+    def value(self) -> bytes:
+        # Asked per response: without the weights (or after they failed to
+        # load) speech is served unmarked, and says so.
+        return b"perth" if self.marked and watermark.unavailable() is None else b"none"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

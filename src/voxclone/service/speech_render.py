@@ -33,7 +33,7 @@ from voxclone.service.render_stats import FirstAudioStages, RenderStats, Service
 from voxclone.service.speech_plan import PlannedChunk, at_voice_pace, units
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import apply_controls
-from voxclone.synth.audio.watermark import StreamMarker, shared
+from voxclone.synth.audio.watermark import stream_marker
 from voxclone.synth.controls import ResolvedControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 
@@ -102,7 +102,8 @@ class ChunkRenderer:
         time) before the audio that contains them is yielded."""
         joiner = PieceJoiner(self._rate)
         first_timing = WorkTiming()
-        marker = StreamMarker(shared(), self._rate) if self._watermark else None
+        # None when the weights are missing or broken: speech goes out unmarked.
+        marker = stream_marker(self._rate) if self._watermark else None
 
         def first_audio_out() -> None:
             now = time.perf_counter()

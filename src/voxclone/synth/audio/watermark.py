@@ -1,6 +1,6 @@
 """Resemble's PerTh watermark (``resemble-perth``) without torch: embed and detect.
 
-Why this library (measured 2026-12, bench/watermark_bench.py and
+Why this library (measured 2026-12, bench/watermark.py and
 docs/benchmarks.md, "Watermark"): of the four candidates, only resemble-perth
 ships its trained weights inside the registry wheel (MIT, 37 MB
 ``perth_net_250000.pth.tar``). ``audioseal`` and ``silentcipher`` fetch theirs
@@ -14,10 +14,11 @@ log magnitudes of the 128 bins below 2 kHz go through seven 1-D convolutions
 (128 -> 256, five 256 -> 256 of width 7, 256 -> 128) whose output is a residual
 added to those log magnitudes where the frame is not silent; the detector runs
 three such stacks at 0.75x, 1x and 1.25x time scale and returns one number in
-[0, 1] (PerTh rounds it: >= 0.5 is marked). Convolutions are matrix products,
-so NumPy's BLAS runs them from the shipped weights (read by torch_zip, no
-torch): no graph to build at first start, and no ONNX Runtime session to hold.
-Outputs match the package's torch code (tests/unit/test_watermark.py).
+[0, 1] (PerTh rounds it: >= 0.5 is marked). The convolutions run in ONNX
+Runtime on one thread, from graphs built from the shipped weights at the first
+start (synth/audio/watermark_graph.py: 5-16x less CPU than NumPy's BLAS, whose
+threads spin on every core); the STFTs stay in NumPy. Outputs match the
+package's torch code (tests/unit/test_watermark.py).
 
 Serving adds only the watermark's *change* to the signal: the residual
 multiplies each sub-2 kHz STFT bin by ``10 ** (9.75 * residual) - 1`` (the
@@ -32,6 +33,7 @@ join without a seam whatever the chunking.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,9 @@ import numpy as np
 from voxclone.errors import ModelAssetError
 from voxclone.synth.asset_packages import missing
 from voxclone.synth.audio.resample import resample
+from voxclone.synth.audio.watermark_graph import StackSession, onnx_models
+
+log = logging.getLogger(__name__)
 
 MODEL_RATE = 32_000
 N_FFT = 2048
@@ -49,7 +54,7 @@ SUBBAND = 128  # round(1025 bins * 2 kHz / 16 kHz): the bins PerthNet reads and 
 MAG_FLOOR_DB = -180.0  # 20 * log10(1e-9), PerTh's stft_magnitude_min
 NORM_SPAN_DB = 195.0  # 180 dB + 15 dB headroom (perth.perth_net...utils.normalize)
 MASK_RATIO = 0.05  # frames below 5% of the loudest frame's summed level are not marked
-LEAKY_SLOPE = 0.01  # torch.nn.LeakyReLU's default
+SCALES = (0.75, 1.0, 1.25)  # the decoder's fast, normal and slow branches (watermark_graph.DECODER)
 THRESHOLD = 0.5  # PerTh's get_watermark rounds the [0, 1] score
 WEIGHTS = "perth_net/pretrained/implicit/perth_net_250000.pth.tar"
 # The generator marked here; a change to the network or the weights changes it.
@@ -69,45 +74,6 @@ def shipped_weights() -> Path:
     if path is None or not path.is_file():
         raise ModelAssetError(missing("the watermark model (resemble-perth's perth_net weights)"))
     return path
-
-
-@dataclass(frozen=True)
-class _Conv:
-    weight: np.ndarray  # (out, in * width), the (in, width) axes flattened
-    bias: np.ndarray  # (out,)
-    width: int
-    act: bool
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """x: (in, T) -> (out, T), 'same' zero padding."""
-        if self.width == 1:
-            y = self.weight @ x
-        else:
-            half = self.width // 2
-            padded = np.pad(x, ((0, 0), (half, half)))
-            # (in, T, width) sliding windows, flattened like the weight: (in * width, T)
-            cols = np.lib.stride_tricks.sliding_window_view(padded, self.width, axis=1)
-            cols = cols.transpose(0, 2, 1).reshape(-1, x.shape[1])
-            y = self.weight @ cols
-        y += self.bias[:, None]
-        if self.act:
-            y = np.where(y > 0, y, LEAKY_SLOPE * y)
-        return y.astype(np.float32, copy=False)
-
-
-def _stack(state: dict[str, np.ndarray], prefix: str) -> list[_Conv]:
-    layers = []
-    for i in range(7):
-        w = state[f"{prefix}.{i}.conv.weight"].astype(np.float32)
-        b = state[f"{prefix}.{i}.conv.bias"].astype(np.float32)
-        layers.append(_Conv(w.reshape(w.shape[0], -1), b, w.shape[2], act=i < 6))
-    return layers
-
-
-def _run(layers: list[_Conv], x: np.ndarray) -> np.ndarray:
-    for layer in layers:
-        x = layer(x)
-    return x
 
 
 def _window() -> np.ndarray:
@@ -183,26 +149,24 @@ class Detection:
 
 
 class PerthMark:
-    """PerthNet's encoder and decoder from the shipped weights."""
+    """PerthNet's encoder and decoder (ONNX Runtime graphs of the shipped weights)."""
 
-    def __init__(self, state: dict[str, np.ndarray]) -> None:
-        self._encoder = _stack(state, "encoder.layers")
-        self._branches = [
-            (0.75, _stack(state, "decoder.fast_layers")),
-            (1.0, _stack(state, "decoder.normal_layers")),
-            (1.25, _stack(state, "decoder.slow_layers")),
-        ]
+    def __init__(self, encoder: StackSession, decoder: StackSession) -> None:
+        self._encoder = encoder
+        self._decoder = decoder  # the 0.75x, 1x and 1.25x branches, in that order
 
     @classmethod
-    def load(cls, path: Path | None = None) -> PerthMark:
-        from voxclone.synth.voice.torch_zip import read_state_dict
-
-        return cls(read_state_dict(path or shipped_weights(), inside="model"))
+    def load(cls, models_dir: Path | None = None, weights: Path | None = None) -> PerthMark:
+        """From the saved graphs under ``models_dir`` (built at the first
+        start); built in memory when it is None."""
+        graphs = onnx_models(weights or shipped_weights(), models_dir)
+        return cls(StackSession(graphs["encoder"]), StackSession(graphs["decoder"]))
 
     # -- the network --------------------------------------------------------------------
     def residual(self, mag: np.ndarray, loudest: float | None = None) -> np.ndarray:
         """The encoder's residual (SUBBAND, T) on normalised log magnitudes."""
-        return _run(self._encoder, mag[:SUBBAND]) * _frame_mask(mag, loudest)[None]
+        (res,) = self._encoder(mag[:SUBBAND])
+        return res * _frame_mask(mag, loudest)[None]
 
     def score(self, mag: np.ndarray) -> float:
         """The decoder's score (unclipped) for normalised log magnitudes (1025, T)."""
@@ -211,9 +175,9 @@ class PerthMark:
         t = sub.shape[1]
         marks, attns = [], []
         # PerTh's order is slow (1.25), normal, fast (0.75); softmax and sum do not care.
-        for scale, layers in self._branches:
-            size = t if scale == 1.0 else int(t * scale)
-            out = _run(layers, _lerp(sub, size))
+        sizes = [t if scale == 1.0 else int(t * scale) for scale in SCALES]
+        outs = self._decoder(*(_lerp(sub, size) for size in sizes))
+        for size, out in zip(sizes, outs, strict=True):
             m = _nearest(mask, size)
             total = float(m.sum())
             if total == 0.0:
@@ -226,15 +190,23 @@ class PerthMark:
         return float((w * np.array(marks)).sum())
 
     # -- signals --------------------------------------------------------------------
-    def change(self, signal: np.ndarray, loudest: float | None = None) -> np.ndarray:
-        """What marking adds to a 32 kHz signal (same length)."""
-        spec = stft(signal)
-        res = self.residual(log_magnitude(spec), loudest)
+    def change(
+        self, signal: np.ndarray, loudest: float | None = None, spec: np.ndarray | None = None
+    ) -> np.ndarray:
+        """What marking adds to a 32 kHz signal (same length); ``spec`` is its
+        :func:`stft` when the caller has it already."""
+        spec = stft(signal) if spec is None else spec
+        return self.change_of(spec, log_magnitude(spec), len(signal), loudest)
+
+    def change_of(
+        self, spec: np.ndarray, mag: np.ndarray, length: int, loudest: float | None = None
+    ) -> np.ndarray:
+        res = self.residual(mag, loudest)
         delta = np.zeros_like(spec)
         # wm_mag_dB = mag_dB + 195 * res  =>  wm = X * 10 ** (9.75 * res)
         gain = np.power(10.0, (NORM_SPAN_DB / 20.0) * res, dtype=np.float32) - 1.0
         delta[:SUBBAND] = spec[:SUBBAND] * gain
-        return istft(delta, len(signal))
+        return istft(delta, length)
 
     def embed(self, audio: np.ndarray, rate: int) -> np.ndarray:
         """``audio`` (mono float) marked, at its own rate and length."""
@@ -287,13 +259,12 @@ class StreamMarker:
             return x
         joined = np.concatenate([self._context, x])
         at_model = resample(joined, self._rate, MODEL_RATE)
-        mag = log_magnitude(stft(at_model))
+        spec = stft(at_model)  # once: the mask's level and the change both read it
+        mag = log_magnitude(spec)
         level = float(mag.sum(axis=0).max())
         self._loudest = level if self._loudest is None else max(self._loudest, level)
-        delta = _fit(
-            resample(self._mark.change(at_model, self._loudest), MODEL_RATE, self._rate),
-            joined.size,
-        )[-x.size :]
+        change = self._mark.change_of(spec, mag, at_model.size, self._loudest)
+        delta = _fit(resample(change, MODEL_RATE, self._rate), joined.size)[-x.size :]
         delta = delta * _edges(x.size, self._fade)
         self._context = joined[-self._keep :]
         return (x + delta).astype(np.float32)
@@ -310,13 +281,69 @@ def _edges(n: int, fade: int) -> np.ndarray:
 
 
 _shared: PerthMark | None = None
+_models_dir: Path | None = None
+_found: Path | None = None  # the weights, once found (they do not go away while serving)
+_failure: str | None = None  # why the installed weights did not load, once they failed
 _lock = threading.Lock()
 
 
+def configure(models_dir: Path | None) -> None:
+    """Where the process's graphs are saved (bootstrap: Settings.models_dir),
+    set before the first :func:`shared`."""
+    global _models_dir
+    _models_dir = models_dir
+
+
+def unavailable() -> str | None:
+    """Why nothing can be marked, or None when marking works: the weights are
+    not installed (a plain ``pip install .``, synth/asset_packages.py; the
+    message names the install command) or failed to load. Cheap once found:
+    serving asks it for every response's ``X-Voxclone-Watermark``."""
+    global _found
+    if _failure is not None:
+        return _failure
+    if _found is None:
+        try:
+            _found = shipped_weights()
+        except ModelAssetError as exc:
+            return exc.message
+    return None
+
+
+def state(enabled: bool) -> str:
+    """/readyz's ``detail.watermark``: "perth", "off" (the operator's choice)
+    or "unavailable (why)" (speech is served unmarked)."""
+    if not enabled:
+        return "off"
+    reason = unavailable()
+    return "perth" if reason is None else f"unavailable ({reason})"
+
+
 def shared() -> PerthMark:
-    """The process's one PerthMark (weights read once: ~0.1 s, 10 MB of arrays)."""
-    global _shared
+    """The process's one PerthMark (graphs saved under the configured models
+    directory: ~0.1 s to load once built). A failure is remembered for
+    :func:`unavailable` and raised again."""
+    global _shared, _failure
     with _lock:
         if _shared is None:
-            _shared = PerthMark.load()
+            try:
+                _shared = PerthMark.load(_models_dir)
+            except ModelAssetError as exc:
+                _failure = f"the watermark model did not load: {exc.message}"
+                raise
+            except Exception as exc:  # a damaged weights file: torch_zip's or ORT's own errors
+                _failure = f"the watermark model did not load ({type(exc).__name__})"
+                raise ModelAssetError(_failure) from exc
         return _shared
+
+
+def stream_marker(rate: int) -> StreamMarker | None:
+    """A marker for one render, or None when marking is unavailable: speech
+    is never refused for want of its watermark (the header says "none")."""
+    if unavailable() is not None:
+        return None
+    try:
+        return StreamMarker(shared(), rate)
+    except ModelAssetError as exc:
+        log.error("watermark unavailable: %s; speech is served unmarked", exc.message)
+        return None
