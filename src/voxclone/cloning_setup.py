@@ -72,7 +72,7 @@ def build_voice_service(
     router: SpeechRouter,
     job_events: JobEvents,
     *,
-    purge: Callable[[str], bool] | None = None,
+    purge: Callable[[str], int | bool | None] | None = None,
     jobs: SqlJobStore | None = None,
     revoke_jobs: Callable[[Sequence[str]], object] | None = None,
 ) -> VoiceService:

@@ -32,6 +32,7 @@ from voxclone.api import (
     routes_openai,
     routes_provenance,
     routes_realtime,
+    routes_receipts,
     routes_tts,
     routes_voices,
 )
@@ -238,6 +239,7 @@ def create_app(
             routes_lexicon,
             routes_realtime,
             routes_provenance,
+            routes_receipts,
         )
     ]
     for api_router in api_routers:

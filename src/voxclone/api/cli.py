@@ -164,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     from voxclone.api.cli_keys import add_keys_parser
     from voxclone.api.cli_lexicon import add_lexicon_parser
     from voxclone.api.cli_models import add_models_parser
+    from voxclone.api.cli_receipt import add_verify_receipt_parser
     from voxclone.api.cli_wyoming import add_wyoming_parser
 
     add_keys_parser(sub)
@@ -174,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     add_wyoming_parser(sub)
     add_dialogue_parser(sub)
     add_detect_parser(sub)
+    add_verify_receipt_parser(sub)
     return parser
 
 
@@ -464,6 +466,12 @@ def cmd_detect(args: argparse.Namespace, settings: Settings) -> int:
     return run_detect(args, settings)
 
 
+def cmd_verify_receipt(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_receipt import cmd_verify_receipt as run_verify
+
+    return run_verify(args, settings)
+
+
 def cmd_dialogue(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.api.cli_dialogue import cmd_dialogue as run_dialogue
 
@@ -488,6 +496,7 @@ COMMANDS: dict[str, Handler] = {
     "wyoming": cmd_wyoming,
     "dialogue": cmd_dialogue,
     "detect": cmd_detect,
+    "verify-receipt": cmd_verify_receipt,
 }
 
 

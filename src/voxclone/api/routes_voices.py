@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import VoiceReader, VoiceWriter
 from voxclone.api.cancellation import request_deadline, run_until_disconnect
 from voxclone.api.deps import get_runtime, get_voice_service
+from voxclone.api.routes_receipts import issue_receipt
 from voxclone.api.schemas import (
     DeletedOut,
     EnrolledVoiceOut,
@@ -223,7 +224,8 @@ async def rename_voice(
     response_model_exclude_none=True,
     summary="Delete a voice, its consent record and all audio cached with it",
     description="Saved blends made from the voice (POST /v1/voices/blend) hold data derived "
-    "from it: they are deleted and purged with it and listed in derived_deleted.",
+    "from it: they are deleted and purged with it and listed in derived_deleted. The answer "
+    "carries a signed receipt of what was erased (receipt; no audio in it).",
     responses={
         202: {
             "model": DeletedOut,
@@ -238,10 +240,11 @@ async def delete_voice(
     voices = get_voice_service(request)
     deleted = await run_in_threadpool(voices.delete, voice_id, principal.owner)
     derived = [d.id for d in getattr(deleted, "derived", ())] or None
+    receipt = await run_in_threadpool(issue_receipt, request, deleted)
     if getattr(deleted, "purge_pending", False):
         response.status_code = status.HTTP_202_ACCEPTED
-        return DeletedOut(id=deleted.id, purge="pending", derived_deleted=derived)
-    return DeletedOut(id=deleted.id, derived_deleted=derived)
+        return DeletedOut(id=deleted.id, purge="pending", derived_deleted=derived, receipt=receipt)
+    return DeletedOut(id=deleted.id, derived_deleted=derived, receipt=receipt)
 
 
 @router.post(

@@ -310,6 +310,13 @@ class DeletedOut(BaseModel):
     # "pending" when a cache tier was unreachable: the purge is journaled and
     # completes when it is back (absent once everything is purged).
     purge: str | None = None
+    receipt: dict[str, Any] | None = Field(
+        default=None,
+        description="the signed deletion receipt: {receipt, signature, signature_algorithm}; "
+        "the signature covers the canonical JSON of receipt (sorted keys, no whitespace) and "
+        "verifies with GET /v1/provenance/public-key (voxclone verify-receipt FILE). Its "
+        "owner can fetch it once more at GET /v1/receipts/{receipt.receipt_id}",
+    )
 
 
 class CatalogVoiceOut(BaseModel):

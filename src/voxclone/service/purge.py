@@ -93,19 +93,25 @@ class CachePurger:
 
     def purge(self, voice_id: str) -> bool:
         """Purge now; True when done, False when it stays journaled for a retry."""
+        return self.purge_counted(voice_id) is not None
+
+    def purge_counted(self, voice_id: str) -> int | None:
+        """Purge now; how many cache entries it removed (0 when ``invalidate``
+        gives no count), or None when it stays journaled for a retry. The
+        count goes into the deletion's receipt (service/deletion_receipt.py)."""
         with self._lock:
             return self._attempt(voice_id)
 
-    def _attempt(self, voice_id: str) -> bool:
+    def _attempt(self, voice_id: str) -> int | None:
         try:
-            self._invalidate(voice_id)
+            removed = self._invalidate(voice_id)
         except Exception as exc:  # a tier unreachable: keep the debt, retry later
             log.warning("cache purge of a deleted voice postponed: %s", type(exc).__name__)
             self._journal.purge_failed(voice_id, type(exc).__name__)
             self._wake.set()
-            return False
+            return None
         self._journal.purge_done(voice_id)
-        return True
+        return removed if isinstance(removed, int) and not isinstance(removed, bool) else 0
 
     def pending(self) -> int:
         return len(self._journal.pending_purges())
@@ -117,7 +123,7 @@ class CachePurger:
             for entry in self._journal.pending_purges():
                 if self._stop.is_set():
                     break
-                if not self._attempt(entry.voice_id):
+                if self._attempt(entry.voice_id) is None:
                     left += 1
             return left
 

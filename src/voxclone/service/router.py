@@ -338,6 +338,10 @@ class SpeechRouter:
         threading.Thread(target=self.calibrate, name="voxclone-calibrate", daemon=True).start()
 
     def invalidate_voice(self, voice_id: str) -> None:
+        self.purge_voice_audio(voice_id)
+
+    def purge_voice_audio(self, voice_id: str) -> int:
+        """Forget the voice and drop its cached audio; how many entries went
+        (a deletion receipt's count, bootstrap.py ``build_purger``)."""
         self._catalog.forget(voice_id)
-        for service in self._services.values():
-            service.invalidate_voice(voice_id)
+        return sum(service.purge_voice_audio(voice_id) for service in self._services.values())

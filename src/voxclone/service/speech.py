@@ -633,5 +633,11 @@ class SpeechService:
 
     def invalidate_voice(self, voice_id: str) -> None:
         """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""
-        if self._cache is not None:
-            self._cache.invalidate_voice(voice_id)
+        self.purge_voice_audio(voice_id)
+
+    def purge_voice_audio(self, voice_id: str) -> int:
+        """:meth:`invalidate_voice`, returning how many entries went (a deletion
+        receipt's count)."""
+        if self._cache is None:
+            return 0
+        return sum(self._cache.invalidate_voice(voice_id).values())

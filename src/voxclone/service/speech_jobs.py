@@ -247,10 +247,20 @@ class SpeechJobs:
         had audio purged. Part of deleting a voice; also run by the worker's
         sweep, which catches deletes that did not get here (a crash between,
         the command line) and purges a blob store that was unreachable."""
-        purged = 0
-        for job_id in self._queue.revoke_for_voices(
+        return len(self._revoke(voice_ids)[1])
+
+    def revoke_voice_jobs(self, voice_ids: Collection[str]) -> list[str]:
+        """:meth:`revoke_voices` for a deletion: the ids of the jobs revoked
+        (their audio purged or owed a purge), which its receipt lists."""
+        return self._revoke(voice_ids)[0]
+
+    def _revoke(self, voice_ids: Collection[str] | None) -> tuple[list[str], list[str]]:
+        """(jobs revoked, jobs whose audio was purged now)."""
+        revoked = self._queue.revoke_for_voices(
             voice_ids, kinds=(SPEECH_JOB_KIND,), error=VOICE_DELETED_ERROR
-        ):
+        )
+        purged: list[str] = []
+        for job_id in revoked:
             try:
                 job = self._queue.get(job_id, None)
             except NotFound:
@@ -262,8 +272,8 @@ class SpeechJobs:
                 log.warning("audio purge of a revoked job postponed: %s", type(exc).__name__)
                 continue
             self._queue.audio_purged(job_id)
-            purged += 1
-        return purged
+            purged.append(job_id)
+        return list(revoked), purged
 
     def sweep_expired(self, *, now: datetime | None = None) -> int:
         """Delete ended speech jobs older than the retention, with their audio."""

@@ -42,6 +42,7 @@ from voxclone.runtime.voice_store import (
     VoiceRecord,
     VoiceStore,
     VoiceSummary,
+    utc_now_iso,
 )
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
@@ -111,7 +112,7 @@ class VoiceService:
         inline_log: InlineVoiceLog | None = None,
         inline_ttl_s: float = 3600.0,
         clock: Callable[[], float] = time.time,
-        purge: Callable[[str], bool] | None = None,
+        purge: Callable[[str], int | bool | None] | None = None,
         revoke_jobs: Callable[[Sequence[str]], object] | None = None,
         enroll_slots: int = 1,
         enroll_queue: int = 4,
@@ -553,28 +554,55 @@ class VoiceService:
         tier is unreachable, as soon as it is back (``purge_pending``)."""
         # Check ownership first so another owner's id behaves like a missing one.
         self._store.get(voice_id, owner, include_reference_audio=False)
+        recordings = self._store.kept_recordings([voice_id])  # for the receipt
         self._voice_jobs.voice_deleted(voice_id)  # running refines see this and stop
+        voice_jobs: list[str] = []
         for job in self._jobs.list(owner, limit=1000):
+            if job.voice_id != voice_id or job.kind == SPEECH_JOB_KIND:
+                continue
+            voice_jobs.append(job.id)  # deleted with the voice below
             # Not speech jobs: they are revoked below, so they end
             # "failed: voice_deleted" with their audio purged, not "cancelled".
-            if job.voice_id == voice_id and not job.done and job.kind != SPEECH_JOB_KIND:
+            if not job.done:
                 self._voice_jobs.cancel(job.id, owner)
         # Saved blends made from it go in the same transaction (their style is
         # derived from this voice's recording, DESIGN.md §1.5).
         record, *derived = self._store.delete_with_derived(voice_id, owner)
+        deleted_at = utc_now_iso()
         self._jobs.delete_for_voice(voice_id, keep_kinds=(SPEECH_JOB_KIND,))
+        revoked: tuple[str, ...] = ()
         if self._revoke_jobs is not None:
             try:
-                self._revoke_jobs([gone.id for gone in (record, *derived)])
+                listed = self._revoke_jobs([gone.id for gone in (record, *derived)])
+                # SpeechJobs.revoke_voice_jobs names them; older callers count.
+                revoked = tuple(listed) if isinstance(listed, list) else ()
             except Exception:  # the voice is gone: the job worker's sweep revokes them
                 log.warning("revoking the jobs of a deleted voice postponed", exc_info=True)
         pending = False
+        entries: int | None = 0
         for gone in (record, *derived):
             if self._purge is not None:
-                pending = not self._purge(gone.id) or pending
+                done = self._purge(gone.id)
+                # CachePurger.purge_counted: a count or None (postponed);
+                # CachePurger.purge: True/False, no count.
+                pending = done is None or done is False or pending
+                if isinstance(done, bool) or done is None or entries is None:
+                    entries = None  # postponed, or a purge that does not count
+                else:
+                    entries += done
             else:
                 self._on_voice_changed(gone.id)
-        return DeletedVoice(record, purge_pending=pending, derived=tuple(derived))
+                entries = None
+        return DeletedVoice(
+            record,
+            purge_pending=pending,
+            derived=tuple(derived),
+            deleted_at=deleted_at,
+            recordings=recordings,
+            cache_entries=entries,
+            jobs_revoked=revoked,
+            jobs_deleted=tuple(voice_jobs),
+        )
 
     # -- refinement ---------------------------------------------------------------
     def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:

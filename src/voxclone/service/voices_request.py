@@ -68,6 +68,13 @@ class DeletedVoice:
     purge_pending: bool  # cached audio not yet purged everywhere (journaled, retried)
     # Saved blends made from the voice, deleted and purged with it.
     derived: tuple[VoiceRecord, ...] = ()
+    # What the deletion erased, for its receipt (service/deletion_receipt.py).
+    deleted_at: str = ""
+    recordings: int = 0  # kept reference recordings (the voice's and its blends')
+    consent_clips: int | None = 0  # spoken-consent clips; None: the blob store was unreachable
+    cache_entries: int | None = None  # None: not counted (purge pending, or no count given)
+    jobs_revoked: tuple[str, ...] = ()  # speech jobs failed "voice_deleted", audio purged
+    jobs_deleted: tuple[str, ...] = ()  # its refine/report jobs, stopped and deleted
 
     @property
     def id(self) -> str:

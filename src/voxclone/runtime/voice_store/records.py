@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -152,6 +152,8 @@ class VoiceStore(Protocol):
     def count(self, owner: str | None = None) -> int: ...
 
     def voice_version(self, voice_id: str) -> int | None: ...
+
+    def kept_recordings(self, voice_ids: Collection[str]) -> int: ...
 
     def close(self) -> None: ...
 

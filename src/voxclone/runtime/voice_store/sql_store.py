@@ -380,6 +380,18 @@ class SqlVoiceStore(VoicePurgeJournal):
             found = conn.execute(select(_V.version).where(_V.id == voice_id)).scalar()
         return None if found is None else int(found)
 
+    def kept_recordings(self, voice_ids: Collection[str]) -> int:
+        """How many of ``voice_ids`` keep a reference recording (a deletion
+        receipt's count, read just before the deletion)."""
+        r = t.voice_reference_audio.c
+        with self._db.read() as conn:
+            found = conn.execute(
+                select(func.count())
+                .select_from(t.voice_reference_audio)
+                .where(r.voice_id.in_(list(voice_ids)))
+            ).scalar()
+        return int(found or 0)
+
     def purge_blobs(self, voice_id: str) -> int:
         """Delete every blob of ``voice_id`` (``voices/<id>/``); how many were there.
 
