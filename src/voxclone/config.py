@@ -69,6 +69,15 @@ class Settings(BaseSettings):
     # 50(2) asks for a machine-readable mark). False: nothing is marked, and
     # responses say so (X-Voxclone-Watermark: none).
     watermark: bool = True
+    # Whole-file WAV, MP3 and FLAC outputs carry a signed C2PA manifest
+    # ("AI-generated", generator, model, an opaque voice reference) and plain
+    # tags (service/c2pa_manifest.py); streams cannot (the hash covers the
+    # whole file). Signed with the operator's chain and key when both paths are
+    # set (PEM: the signer's certificate first), else with a key this home
+    # makes at first start (<home>/provenance/, 0600; on no C2PA trust list).
+    c2pa_manifest: bool = True
+    signing_cert: Path | None = None
+    signing_key: Path | None = None
     # Longest audio one request may ask for, silence included (413 beyond it,
     # before synthesis; synth/text/ssml_document.py check_output_s). Four hours: the
     # longest text (100,000 characters at ~15 a second is ~1.9 h) still fits

@@ -84,7 +84,13 @@ def test_every_route_marks_its_audio(app: FastAPI, tmp_path: Path) -> None:
 
         clean = (DATA / "librispeech_1088-129236-0000.wav").read_bytes()
         found = _detect(c, headers, clean, "clean.wav")
-        assert found == {"watermarked": False, "confidence": found["confidence"], "payload": None}
+        assert found == {
+            "watermarked": False,
+            "confidence": found["confidence"],
+            "payload": None,
+            "manifest": found["manifest"],
+        }
+        assert found["manifest"]["present"] is False  # a recording: no C2PA manifest
         assert found["confidence"] < 0.5
 
         # Scope-checked like the other routes, and bad input is a 4xx naming the field.

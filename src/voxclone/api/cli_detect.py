@@ -1,9 +1,12 @@
 """``voxclone detect FILE``: is this audio voxclone's (watermarked) output?
 
 Runs the detector here (no server: the same code as ``POST
-/v1/provenance/detect``, service/provenance.py) and prints its JSON answer.
-Exit 0 when the watermark is found, 1 when it is not (2 for a file that is
-not audio, as every command).
+/v1/provenance/detect``, service/provenance.py) and prints its JSON answer,
+with the C2PA manifest read and verified (``manifest``; its ``signer`` names
+this home's key when it signed the file). Exit 0 when the watermark is found
+or a valid manifest says AI-generated, 1 when neither (2 for a file that is
+not audio, as every command). A manifest that fails verification does not
+count: its ``valid`` is false and ``problems`` names what failed.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def add_detect_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_detect(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.routes_provenance import own_credential
     from voxclone.service.provenance import detect
 
     data = Path(args.file).read_bytes()
@@ -36,6 +40,7 @@ def cmd_detect(args: argparse.Namespace, settings: Settings) -> int:
         data,
         max_bytes=max(len(data), 1),  # a local file: only its length is limited
         max_seconds=max(settings.max_reference_seconds, 3600.0),
+        own=own_credential(settings),
     )
     print(
         json.dumps(
@@ -43,7 +48,8 @@ def cmd_detect(args: argparse.Namespace, settings: Settings) -> int:
                 "watermarked": report.watermarked,
                 "confidence": report.confidence,
                 "payload": report.payload,
+                "manifest": report.manifest.as_dict(),
             }
         )
     )
-    return EXIT_MARKED if report.watermarked else EXIT_NOT_MARKED
+    return EXIT_MARKED if report.ai_generated else EXIT_NOT_MARKED

@@ -25,6 +25,7 @@ from voxclone.runtime.cache_guard import put_while_current
 from voxclone.runtime.scheduler import Admission, Scheduler
 from voxclone.runtime.singleflight import SingleFlight
 from voxclone.runtime.stream_share import SharedStream, StreamShares
+from voxclone.service.c2pa_manifest import ManifestStamper, OutputFacts, voice_reference
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.output_length import held_to
@@ -37,6 +38,7 @@ from voxclone.service.speech_admission import (
     released_on_failure,
 )
 from voxclone.service.speech_encode import (
+    Stamp,
     encode_captioned,
     encode_file,
     encode_file_into,
@@ -101,8 +103,10 @@ class SpeechService:
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
         max_output_s: float = 4 * 3600.0,
         watermark: bool = False,
+        stamper: ManifestStamper | None = None,
     ) -> None:
         self._frontend = frontend
+        self._stamper = stamper
         self._catalog = catalog
         self._scheduler = scheduler
         self._caps = capabilities
@@ -122,6 +126,7 @@ class SpeechService:
             detect_language=detect_language,
             lexicon=lexicon,
             watermark=WATERMARK_ID if watermark else None,
+            manifest=stamper.credential.fingerprint if stamper is not None else None,
         )
         self._admission = SpeechAdmission(
             SpeechPricer(
@@ -270,7 +275,19 @@ class SpeechService:
             )
 
         req = r.request
-        return encode_file(req.format, self.sample_rate, req.sample_rate, render)
+        return encode_file(req.format, self.sample_rate, req.sample_rate, render, self._stamp(r))
+
+    def _stamp(self, r: ResolvedRequest) -> Stamp | None:
+        """The tags and signed manifest of ``r``'s whole file (None: unsigned)."""
+        fmt = parse_format(r.request.format).value
+        if self._stamper is None or not self._stamper.stamps(fmt):
+            return None
+        stamper = self._stamper
+        facts = OutputFacts(
+            model=self._caps.model_id,
+            voice_ref=voice_reference(r.voice.id, r.voice.version, stamper.credential),
+        )
+        return lambda src, out: stamper.stamp_into(src, out, fmt, facts)
 
     # -- word timestamps ----------------------------------------------------------
     def word_track(self, req: Speakable) -> WordTrack:
@@ -594,7 +611,8 @@ class SpeechService:
             )
             return held_to(pieces, self.sample_rate, max_output_s)
 
-        encode_file_into(fmt, self.sample_rate, r.request.sample_rate, render, out)
+        stamp = self._stamp(r)
+        encode_file_into(fmt, self.sample_rate, r.request.sample_rate, render, out, stamp)
         return content_type(fmt)
 
     def admit_background(self, req: Speakable) -> Admission:

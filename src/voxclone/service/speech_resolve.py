@@ -39,11 +39,14 @@ class RequestResolver:
         detect_language: Callable[[str, str], str] | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
         watermark: str | None = None,
+        manifest: str | None = None,
     ) -> None:
         self._frontend = frontend
         # Marked and unmarked audio are different files: a cached one made
-        # under the other policy must not be served.
+        # under the other policy must not be served. So are files signed with
+        # another key, or not signed (``manifest``: the signer's fingerprint).
         self._watermark = watermark
+        self._manifest = manifest
         self._catalog = catalog
         self._caps = capabilities
         self._default_voice = default_voice
@@ -168,6 +171,8 @@ class RequestResolver:
         parts = r.request.controls.cache_parts()
         if self._watermark is not None:
             parts["watermark"] = self._watermark
+        if self._manifest is not None:
+            parts["manifest"] = self._manifest
         if r.lexicon_fingerprint is not None:
             # A changed pronunciation is other audio.
             parts["lexicon"] = r.lexicon_fingerprint
