@@ -15,20 +15,28 @@ structurally, but it is on no C2PA trust list: readers say the signer is
 
 from __future__ import annotations
 
+import base64
 import datetime
+import functools
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 KEY_FILE = "signing-key.pem"
 CHAIN_FILE = "signing-chain.pem"
 KEY_MODE = 0o600
+# ``cryptography`` is imported only to make a key (first start), to parse an
+# operator's, or when a signature is made or read: importing its x509 module
+# costs 55-100 ms (python -X importtime, dev host), which a start that only
+# loads this home's key must not pay (issue 49: "starts in the same time").
+_PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", re.S)
 # Ten years: a file signed today should verify for as long as it is kept;
 # c2pa-rs checks the certificate's validity at signing time, not reading time
 # (claimSignature.insideValidity), and no timestamp authority is used offline.
@@ -39,14 +47,24 @@ _VALID_DAYS = 3650
 class SigningCredential:
     chain_pem: bytes  # the signer's certificate first, then its issuers
     key_pem: bytes
-    algorithm: str  # c2pa's name: "es256", "ps256", "ed25519"
     fingerprint: str  # SHA-256 of the signer's certificate (DER), hex
-    serial: int  # the signer certificate's serial number
     generated: bool  # made by this server (self-signed CA), not the operator's
 
     @property
     def short_fingerprint(self) -> str:
         return self.fingerprint[:16]
+
+    @functools.cached_property
+    def algorithm(self) -> str:
+        """c2pa's name for the key's algorithm: "es256", "ps256", "ed25519"."""
+        return _algorithm(self.key_pem)
+
+    @functools.cached_property
+    def serial(self) -> int:
+        """The signer certificate's serial number."""
+        from cryptography import x509
+
+        return x509.load_pem_x509_certificates(self.chain_pem)[0].serial_number
 
 
 def provenance_dir(home: Path) -> Path:
@@ -61,7 +79,9 @@ def load_or_create(
     if (cert_path is None) != (key_path is None):
         raise ValueError("signing_cert and signing_key are set together, or neither")
     if cert_path is not None and key_path is not None:
-        return _credential(Path(cert_path).read_bytes(), Path(key_path).read_bytes(), False)
+        credential = _credential(Path(cert_path).read_bytes(), Path(key_path).read_bytes(), False)
+        credential.algorithm  # noqa: B018 - an unusable operator key fails the start, not a file
+        return credential
     found = load_generated(home)
     if found is not None:
         return found
@@ -95,6 +115,11 @@ def load_generated(home: Path) -> SigningCredential | None:
 
 
 def _create(folder: Path) -> SigningCredential:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     key = ec.generate_private_key(ec.SECP256R1())
@@ -149,6 +174,9 @@ def _create(folder: Path) -> SigningCredential:
 
 
 def _name(common_name: str) -> x509.Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     return x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "voxclone"),
@@ -163,6 +191,8 @@ def _cert_base(
     public_key: ec.EllipticCurvePublicKey,
     now: datetime.datetime,
 ) -> x509.CertificateBuilder:
+    from cryptography import x509
+
     return (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -176,6 +206,8 @@ def _cert_base(
 
 
 def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    from cryptography import x509
+
     return x509.KeyUsage(
         digital_signature=not cert_sign,
         content_commitment=False,
@@ -190,24 +222,28 @@ def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
 
 
 def _credential(chain_pem: bytes, key_pem: bytes, generated: bool) -> SigningCredential:
-    signer = x509.load_pem_x509_certificates(chain_pem)[0]
-    key = serialization.load_pem_private_key(key_pem, password=None)
-    if isinstance(key, ec.EllipticCurvePrivateKey):
-        algorithm = {256: "es256", 384: "es384", 521: "es512"}[key.curve.key_size]
-    elif isinstance(key, rsa.RSAPrivateKey):
-        algorithm = "ps256"  # C2PA allows RSA only with PSS padding
-    elif isinstance(key, ed25519.Ed25519PrivateKey):
-        algorithm = "ed25519"
-    else:
-        raise ValueError(
-            f"unsupported signing key type {type(key).__name__}: use EC, RSA or Ed25519"
-        )
-    der = signer.public_bytes(serialization.Encoding.DER)
+    first = _PEM_CERT.search(chain_pem)
+    if first is None:
+        raise ValueError("the signing certificate file holds no PEM certificate")
+    der = base64.b64decode(b"".join(first.group(1).split()))
     return SigningCredential(
         chain_pem=chain_pem,
         key_pem=key_pem,
-        algorithm=algorithm,
         fingerprint=hashlib.sha256(der).hexdigest(),
-        serial=signer.serial_number,
         generated=generated,
     )
+
+
+def _algorithm(key_pem: bytes) -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return {256: "es256", 384: "es384", 521: "es512"}[key.curve.key_size]
+    if isinstance(key, rsa.RSAPrivateKey):
+        return "ps256"  # C2PA allows RSA only with PSS padding
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return "ed25519"
+    kind = type(key).__name__
+    raise ValueError(f"unsupported signing key type {kind}: use EC, RSA or Ed25519")
