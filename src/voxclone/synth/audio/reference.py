@@ -1,6 +1,6 @@
 """Turn an uploaded voice sample into a clean 16 kHz speech reference.
 
-decode -> mono -> clipping check -> 16 kHz -> VAD -> SNR grading (denoise
+decode -> mono -> codec padding cut -> clipping check -> 16 kHz -> VAD -> SNR grading (denoise
 below ``DENOISE_BELOW_DB``, warn below ``WARN_SNR_DB``, refuse below
 ``MIN_SNR_DB``) -> trim silences -> length checks (and the best window when
 too long) -> loudness. Every rejection is an AudioQualityError that names the
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from voxclone.errors import AudioQualityError
-from voxclone.synth.audio.decode import decode_audio
+from voxclone.synth.audio.decode import audible_span, decode_audio
 from voxclone.synth.audio.denoise import Denoiser
 from voxclone.synth.audio.quality import (
     clipping_ratio,
@@ -124,6 +124,12 @@ def prepare_reference(
     the refusal (both for benchmarks that measure where the limits belong)."""
     samples, rate = decode_audio(data, max_bytes=max_bytes, max_seconds=max_seconds)
     original_seconds = samples.shape[0] / rate
+    # One canonical PCM whatever the container: codec padding cut (decode.py
+    # audible_span), so the VAD frames and the encoder's windows fall on the
+    # same speech in a WAV and an M4A of one recording; ``lead_s`` keeps the
+    # reported window in seconds of the upload.
+    start, end = audible_span(samples)
+    samples, lead_s = samples[start:end], start / rate
 
     # Measured at the decoded rate: resampling rounds off the flat tops.
     clipping = clipping_ratio(samples)
@@ -183,14 +189,14 @@ def prepare_reference(
     used_window: tuple[float, float] | None = None
     max_len = round(max_speech_s * REFERENCE_RATE)
     if audio.shape[0] > max_len:
-        start, end = best_window(audio, trimmed.segments, max_len)
+        first, last = best_window(audio, trimmed.segments, max_len)
         used_window = (
-            trimmed_to_original(start, trimmed.pieces) / REFERENCE_RATE,
-            trimmed_to_original(end, trimmed.pieces) / REFERENCE_RATE,
+            lead_s + trimmed_to_original(first, trimmed.pieces) / REFERENCE_RATE,
+            lead_s + trimmed_to_original(last, trimmed.pieces) / REFERENCE_RATE,
         )
         total_speech = speech_seconds
-        audio = audio[start:end]
-        speech_seconds = _seconds(_clip_segments(trimmed.segments, start, end))
+        audio = audio[first:last]
+        speech_seconds = _seconds(_clip_segments(trimmed.segments, first, last))
         warnings.append(
             f"long reference: {total_speech:.1f} s of speech; only the best {max_speech_s:g} s "
             f"window ({used_window[0]:.1f}-{used_window[1]:.1f} s of the upload) was used"
