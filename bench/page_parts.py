@@ -24,7 +24,9 @@ from typing import Any
 
 # The page's length limit (issue 39: "docs/benchmarks.md <= 400 lines").
 PAGE_LINES = 400
-# Lines an entry of "Other results" always gets (heading, command, link), and at most.
+# Lines an entry of "Other results" gets with an excerpt (heading, command, link),
+# and at most; with less room than that each entry is its heading and its command
+# with the link (3 lines), so the page keeps its length however many results.
 MIN_ENTRY_LINES = 6  # heading, command, link and the blank lines between
 MAX_ENTRY_LINES = 30
 
@@ -172,8 +174,16 @@ def other_results(
     header = f"## Other results\n\nResults without a section of their own, newest first.{note}\n"
     # Every part below ends with a newline and is joined by one more (a blank line).
     per_entry = (lines_left - header.count("\n") - 2) // len(ordered)
-    share = max(MIN_ENTRY_LINES, min(MAX_ENTRY_LINES, per_entry))
     parts = [header]
+    if per_entry < MIN_ENTRY_LINES:
+        # Too many results for an excerpt each: heading and command, and the
+        # link on the command's line (3 lines an entry, with the blank one).
+        for name in ordered:
+            more = plots(name)
+            linked = f"[{name}.md]({link(name, '.md')})" + (f"; plot: {more}" if more else "")
+            parts.append(f"### {name}\n" + produced(name) + f" — {linked}\n")
+        return "\n".join(parts)
+    share = min(MAX_ENTRY_LINES, per_entry)
     for name in ordered:
         head = f"### {name}\n" + produced(name) + "\n"
         body = share - head.count("\n") - 1
