@@ -311,6 +311,12 @@ def _fmt(value: Any, scale: float = 1000.0) -> str:
     return "–" if value is None else f"{value * scale:.0f}"
 
 
+def _refused(config: dict[str, Any]) -> str:
+    """HTTP streams refused with 503 (their first audio would miss its budget)."""
+    n = len(config.get("http_errors") or [])
+    return f" ({n} of {config['samples']} refused)" if n else ""
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Realtime sessions (bench/realtime.py), load before the run: {result['load_before']}",
@@ -326,7 +332,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"{_fmt(c['first_audio_p95_s'])} | {c['underruns_per_session']:.1f} "
             f"({c['sessions_with_underruns']}/{c['samples']}) | {_fmt(c['stall_s_per_session'])} | "
             f"{_fmt(c['clause_gap_p50_s'])} / {_fmt(c['clause_gap_max_s'])} | "
-            f"{_fmt(c['http_first_audio_p50_s'])} / {_fmt(c['http_first_audio_p95_s'])} |"
+            f"{_fmt(c['http_first_audio_p50_s'])} / {_fmt(c['http_first_audio_p95_s'])}"
+            f"{_refused(c)} |"
         )
     cancels = result["cancel"]
     if cancels:
@@ -339,7 +346,10 @@ def markdown(result: dict[str, Any]) -> str:
             f"{_fmt(pct(idles, 0.5))} ms (max {_fmt(max(idles))}), audio messages after the "
             f"acknowledgement: {sum(c['audio_after_ack'] for c in cancels)}.",
         ]
-    lines.append(f"Load after the run: {result['load_after']}")
+    lines.append(
+        f"Load after the run: {result['load_after']}; learned engine rate "
+        f"{result.get('engine_seconds_per_unit', float('nan')):.3f} s per unit (one worker)."
+    )
     return "\n".join(lines) + "\n"
 
 
