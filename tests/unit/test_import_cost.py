@@ -83,3 +83,10 @@ def test_opening_a_current_database_does_not_import_alembic(tmp_path: Path) -> N
         "store.database.ensure_schema()\n"
     )
     assert _imported(code, ("alembic",)) == []
+
+
+def test_the_server_imports_no_cryptography_at_start() -> None:
+    """Issue 49's receipts and manifests sign with cryptography; at module level
+    it cost the start 76-100 ms (service/deletion_receipt.py imported it)."""
+    code = "import voxclone.api.app, voxclone.bootstrap"
+    assert _imported(code, ("cryptography", "c2pa")) == []
