@@ -23,12 +23,14 @@ from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.router import SpeechRouter
+from voxclone.service.spoken_consent import ConsentClips, SpokenConsentCheck
 from voxclone.service.voices import PromptCloning, VoiceService
 from voxclone.service.voices_admission import enrollment_cancel_check
 from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 
 if TYPE_CHECKING:
     from voxclone.synth.voice.atlas import VoiceAtlas
+    from voxclone.synth.voice.encoder import SpeakerEncoder
 
 REFINE_SENTENCES = (
     "The birch canoe slid on the smooth planks.",
@@ -63,6 +65,19 @@ def _style_atlas(
         lambda: measure_atlas(kit.packs, render, rate, embed),
     )
     return VoiceAtlas.from_arrays(data, kit.packs, comparison=comparison)
+
+
+def _spoken_consent_check(
+    settings: Settings, encoder: SpeakerEncoder, transcribe: Callable[[np.ndarray, int], str]
+) -> SpokenConsentCheck:
+    """Spoken consent's check with the shipped listeners: GE2E, and CAM++ too
+    where its weights are installed (both must pass; studies/consent_threshold.py)."""
+    from voxclone.synth.voice.campplus_weights import installed_weights
+    from voxclone.synth.voice.listener import CAMPLUS, GE2E, make_listener
+
+    names = [GE2E] + ([CAMPLUS] if installed_weights(settings.models_dir) else [])
+    listeners = [make_listener(n, models_dir=settings.models_dir, encoder=encoder) for n in names]
+    return SpokenConsentCheck(transcribe, listeners)
 
 
 def build_voice_service(
@@ -221,6 +236,8 @@ def build_voice_service(
         inline_ttl_s=settings.inline_voice_ttl_s,
         enroll_slots=settings.enroll_slots,
         enroll_queue=settings.enroll_queue,
+        spoken_consent=_spoken_consent_check(settings, encoder, transcriber.transcribe),
+        consent_clips=ConsentClips(store.blobs) if store.blobs is not None else None,
     )
     service.start_inline_sweeper()
     return service

@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     # An inline voice, and every audio cached with it, is forgotten this long
     # after its last use.
     inline_voice_ttl_s: float = 3600.0
+    # How a speaker's consent to enrollment is given (issue 49): "typed" = a
+    # statement and consent=true; "spoken" = the speaker reads a phrase the
+    # server issued (POST /v1/consent/phrases, single use, with nonce words)
+    # and the clip must say it in the recordings' voice (service/spoken_consent.py).
+    consent_mode: Literal["typed", "spoken"] = "typed"
     # What the Redis rate limiter does while Redis is unreachable: "local"
     # keeps limiting with this process's own buckets; "fail-open" lets every
     # request through. Shown in /readyz and the rate_limiter_degraded metric.

@@ -26,6 +26,7 @@ import voxclone
 from voxclone.api import (
     routes_admin,
     routes_captions,
+    routes_consent,
     routes_dialogue,
     routes_jobs,
     routes_lexicon,
@@ -235,6 +236,7 @@ def create_app(
             routes_captions,
             routes_dialogue,
             routes_voices,
+            routes_consent,
             routes_jobs,
             routes_lexicon,
             routes_realtime,

@@ -231,6 +231,8 @@ async def info(
         },
         "owner": principal.owner,
         "scopes": sorted(principal.scopes),
+        # "typed" or "spoken" (issue 49): how enrollment takes the speaker's consent.
+        "consent_mode": request.app.state.settings.consent_mode,
         # Which voice library this is (runtime/library_id.py); its folder only
         # for admins (the CLI names it when it refuses a server of another home).
         "library": {

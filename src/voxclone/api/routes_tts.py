@@ -217,6 +217,13 @@ async def _inline_voice(
             "with POST /v1/voices and speak with its id",
             field=REFERENCE_FIELD,
         )
+    if request.app.state.settings.consent_mode == "spoken":
+        # An inline clip carries no spoken consent: it would bypass the check.
+        raise Forbidden(
+            "this server takes spoken consent: enroll the voice with POST /v1/voices "
+            "(the speaker reading the consent phrase) and speak with its id",
+            field=REFERENCE_FIELD,
+        )
     if not principal.allows(SCOPE_VOICES_WRITE):
         raise Forbidden(
             f"an inline reference clones a voice: the API key needs the "

@@ -62,8 +62,24 @@ async def enroll_voice(
         ),
     ],
     name: Annotated[str, Form(description="a name for the voice, unique per owner")],
-    consent: Annotated[str, Form(description='must be "true": the speaker agreed')],
-    consent_statement: Annotated[str, Form(description="the consent text agreed to")],
+    consent: Annotated[
+        str, Form(description='typed consent: must be "true", the speaker agreed')
+    ] = "",
+    consent_statement: Annotated[
+        str, Form(description="typed consent: the consent text agreed to")
+    ] = "",
+    consent_audio: Annotated[
+        UploadFile | None,
+        File(
+            description="spoken consent (required when the server's consent_mode is "
+            "spoken): the speaker reading the phrase of consent_phrase_id; refused (422, "
+            "reason words / speaker) unless it says the phrase in the recordings' voice"
+        ),
+    ] = None,
+    consent_phrase_id: Annotated[
+        str | None,
+        Form(description="spoken consent: the phrase_id from POST /v1/consent/phrases"),
+    ] = None,
     given_by: Annotated[str | None, Form(description="who consented (default: caller)")] = None,
     language: Annotated[str, Form()] = "en-us",
     keep_reference: Annotated[bool, Form(description="keep the raw recording")] = False,
@@ -93,6 +109,12 @@ async def enroll_voice(
         ),
     ] = True,
 ) -> EnrolledVoiceOut:
+    voices = get_voice_service(request)
+    spoken = await _spoken_consent(
+        request, voices, principal.owner, consent_audio, consent_phrase_id
+    )
+    if spoken is not None:  # the phrase read is the statement agreed to
+        consent, consent_statement = "true", spoken.phrase.text
     if not _consent_given(consent):
         raise InvalidInput(
             'cloning a voice needs the speaker\'s consent: send consent="true"',
@@ -100,7 +122,6 @@ async def enroll_voice(
         )
     if not consent_statement.strip():
         raise InvalidInput("consent_statement must not be empty", field="consent_statement")
-    voices = get_voice_service(request)
     consent_input, enroll_request = request_types()
     deadline = request_deadline(request, request.app.state.settings.enroll_deadline_s)
     # On the event loop, before any audio work: a refusal answers in milliseconds.
@@ -123,6 +144,7 @@ async def enroll_voice(
             refine=refine,
             match_tone=match_tone,
             keep_clone=keep_clone,
+            spoken_consent=spoken,
             **({"model": model} if model else {}),
         )
         if wait:
@@ -144,6 +166,39 @@ async def enroll_voice(
         job=JobOut.of(enrolled.refine_job) if enrolled.refine_job else None,
         report_job=JobOut.of(enrolled.report_job) if enrolled.report_job else None,
     )
+
+
+async def _spoken_consent(
+    request: Request,
+    voices: Any,
+    owner: str,
+    audio: UploadFile | None,
+    phrase_id: str | None,
+) -> Any:
+    """The enrollment's spoken consent (phrase taken: single use), None for
+    typed consent; refused naming the field when spoken consent is required
+    (consent_mode "spoken") or half sent."""
+    required = request.app.state.settings.consent_mode == "spoken"
+    if audio is None and not phrase_id:
+        if required:
+            raise InvalidInput(
+                "this server takes spoken consent: send consent_audio, the speaker reading "
+                "the phrase from POST /v1/consent/phrases, and its consent_phrase_id",
+                field="consent_audio",
+            )
+        return None
+    if not phrase_id:
+        raise InvalidInput(
+            "consent_audio needs the consent_phrase_id it reads", field="consent_phrase_id"
+        )
+    if audio is None:
+        raise InvalidInput(
+            "send the recording of the phrase as consent_audio", field="consent_audio"
+        )
+    from voxclone.service.spoken_consent import SpokenConsentInput
+
+    phrase = voices.consent_phrases.take(phrase_id, owner)
+    return SpokenConsentInput(phrase=phrase, audio=await audio.read())
 
 
 @router.post(

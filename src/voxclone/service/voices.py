@@ -48,6 +48,12 @@ from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
 from voxclone.service.report_jobs import ReportInputs, mark_pending
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
+from voxclone.service.spoken_consent import (
+    ConsentClips,
+    ConsentPhrase,
+    ConsentPhrases,
+    SpokenConsentCheck,
+)
 from voxclone.service.voices_admission import EnrollmentQueue, EnrollTicket, cancelled_by
 from voxclone.service.voices_inline import INLINE_ID_PREFIX, InlineVoices
 from voxclone.service.voices_jobs import VoiceJobs
@@ -116,14 +122,21 @@ class VoiceService:
         revoke_jobs: Callable[[Sequence[str]], object] | None = None,
         enroll_slots: int = 1,
         enroll_queue: int = 4,
+        spoken_consent: SpokenConsentCheck | None = None,
+        consent_clips: ConsentClips | None = None,
     ) -> None:
         """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
         (None when no style engine is loaded); ``style_engine`` names it in the
         records. ``prompt_engines`` maps engine names to their prompt cloning.
         ``resolve_model`` turns a request's ``model`` into an engine name.
         ``enroll_slots`` enrollments render at once and ``enroll_queue`` more
-        wait their turn (service/voices_admission.py)."""
+        wait their turn (service/voices_admission.py). ``spoken_consent``
+        checks consent clips and ``consent_clips`` keeps them with the voice
+        (service/spoken_consent.py; None: spoken consent is refused)."""
         self._store = store
+        self._spoken_consent = spoken_consent
+        self._consent_clips = consent_clips
+        self.consent_phrases = ConsentPhrases(clock=clock)
         self._admission = EnrollmentQueue(slots=enroll_slots, queue=enroll_queue)
         # Purges the caches of a deleted voice; False = postponed (journaled).
         self._purge = purge
@@ -332,9 +345,13 @@ class VoiceService:
         ticket.wait_turn(cancelled)
         references = load_references(self._load_reference, (req.audio, *req.extra_audio))
         stop_if_gone()
+        spoken = self._checked_spoken_consent(req, references)
+        stop_if_gone()
         if prompt_engine is not None:
             reference = combine_references(references)
-            prompted = self._enroll_prompt(req, consent, reference, prompt_engine, stop_if_gone)
+            prompted = self._enroll_prompt(
+                req, consent, reference, prompt_engine, stop_if_gone, spoken=spoken
+            )
             return Enrollment(self._kept_or_undone(prompted, stop_if_gone), None, None)
         engine, model_id, model_version = self._style_identity()
         pipeline = self._pipeline_or_fail()
@@ -370,6 +387,7 @@ class VoiceService:
             engine=engine,
             model_id=model_id,
             model_version=model_version,
+            spoken=spoken,
         )
         if wait:
             record = self._kept_or_undone(record, stop_if_gone)
@@ -410,6 +428,8 @@ class VoiceService:
         reference: ReferenceAudio,
         cloning: PromptCloning,
         stop_if_gone: Callable[[], None],
+        *,
+        spoken: dict[str, Any] | None = None,
     ) -> VoiceRecord:
         """The engine's conditioning from the cleaned reference, stored with the voice."""
         audio, rate = reference.samples16k, reference.sample_rate
@@ -436,6 +456,7 @@ class VoiceService:
             model_id=caps.model_id,
             model_version=caps.model_version,
             prompt=blob,
+            spoken=spoken,
         )
 
     def _kept_or_undone(self, record: VoiceRecord, stop_if_gone: Callable[[], None]) -> VoiceRecord:
@@ -449,10 +470,61 @@ class VoiceService:
             raise
         return record
 
+    def _checked_spoken_consent(
+        self, req: EnrollRequest, references: Sequence[ReferenceAudio]
+    ) -> dict[str, Any] | None:
+        """What the spoken-consent check measured (None: typed consent), or the
+        refusal (422 naming consent_audio) before any cloning work."""
+        if req.spoken_consent is None:
+            return None
+        if self._spoken_consent is None or self._consent_clips is None:
+            raise InvalidInput(
+                "this server cannot check spoken consent (no speech recognizer or blob store)",
+                field="consent_audio",
+            )
+        try:
+            clip = self._load_reference(req.spoken_consent.audio)
+        except VoxcloneError as exc:
+            exc.message = f"consent clip: {exc.message}"
+            exc.args = (exc.message,)
+            exc.field = "consent_audio"
+            raise
+        return self._spoken_consent.verify(req.spoken_consent.phrase, clip, references)
+
+    def issue_consent_phrase(self, owner: str) -> ConsentPhrase:
+        """A phrase for ``owner`` to read for one enrollment (single use)."""
+        return self.consent_phrases.issue(owner)
+
+    def consent_clip(self, voice_id: str, owner: str) -> tuple[bytes, dict[str, Any]] | None:
+        """The owner's voice's consent clip and what was checked (None: typed consent)."""
+        self._store.get(voice_id, owner, include_reference_audio=False)  # owner only
+        return self._consent_clips.get(voice_id) if self._consent_clips is not None else None
+
     def _create(
+        self,
+        req: EnrollRequest,
+        consent: ConsentRecord,
+        *,
+        embedding: np.ndarray,
+        spoken: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> VoiceRecord:
+        """Store a new instant voice for ``req`` (``fields``: what the clone made)
+        and, with spoken consent, its consent clip beside it (the voice is
+        deleted again when the clip cannot be kept: no voice without its proof)."""
+        record = self._create_record(req, consent, embedding=embedding, **fields)
+        if spoken is not None and req.spoken_consent is not None:
+            assert self._consent_clips is not None
+            try:
+                self._consent_clips.put(record.id, req.spoken_consent.audio, spoken)
+            except Exception:
+                self._store.delete(record.id, record.owner)
+                raise
+        return record
+
+    def _create_record(
         self, req: EnrollRequest, consent: ConsentRecord, *, embedding: np.ndarray, **fields: Any
     ) -> VoiceRecord:
-        """Store a new instant voice for ``req`` (``fields``: what the clone made)."""
         return self._store.create(
             VoiceRecord(
                 id="",
