@@ -397,3 +397,41 @@ def test_a_flood_sees_itself_at_the_precheck(scheduler: Scheduler, clock: FakeCl
     for admission in [real, *passed]:
         admission.release()
     assert scheduler.stats().reserved_chars == 0
+
+
+def test_an_early_arrival_is_not_refused_for_the_ones_behind_it(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    """Voice-agent sessions arriving at once (issue 48): each one's precheck
+    reserves its place; when the first is priced (a little above its lower
+    bound), only what arrived before it is ahead of its first chunk. It used
+    to count every later arrival too and was refused (3.5 s > 3.4 s here),
+    as test_concurrent_sessions_all_speak[8] saw at load 9."""
+    _calibrate(scheduler, 0.1)  # a 10-unit chunk: 1 s on one worker
+    deadline = clock() + 4.0  # first audio by 3.4 s (headroom)
+    arrived = []
+    for _ in range(8):
+        try:
+            arrived.append(
+                scheduler.precheck(
+                    10,
+                    deadline,
+                    must_finish=False,
+                    first_audio_s=None,
+                    piece_chars=10,
+                    first_piece_chars=10,
+                )
+            )
+        except Overloaded:
+            continue
+    assert len(arrived) == 6  # two first chunks a second on two workers
+    first = scheduler.admit(
+        15, deadline, must_finish=False, first_piece_chars=15, replacing=arrived[0]
+    )
+    # It kept its place: the last arrival still queues behind it (2.5 s of
+    # first chunks ahead + its own 1 s: past 3.4 s).
+    with pytest.raises(Overloaded):
+        scheduler.admit(10, deadline, must_finish=False, replacing=arrived[-1])
+    for admission in [first, *arrived]:
+        admission.release()
+    assert scheduler.stats().reserved_chars == 0

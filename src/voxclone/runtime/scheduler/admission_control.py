@@ -66,18 +66,20 @@ class AdmissionControl(SchedulerFields):
         """Estimated seconds until a new request's later chunks would start."""
         return self._reserved_locked() * self.rate.pessimistic / max(1, len(self._threads))
 
-    def _first_ahead_locked(self, rate: float) -> FirstAhead:
+    def _first_ahead_locked(self, rate: float, among: list[Admission] | None = None) -> FirstAhead:
         """What a new first chunk waits for: what the running calls have left
-        (at ``rate``) and the first chunks admitted before it. A first chunk
-        that is running counts as running (the oldest pending ones are the
-        ones the workers took)."""
+        (at ``rate``) and the first chunks admitted before it (``among``: the
+        admissions ahead of it; default all). A first chunk that is running
+        counts as running (the oldest pending ones are the ones the workers
+        took)."""
         now = self._clock()
         running = [
             max(0.0, cost - (now - started) / rate)
             for started, cost, _first, _background in self._running.values()
         ]
         first_running = sum(1 for _, _, first, _ in self._running.values() if first)
-        queued = [a.first_pending for a in self._admissions if a.first_pending > 0]
+        admitted = self._admissions if among is None else among
+        queued = [a.first_pending for a in admitted if a.first_pending > 0]
         return FirstAhead(running, queued[first_running:])
 
     def check_wait(self, deadline: float) -> None:
@@ -151,8 +153,19 @@ class AdmissionControl(SchedulerFields):
         piece = chars if piece_chars is None else min(chars, piece_chars)
         first = piece if first_piece_chars is None else min(piece, first_piece_chars)
         with self._cond:
+            ahead: list[Admission] | None = None
+            behind: list[Admission] = []
             if replacing is not None:
                 replacing.remaining = replacing.first_pending = 0.0
+                if replacing in self._admissions:
+                    # The request keeps the place its provisional reservation
+                    # took on arrival: requests that arrived after it are not
+                    # ahead of its first chunk. (Eight sessions arriving at
+                    # once each saw the seven others ahead, so an early one
+                    # could be refused: test_concurrent_sessions_all_speak[8].)
+                    order = list(self._admissions)
+                    at = order.index(replacing)
+                    ahead, behind = order[:at], order[at + 1 :]
                 self._admissions.pop(replacing, None)
             if deadline is not None:
                 allowed = deadline - self._clock()
@@ -169,7 +182,15 @@ class AdmissionControl(SchedulerFields):
                     margin = REPROBE_MARGIN if reserved == 0 and stale else 1.0
                     self._refuse_too_long(chars, piece, allowed * margin, workers, parallel)
                 late = (reserved > 0 or bool(self._running)) and self._lateness(
-                    chars, piece, first, allowed, workers, parallel, must_finish, first_audio_s
+                    chars,
+                    piece,
+                    first,
+                    allowed,
+                    workers,
+                    parallel,
+                    must_finish,
+                    first_audio_s,
+                    ahead=ahead,
                 )
                 if late:
                     self._rejected += 1
@@ -177,7 +198,12 @@ class AdmissionControl(SchedulerFields):
             admission = Admission(
                 self, chars, deadline, must_finish, first_chars=first, tenant=tenant
             )
-            self._admissions[admission] = None
+            if ahead is None:
+                self._admissions[admission] = None
+            else:
+                self._admissions = dict.fromkeys(
+                    [*ahead, admission, *(a for a in behind if a in self._admissions)]
+                )
         return admission
 
     def precheck(
@@ -254,8 +280,11 @@ class AdmissionControl(SchedulerFields):
         parallel: int,
         must_finish: bool,
         first_audio_s: float | None,
+        *,
+        ahead: list[Admission] | None = None,
     ) -> Overloaded | None:
-        """The refusal the estimate calls for, if any (lock held)."""
+        """The refusal the estimate calls for, if any (lock held); ``ahead``:
+        the admissions before this request (default: all open ones)."""
         rate = self.rate.pessimistic
         est = estimate(
             reserved_chars=self._live_reserved_locked(rate),
@@ -264,7 +293,7 @@ class AdmissionControl(SchedulerFields):
             seconds_per_char=rate,
             workers=workers,
             parallel=parallel,
-            first_ahead=self._first_ahead_locked(rate),
+            first_ahead=self._first_ahead_locked(rate, ahead),
             first_piece_chars=first,
         )
         budget = allowed * self._headroom
