@@ -638,12 +638,20 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
     )
 
 
-KNOWN_MARKDOWN = {"clone_catalog_test", "listener_eer", "controls", "load", "voice_table"}
+KNOWN_MARKDOWN = {
+    "clone_catalog_test",
+    "listener_eer",
+    "controls",
+    "load",
+    "voice_table",
+    "watermark",
+}
 
 
 # -- the page ----------------------------------------------------------------------------
 # Lines each result's own Markdown may take on the page (the rest is linked).
 BUDGETS = {
+    "watermark": 32,
     "clone_catalog_test": 20,
     "listener_eer": 22,
     "controls": 30,
@@ -716,6 +724,8 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         section("Load", "load", image(out_page, load_png if load_png.exists() else None, "load")),
         section_cache(dated, runs),
         section_users(dated, runs, plots["users"], out_page),
+        # Issue 49: PerTh's robustness, false positives, quality change and cost.
+        section("Watermark", "watermark"),
     ]
     page = "\n".join(s for s in sections if s)
     rest = sorted(n for n in set(markdown) - KNOWN_MARKDOWN if not page_parts.is_study_result(n))

@@ -87,6 +87,8 @@ SCRIPTS: tuple[Script, ...] = (
     Script("engines_speed", "bench/engines_speed.py", (), None, 3600),
     # Voice agents (issue 48): simulated LLM into 1-4 stream-input sessions.
     Script("realtime", "bench/realtime.py", (), None, 3600),
+    # Output watermark (issue 49): robustness, false positives, quality, cost.
+    Script("watermark", "bench/watermark.py", (), ("--quick",), 1800, 600),
 )
 
 
