@@ -220,18 +220,21 @@ def voice_purge(
     store: SqlVoiceStore,
     invalidate: Callable[[str], object] | None,
     record_deleted: Callable[[str], object] | None = None,
-) -> Callable[[str], None]:
+) -> Callable[[str], int]:
     """The journaled purge of a deleted voice: its cached audio (every tier
     tried, runtime/cache/tiered.py), its id into Redis's list of deleted voices (for
     the orphan sweep, runtime/cache_guard.py), then its blobs. Any of them
-    raising keeps the purge owed (service/purge.py retries it)."""
+    raising keeps the purge owed (service/purge.py retries it). Returns how
+    many cache entries went, when ``invalidate`` counts them (the receipt's)."""
 
-    def purge(voice_id: str) -> None:
-        if invalidate is not None:
-            invalidate(voice_id)
+    def purge(voice_id: str) -> int:
+        removed = invalidate(voice_id) if invalidate is not None else 0
         if record_deleted is not None:
             record_deleted(voice_id)
         store.purge_blobs(voice_id)
+        if isinstance(removed, dict):  # TieredCache.invalidate_voice: per tier
+            return sum(removed.values())
+        return removed if isinstance(removed, int) else 0
 
     return purge
 
@@ -392,7 +395,9 @@ def build_runtime(
     voices: VoiceService | None = None
     purger: CachePurger | None = None
     if with_voices:
-        purger = build_purger(store, cache, router.invalidate_voice, retry_s=settings.purge_retry_s)
+        purger = build_purger(
+            store, cache, router.purge_voice_audio, retry_s=settings.purge_retry_s
+        )
         purger.start()  # purges a previous process could not finish, then retries
         voices = build_voice_service(
             settings,
@@ -400,9 +405,9 @@ def build_runtime(
             store,
             router,
             events,
-            purge=purger.purge,
+            purge=purger.purge_counted,
             jobs=jobs,
-            revoke_jobs=speech_jobs.revoke_voices,
+            revoke_jobs=speech_jobs.revoke_voice_jobs,
         )
     runtime = Runtime(
         settings=settings,
@@ -428,19 +433,6 @@ def build_runtime(
     return runtime
 
 
-def _watermark_installed(settings: Settings) -> bool:
-    """Whether speech can be marked. Without resemble-perth (a plain ``pip
-    install .``) it is served unmarked, never refused: one line says what to
-    install, /readyz shows detail.watermark "unavailable (...)" and responses
-    X-Voxclone-Watermark: none (like "cloning unavailable", api/app.py)."""
-    watermark.configure(settings.models_dir)
-    reason = watermark.unavailable()
-    if reason is None:
-        return True
-    log.error("watermark unavailable: %s; speech is served unmarked", reason)
-    return False
-
-
 def build_stamper(settings: Settings) -> ManifestStamper | None:
     """What signs whole files' C2PA manifests (service/c2pa_manifest.py): the
     operator's certificate and key, or this home's (made at first start).
@@ -455,6 +447,19 @@ def build_stamper(settings: Settings) -> ManifestStamper | None:
         settings.home, cert_path=settings.signing_cert, key_path=settings.signing_key
     )
     return ManifestStamper(credential, __version__)
+
+
+def _watermark_installed(settings: Settings) -> bool:
+    """Whether speech can be marked. Without resemble-perth (a plain ``pip
+    install .``) it is served unmarked, never refused: one line says what to
+    install, /readyz shows detail.watermark "unavailable (...)" and responses
+    X-Voxclone-Watermark: none (like "cloning unavailable", api/app.py)."""
+    watermark.configure(settings.models_dir)
+    reason = watermark.unavailable()
+    if reason is None:
+        return True
+    log.error("watermark unavailable: %s; speech is served unmarked", reason)
+    return False
 
 
 def _load_watermark() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from voxclone.errors import AudioQualityError, NotFound
 from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord, VoiceSummary
+from voxclone.service.voices_request import DeletedVoice
 
 
 class FakeVoiceService:
@@ -132,10 +133,11 @@ class FakeVoiceService:
         self.voices[voice_id] = voice
         return voice
 
-    def delete(self, voice_id: str, owner: str) -> VoiceRecord:
+    def delete(self, voice_id: str, owner: str) -> DeletedVoice:
+        # What VoiceService.delete returns: the route builds a receipt from it.
         voice = self.get(voice_id, owner)
         del self.voices[voice_id]
-        return voice
+        return DeletedVoice(record=voice, purge_pending=False, deleted_at="2026-12-06T00:00:00Z")
 
     def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
         return self._new_job(self.get(voice_id, owner))

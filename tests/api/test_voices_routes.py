@@ -61,7 +61,10 @@ def test_enroll_list_get_rename_delete(client: TestClient, fake: FakeVoiceServic
     renamed = client.patch(f"/v1/voices/{voice['id']}", json={"name": "Ada L"})
     assert renamed.status_code == 200 and renamed.json()["name"] == "Ada L"
     deleted = client.delete(f"/v1/voices/{voice['id']}")
-    assert deleted.json() == {"id": voice["id"], "deleted": True}
+    body = deleted.json()
+    # The deletion answers with its signed receipt too (issue 49).
+    assert body["id"] == voice["id"] and body["deleted"] is True
+    assert body["receipt"]["receipt"]["voice_id"] == voice["id"]
     assert client.get(f"/v1/voices/{voice['id']}").status_code == 404
     assert _enroll(client, name="Plain", match_tone="false").status_code == 201
     assert fake.enrolled[-1].match_tone is False

@@ -627,6 +627,7 @@ class VoiceService:
         # Check ownership first so another owner's id behaves like a missing one.
         self._store.get(voice_id, owner, include_reference_audio=False)
         recordings = self._store.kept_recordings([voice_id])  # for the receipt
+        clips = self._consent_clip_count(voice_id)
         self._voice_jobs.voice_deleted(voice_id)  # running refines see this and stop
         voice_jobs: list[str] = []
         for job in self._jobs.list(owner, limit=1000):
@@ -671,10 +672,22 @@ class VoiceService:
             derived=tuple(derived),
             deleted_at=deleted_at,
             recordings=recordings,
+            consent_clips=clips,
             cache_entries=entries,
             jobs_revoked=revoked,
             jobs_deleted=tuple(voice_jobs),
         )
+
+    def _consent_clip_count(self, voice_id: str) -> int | None:
+        """1 when the voice keeps a consent clip (purged with its blobs), else
+        0; None when the blob store cannot say (the receipt says unknown)."""
+        if self._consent_clips is None:
+            return 0
+        try:
+            return 0 if self._consent_clips.get(voice_id) is None else 1
+        except Exception:  # unreachable: the deletion goes on, the purge is journaled
+            log.warning("consent clip count of a deleted voice unknown", exc_info=True)
+            return None
 
     # -- refinement ---------------------------------------------------------------
     def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
