@@ -181,7 +181,8 @@ def other_results(
         for name in ordered:
             more = plots(name)
             linked = f"[{name}.md]({link(name, '.md')})" + (f"; plot: {more}" if more else "")
-            parts.append(f"### {name}\n" + produced(name) + f" — {linked}\n")
+            command = produced(name).rstrip().removesuffix(":")
+            parts.append(f"### {name}\n{command}: {linked}\n")
         return "\n".join(parts)
     share = min(MAX_ENTRY_LINES, per_entry)
     for name in ordered:

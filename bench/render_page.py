@@ -48,6 +48,7 @@ DEFAULT_COMMANDS = {
     "clone_eval": "python bench/clone_eval.py",
     "controls": "python bench/controls_eval.py",
     "speed_curve": "python bench/speed_curve.py",
+    "realtime": "python bench/realtime.py",
     "load": "python bench/load.py",
     "soak": "python bench/soak.py",
     "users": "python bench/users.py",
@@ -645,6 +646,7 @@ KNOWN_MARKDOWN = {
     "load",
     "voice_table",
     "watermark",
+    "speed_curve",  # its own section ("Speed curve"), not again under "Other results"
 }
 
 
