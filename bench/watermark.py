@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -274,11 +275,20 @@ def quality(marked: list[np.ndarray], clean: list[np.ndarray], texts: list[str])
     return rows
 
 
+def _mark_stream(mark: watermark.PerthMark, piece: np.ndarray) -> object:
+    return watermark.StreamMarker(mark, RATE).push(piece)
+
+
 def first_audio(marked_rt: Any, clean_rt: Any, mark: watermark.PerthMark, n: int) -> dict[str, Any]:
     """Streams' first audio, each text marked and unmarked (which goes first
     alternates; caches are off), and the time to mark each first piece's
     head by itself (what marking adds to first audio)."""
-    on, off, diffs, mark_cpu, mark_wall, sizes = [], [], [], [], [], []
+    on: list[float] = []
+    off: list[float] = []
+    diffs: list[float] = []
+    mark_cpu: list[float] = []
+    mark_wall: list[float] = []
+    sizes: list[float] = []
     whole_cpu: list[float] = []
     whole_wall: list[float] = []
     for i, text in enumerate(TTFA_TEXTS[:n]):
@@ -293,10 +303,10 @@ def first_audio(marked_rt: Any, clean_rt: Any, mark: watermark.PerthMark, n: int
         diffs.append(on[-1] - off[-1])
         # The unmarked first piece, marked as the renderer marks it.
         head = piece[: int(FIRST_HEAD_S * RATE)]  # what first audio waits for
-        c, w = _cpu_wall(lambda p=head: watermark.StreamMarker(mark, RATE).push(p), 5)
+        c, w = _cpu_wall(partial(_mark_stream, mark, head), 5)
         mark_cpu.append(c)
         mark_wall.append(w)
-        c, w = _cpu_wall(lambda p=piece: watermark.StreamMarker(mark, RATE).push(p), 5)
+        c, w = _cpu_wall(partial(_mark_stream, mark, piece), 5)
         whole_cpu.append(c)
         whole_wall.append(w)
         sizes.append(piece.size / RATE)

@@ -45,7 +45,8 @@ Pair = tuple[int, int]  # (sample recording, consent clip recording)
 
 def pairs(speakers: Sequence[str]) -> tuple[list[Pair], list[Pair]]:
     """(genuine, impostor) ordered pairs of recording indices."""
-    genuine, impostor = [], []
+    genuine: list[Pair] = []
+    impostor: list[Pair] = []
     for i, a in enumerate(speakers):
         for j, b in enumerate(speakers):
             if i != j:

@@ -70,7 +70,7 @@ def drain(ws: ClientConnection, into: Received, timeout_s: float = 60.0) -> Rece
 
 def speak(base: str, voice: str, pieces: list[str], **query: str) -> Received:
     """One whole stream-input session: the first message, ``pieces``, the end."""
-    with open_socket(ws_url(base, voice, **query)) as ws:
+    with open_socket(ws_url(base, voice, multi=False, **query)) as ws:
         send(ws, text=" ", generation_config={"chunk_length_schedule": [120, 160, 250]})
         for piece in pieces:
             send(ws, text=piece, try_trigger_generation=True)

@@ -103,9 +103,9 @@ def test_every_route_marks_its_audio(app: FastAPI, tmp_path: Path) -> None:
 
     # The CLI: exit 0 on every marked file, 1 on a clean recording.
     for name in ("tts.wav", "openai.mp3"):
-        path = tmp_path / name
-        path.write_bytes(outputs[name])
-        assert cli_main(["detect", str(path)]) == 0, name
+        saved = tmp_path / name
+        saved.write_bytes(outputs[name])
+        assert cli_main(["detect", str(saved)]) == 0, name
     assert cli_main(["detect", str(DATA / "librispeech_1088-129236-0000.wav")]) == 1
 
 
