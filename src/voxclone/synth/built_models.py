@@ -16,7 +16,9 @@ import hashlib
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
+from voxclone.errors import ModelAssetError
 from voxclone.synth.files import PRIVATE_MODE, sha256_file, write_atomically
 
 log = logging.getLogger(__name__)
@@ -96,3 +98,19 @@ def _discard(path: Path, what: str, expected: str | None, digest: str | None) ->
     )
     path.unlink(missing_ok=True)
     record_path(path).unlink(missing_ok=True)
+
+
+def single_thread_session(model: bytes, what: str) -> Any:
+    """An ONNX Runtime session on one intra- and one inter-op thread for a
+    built graph (several single-threaded workers beat intra-op threading on
+    2 cores: the GE2E and watermark graphs), ModelAssetError naming ``what``
+    when ORT refuses the graph."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ORT raises its own classes for a bad graph
+        raise ModelAssetError(f"the {what} could not be loaded") from exc

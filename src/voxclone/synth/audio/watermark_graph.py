@@ -161,15 +161,7 @@ class StackSession:
     """One graph in ONNX Runtime on one thread: (C, T_i) arrays in, out."""
 
     def __init__(self, model: bytes) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # ORT raises its own classes for a bad graph
-            raise ModelAssetError("the watermark graph could not be loaded") from exc
+        self._session = built_models.single_thread_session(model, "watermark graph")
         self._inputs = [i.name for i in self._session.get_inputs()]
 
     def __call__(self, *xs: np.ndarray) -> list[np.ndarray]:

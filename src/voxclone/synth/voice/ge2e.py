@@ -405,15 +405,7 @@ class Ge2eNetwork:
     single-threaded workers beat intra-op threading on 2 cores)."""
 
     def __init__(self, model: bytes) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # ORT raises its own classes for a bad graph
-            raise ModelAssetError("the speaker encoder graph could not be loaded") from exc
+        self._session = built_models.single_thread_session(model, "speaker encoder graph")
         self._basis = mel_basis()
 
     @classmethod
