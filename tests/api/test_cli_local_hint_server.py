@@ -39,6 +39,12 @@ def test_a_running_server_gets_no_loading_line(
     not_audio.write_bytes(b"RIFF" + bytes(64))
     with live_server() as server:
         monkeypatch.setenv("VOXCLONE_PORT", str(server.port))
+        # The CLI uses a server it found only when it holds the library of the
+        # CLI's home (issue 46): this one's.
+        served = server.app.state.runtime.settings
+        monkeypatch.setenv("VOXCLONE_HOME", str(served.home))
+        if served.database_url:
+            monkeypatch.setenv("VOXCLONE_DATABASE_URL", str(served.database_url))
         monkeypatch.setattr("voxclone.bootstrap.build_runtime", _no_load_here)
         monkeypatch.setattr("voxclone.engine_setup.EngineLoad", _no_load_here)
         assert cli.main(["say", "Hi.", "-o", str(out)]) == 0
