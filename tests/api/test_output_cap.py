@@ -80,7 +80,7 @@ def test_every_route_that_makes_audio_prices_the_output_alike(
             ("/v1/tts", {"text": TEXT, "speed": 0.5}),
             ("/v1/tts?stream=true", {"text": TEXT, "speed": 0.5}),
             # OpenAI's input stops at 4,096 characters: ~4,000 still say ~7 h.
-            ("/v1/audio/speech", {"model": "kokoro", "input": TEXT[:4000], "voice": "af_heart",
+            ("/v1/audio/speech", {"model": "kokoro", "input": TEXT[:4000], "voice": "alloy",
                                   "speed": 0.5}),
             ("/v1/audio/speech/captioned", {"input": TEXT[:4000], "speed": 0.5}),
         ):  # fmt: skip
