@@ -47,7 +47,10 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def standard_runtime(home: Path) -> Iterator[Runtime]:
-    rt = build_runtime(Settings(home=home), warmup=False, with_voices=False)
+    # Models live apart from the home (issue 46): name the folder with the packs.
+    rt = build_runtime(
+        Settings(home=home, models_dir=home / "models"), warmup=False, with_voices=False
+    )
     try:
         yield rt
     finally:
@@ -154,6 +157,7 @@ def test_the_cli_lists_one_language_and_says_af_heart(
     from voxclone.api import cli
 
     monkeypatch.setenv("VOXCLONE_HOME", str(home))
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(home / "models"))
     assert cli.main(["voices", "list", "--language", "es"]) == 0
     listed = {line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()}
     assert listed == {"ef_dora", "em_alex", "em_santa"}

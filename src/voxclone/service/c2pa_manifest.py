@@ -35,7 +35,10 @@ from voxclone.synth.audio.metadata_tags import TAGGED_FORMATS, PlainTags, write_
 
 GENERATOR = "voxclone"
 AI_SOURCE_TYPE = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
-SIGNED_FORMATS = frozenset({"wav", "mp3", "flac"})
+# Not FLAC: c2pa-rs stores its manifest there in an ID3v2.4 tag in front of the
+# stream, so the file no longer starts with "fLaC" and strict FLAC readers
+# refuse it (found by tests/api/test_tts.py); FLAC keeps its Vorbis comments.
+SIGNED_FORMATS = frozenset({"wav", "mp3"})
 _MIME = {"wav": "audio/wav", "mp3": "audio/mpeg", "flac": "audio/flac"}
 # Past this a job's file is signed from disk, not memory.
 _SPOOL_BYTES = 32 << 20
