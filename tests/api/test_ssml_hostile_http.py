@@ -110,8 +110,13 @@ def test_hostile_ssml_is_a_4xx_with_a_json_body(
     if not status:
         assert r.status_code in (202, 413), r.text[:300]
         return
-    assert r.status_code == status, r.text[:300]
     error = r.json()["error"]
+    if route == "/v1/audio/speech" and len(text) > 4096:
+        # OpenAI's own cap on `input` comes first there (issue 46: 400 in its shape).
+        assert r.status_code == 400 and error["code"] == "string_above_max_length", r.text[:300]
+        assert error["field"] == "input" and error["limit"] == 4096
+        return
+    assert r.status_code == status, r.text[:300]
     assert error["code"] == code and error["field"] == "text" and error["message"]
 
 

@@ -116,7 +116,7 @@ def test_say_with_an_explicit_dead_server_fails_clearly(tmp_path: Path) -> None:
 
     dead = f"http://127.0.0.1:{free_loopback_port()}"
     proc = _say(["say", "Hi.", "-o", str(tmp_path / "x.wav"), "--server", dead], tmp_path, 1)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # no server at --server (api/cli_exit.py)
     assert dead in proc.stderr and "Traceback" not in proc.stderr
 
 
