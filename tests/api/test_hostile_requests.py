@@ -275,6 +275,8 @@ def test_emoji_ipa_lexicon_entry_is_refused_naming_ipa(client: TestClient) -> No
     # Real IPA still goes in.
     good = {"word": "pizza", "language": "en-us", "ipa": "ˈpiːtsə"}
     assert client.post("/v1/lexicon", json=good).status_code == 201
+    # The runtime is shared: leave its lexicon as it was (test_lexicon_paths lists it).
+    assert client.delete("/v1/lexicon/en-us/pizza").status_code == 204
 
 
 def test_stored_unspeakable_entry_is_refused_when_spoken(client: TestClient, runtime) -> None:

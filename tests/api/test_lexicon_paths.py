@@ -21,15 +21,17 @@ def test_an_entry_with_a_slash_is_read_and_deleted_over_http(
     created = client.post("/v1/lexicon", json=entry)
     assert created.status_code == 201, created.text
     try:
+        # Other modules share this runtime's lexicon: look at this entry only.
         listed = client.get("/v1/lexicon", params={"language": "en-us"}).json()["entries"]
-        assert [e["word"] for e in listed] == ["and/or"]
+        assert [e["word"] for e in listed].count("and/or") == 1
         one = client.get(f"/v1/lexicon/en-us/{path_word}")
         assert one.status_code == 200, one.text
         assert one.json() == {**entry, "ipa": None}
         gone = client.delete(f"/v1/lexicon/en-us/{path_word}")
         assert gone.status_code == 204, gone.text
         assert client.get("/v1/lexicon/en-us/and/or").status_code == 404
-        assert client.get("/v1/lexicon", params={"language": "en-us"}).json()["entries"] == []
+        left = client.get("/v1/lexicon", params={"language": "en-us"}).json()["entries"]
+        assert "and/or" not in [e["word"] for e in left]
     finally:
         client.delete("/v1/lexicon/en-us/and/or")
 
