@@ -126,7 +126,12 @@ class SpeechService:
             detect_language=detect_language,
             lexicon=lexicon,
             watermark=WATERMARK_ID if watermark else None,
-            manifest=stamper.credential.fingerprint if stamper is not None else None,
+            # Whether files are signed, not by which key: replicas sharing a
+            # Redis cache each make their own key at first start, and keyed by
+            # it they stopped sharing audio (tests/e2e/test_cluster_limits.py).
+            # A cached file keeps the manifest of the replica that made it;
+            # give every replica one key (VOXCLONE_SIGNING_CERT/KEY) to sign alike.
+            manifest="c2pa" if stamper is not None else None,
         )
         self._admission = SpeechAdmission(
             SpeechPricer(

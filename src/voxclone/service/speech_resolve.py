@@ -44,7 +44,7 @@ class RequestResolver:
         self._frontend = frontend
         # Marked and unmarked audio are different files: a cached one made
         # under the other policy must not be served. So are files signed with
-        # another key, or not signed (``manifest``: the signer's fingerprint).
+        # or not signed (``manifest``: "c2pa" when whole files are signed).
         self._watermark = watermark
         self._manifest = manifest
         self._catalog = catalog
