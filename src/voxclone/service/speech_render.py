@@ -31,8 +31,9 @@ from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.pricing import LOOKAHEAD_CHUNKS
 from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
 from voxclone.service.speech_plan import PlannedChunk, at_voice_pace, units
+from voxclone.synth.audio.effects import true_peak_limit
 from voxclone.synth.audio.join import PieceJoiner
-from voxclone.synth.audio.post import apply_controls
+from voxclone.synth.audio.post import PEAK_CEILING_DBFS, apply_controls
 from voxclone.synth.audio.watermark import StreamMarker, stream_marker
 from voxclone.synth.controls import ResolvedControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
@@ -45,7 +46,9 @@ from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 FIRST_HEAD_S = 0.2
 
 
-def _marked(marker: StreamMarker | None, out: np.ndarray, *, head: int) -> Iterator[np.ndarray]:
+def _marked(
+    marker: StreamMarker | None, out: np.ndarray, *, head: int, rate: int
+) -> Iterator[np.ndarray]:
     """``out`` marked, as one part, or as a head and the rest when ``head``
     is shorter than it (the rest is marked only after the head is taken)."""
     if not out.size:
@@ -53,10 +56,17 @@ def _marked(marker: StreamMarker | None, out: np.ndarray, *, head: int) -> Itera
     if marker is None:
         yield out
     elif 0 < head < out.size:
-        yield marker.push(out[:head])
-        yield marker.push(out[head:])
+        yield _within_ceiling(marker.push(out[:head]), rate)
+        yield _within_ceiling(marker.push(out[head:]), rate)
     else:
-        yield marker.push(out)
+        yield _within_ceiling(marker.push(out), rate)
+
+
+def _within_ceiling(part: np.ndarray, rate: int) -> np.ndarray:
+    # The mark is added after post-processing's -1 dBTP limiter and lifted
+    # preset peaks to -0.39 dBTP (angry; test_controls_effects): limit again.
+    # A part already under the ceiling returns at the first check (no scipy).
+    return true_peak_limit(part, rate, ceiling_dbfs=PEAK_CEILING_DBFS)
 
 
 class ChunkRenderer:
@@ -160,7 +170,8 @@ class ChunkRenderer:
                     progress(len(chunk.text))
             # Not with word times: a word goes out with the audio that ends it.
             split = fast_start and words is None and stats.first_audio_s is None
-            for part in _marked(marker, out, head=self._first_head if split else 0):
+            head = self._first_head if split else 0
+            for part in _marked(marker, out, head=head, rate=self._rate):
                 stats.audio_seconds += part.size / self._rate
                 if stats.first_audio_s is None:
                     first_audio_out()
@@ -170,7 +181,7 @@ class ChunkRenderer:
             words.finish()
         if tail.size:
             if marker is not None:
-                tail = marker.push(tail)
+                tail = _within_ceiling(marker.push(tail), self._rate)
             stats.audio_seconds += tail.size / self._rate
             yield tail
         stats.compute_seconds = time.perf_counter() - started
