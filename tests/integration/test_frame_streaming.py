@@ -124,7 +124,13 @@ def frames() -> Iterator[tuple[Runtime, FrameEngine]]:
     from pathlib import Path
 
     with tempfile.TemporaryDirectory() as home:
-        rt = build_runtime(Settings(home=Path(home), engines="frames,chunks", warm_cloning=False))
+        # Unmarked: these tests compare the engines' audio delivered by frame
+        # and by chunk; the watermark (issue 49), marked at other cuts, differs
+        # between the two (mean 308 16-bit steps) - marking is tested elsewhere.
+        settings = Settings(
+            home=Path(home), engines="frames,chunks", warm_cloning=False, watermark=False
+        )
+        rt = build_runtime(settings)
         try:
             yield rt, made["frames"]
         finally:
