@@ -208,7 +208,10 @@ def test_delete_leaves_no_audio_in_any_cache_tier(tenants: Tenants) -> None:
         assert keys, f"precondition: the {tier} tier holds audio made with the voice"
 
     deleted = c.delete(f"/v1/voices/{vid}", headers=t.a)
-    assert deleted.status_code == 200 and deleted.json() == {"id": vid, "deleted": True}
+    body = deleted.json()
+    # With its signed deletion receipt (issue 49).
+    assert deleted.status_code == 200 and body["id"] == vid and body["deleted"] is True
+    assert body["receipt"]["receipt"]["voice_id"] == vid
 
     assert _made_with(t.runtime, vid, t.redis) == {"memory": set(), "disk": set(), "redis": set()}
     # Each tier's own lookup of the keys it held misses too.
