@@ -41,7 +41,7 @@ from voxclone.synth.voice.clone import (
     RefineResult,
     StyleRefiner,
 )
-from voxclone.synth.voice.encoder import cosine, normalize
+from voxclone.synth.voice.encoder import cosine, crop_averaged_embedding, normalize
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.rate_match import follow_speed
@@ -185,12 +185,8 @@ class ClonedVoice:
 # of 17 folds; margin over the best toned built-in per sex +0.050 normalized
 # out of fold (+0.013 with no check). Against the earlier seven it was 0.01.
 STOCK_PREFERENCE = 0.03
-# A reference is embedded from these offsets (s) and the embeddings averaged
-# (CloningPipeline.reference_embedding): a quarter of the encoder's 0.77 s
-# window step apart, so the window grid is sampled at four phases.
-REFERENCE_CROPS_S = (0.0, 0.19, 0.385, 0.58)
-# A crop shorter than this is not embedded (the encoder's 1.6 s window).
-MIN_CROP_S = 1.6
+# A reference is embedded from offsets a quarter of the encoder's 0.77 s window
+# step apart and the embeddings averaged (encoder.crop_averaged_embedding).
 # Built-in probes rendered at start-up when there are at most this many
 # comparison voices (the earlier seven); more render on first use.
 WARM_STOCK_PROBES_UP_TO = 8
@@ -314,16 +310,7 @@ class CloningPipeline:
         lead over 7 containers spread 0.0088 and 0.0099 on the two clips of
         tests/data instead of 0.0243 and 0.0195, most of the 0.03 preference
         (studies/container_decision.py)."""
-        encoder = self._cloner.encoder
-        audio = np.asarray(x16k, np.float32)
-        crops = [
-            audio[round(s * ENCODER_RATE) :]
-            for s in REFERENCE_CROPS_S
-            if audio.shape[0] - round(s * ENCODER_RATE) >= MIN_CROP_S * ENCODER_RATE
-        ]
-        if len(crops) <= 1:
-            return encoder.embed(audio)
-        return normalize(np.mean([encoder.embed(c) for c in crops], axis=0)).astype(np.float32)
+        return crop_averaged_embedding(self._cloner.encoder, x16k)
 
     def clone(
         self,

@@ -24,7 +24,7 @@ import soxr
 
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.clone import SynthesizeFn, TranscribeFn, WerFn
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
+from voxclone.synth.voice.encoder import SpeakerEncoder, cosine, crop_averaged_embedding
 
 if TYPE_CHECKING:
     from voxclone.synth.voice.pipeline import StockComparison
@@ -219,7 +219,9 @@ class QualityReporter:
         if comparison is not None:
             stock = (comparison.best.name, comparison.best.similarity)
         audio16 = soxr.resample(audio, self._rate, 16_000).astype(np.float32)
-        similarity = cosine(self._encoder.embed(audio16), reference_embedding)
+        # Heard as the stock check hears (crop-averaged): a replaced voice's
+        # similarity is then its stock similarity, one figure (issue 46).
+        similarity = cosine(crop_averaged_embedding(self._encoder, audio16), reference_embedding)
         wer = None
         if self._transcribe is not None and self._wer is not None:
             wer = self._wer(self._sentence, self._transcribe(audio, self._rate))
