@@ -63,6 +63,9 @@ def test_a_hostile_weights_header_is_a_one_line_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "home"))
+    # Models live apart from the library (models_location.py); the
+    # suite points them at a shared session folder, this test at its own.
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(tmp_path / "home" / "models"))
     bad = _with_header(bundle, tmp_path / "bad", header)
     capsys.readouterr()
     assert main(["models", "import", "pocket-tts", str(bad)]) == 2
@@ -75,6 +78,7 @@ def test_the_untouched_bundle_still_imports(
     bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(tmp_path / "home" / "models"))
     assert main(["models", "import", "pocket-tts", str(bundle)]) == 0
     installed = tmp_path / "home" / "models" / "pocket-tts" / "tiny"
     assert json.loads((installed / "installed.json").read_text())["verified"] == "sha256"

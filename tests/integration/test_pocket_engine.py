@@ -50,6 +50,9 @@ def home(tmp_path_factory: pytest.TempPathFactory, bundle: Path) -> Iterator[Pat
     home = tmp_path_factory.mktemp("pocket-home")
     mp = pytest.MonkeyPatch()
     mp.setenv("VOXCLONE_HOME", str(home))
+    # Models live apart from the library (models_location.py); the
+    # suite points them at a shared session folder, this test at its own.
+    mp.setenv("VOXCLONE_MODELS_DIR", str(home / "models"))
     assert main(["models", "import", "pocket-tts", str(bundle)]) == 0
     yield home
     mp.undo()
@@ -221,6 +224,7 @@ def test_archive_bundle_imports(
         tar.add(bundle, arcname="tiny")
     other_home = tmp_path / "home2"
     monkeypatch.setenv("VOXCLONE_HOME", str(other_home))
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(other_home / "models"))
     assert main(["models", "import", "pocket-tts", str(archive)]) == 0
     [installed] = installed_bundles(other_home / "models", "pocket-tts")
     assert installed.manifest.name == "tiny"
@@ -230,6 +234,7 @@ def test_pull_fails_at_once_offline_and_says_how_to_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path))
+    monkeypatch.setenv("VOXCLONE_MODELS_DIR", str(tmp_path / "models"))
     started = time.perf_counter()
     rc = main(["models", "pull", "pocket-tts", "--timeout", "1"])
     elapsed = time.perf_counter() - started

@@ -66,7 +66,9 @@ def test_style_engine_from_an_entry_point_clones_and_speaks(
     assert NAME in registry.names()
 
     home = tmp_path / "home"
-    runtime = build_runtime(Settings(home=home, engines=NAME, warm_cloning=False))
+    runtime = build_runtime(
+        Settings(home=home, models_dir=home / "models", engines=NAME, warm_cloning=False)
+    )
     try:
         voices = runtime.voices
         assert voices is not None

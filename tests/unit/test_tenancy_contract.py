@@ -232,7 +232,8 @@ def test_invalidation_drops_only_that_voice_from_every_tier(tmp_path: Path) -> N
         frontend=None,  # type: ignore[arg-type]  # invalidation touches only the cache
         catalog=None,  # type: ignore[arg-type]
         scheduler=None,  # type: ignore[arg-type]
-        capabilities=None,  # type: ignore[arg-type]
+        # The renderer sizes a stream's first head from the sample rate.
+        capabilities=cast(Any, SimpleNamespace(sample_rate=24_000)),
         cache=cache,
     )
     speech.invalidate_voice("v_one")
