@@ -65,6 +65,13 @@ NOT_RUN: dict[str, str] = {
         "needs Pocket TTS weights from Kyutai's hub (internet, terms to accept)"
     ),
     "VOXCLONE_ENGINES=kokoro,pocket-tts .venv/bin/voxclone serve": "needs those weights",
+    "python: from elevenlabs.client import ElevenLabs": "needs a TLS server and the reader's "
+    "own `llm_tokens()` / `play()`: tests/api/test_realtime_elevenlabs_sdk.py runs the SDK",
+    "curl -s -X POST 127.0.0.1:8000/v1/consent/phrases": "needs VOXCLONE_CONSENT_MODE=spoken "
+    "(the walk's server takes typed consent): tests/api/test_spoken_consent.py",
+    "curl -s 127.0.0.1:8000/v1/voices -F audio=@bob.wav -F name=bob -F consent_audio=@bob-reads-"
+    "the-phrase.wav -F consent_phrase_id=cp_…": "needs Bob reading his phrase (a recording made "
+    "for it): tests/api/test_spoken_consent.py enrolls with one",
 }
 
 
