@@ -40,6 +40,8 @@ def test_hostile_uploads_are_4xx_with_flat_memory(
     if getattr(runtime, "voices", None) is None:
         pytest.skip("the runtime has no voice service")
     assert len(corpus) >= 30
+    # The runtime is the session's: other modules' voices may already be in it.
+    voices_before = runtime.voice_store.count()
     process = psutil.Process()
     _enroll(client, corpus[0])  # warm-up: first-use allocations are not growth
     gc.collect()
@@ -56,4 +58,4 @@ def test_hostile_uploads_are_4xx_with_flat_memory(
     assert growth_mb < MAX_RSS_GROWTH_MB, (growth_mb, answers)
     # Nothing was enrolled (read from the store: after ~40 uploads the rate
     # limiter may answer a further HTTP request with 429).
-    assert runtime.voice_store.count() == 0
+    assert runtime.voice_store.count() == voices_before
