@@ -803,7 +803,9 @@ def main(argv: list[str] | None = None) -> int:
                 "ref_f0": cloned.print.pitch.median_hz,
                 "clone_f0": cloned.voice.measured_hz,
                 "calibration_s": cloned.voice.seconds,
-                "stock_voice": cloned.stock_voice,
+                # The built-in the stock check started the voice from (moved toward
+                # the reference: synth/voice/stock_move.py), None: its own clone.
+                "stock_voice": None if cloned.moved is None else cloned.moved.started_from,
                 "audition": None if cloned.audition is None else cloned.audition.summary(),
             }
             if cloned.voice.probe is not None:
@@ -977,7 +979,8 @@ def markdown(result: dict[str, Any], methods: list[str]) -> str:
         + (
             "the stock check (the standard voices of the reference's sex and language "
             "the atlas ranks closest, same tone, replace it unless "
-            f"resemblyzer hears the clone closer by more than {STOCK_PREFERENCE:g}: "
+            f"resemblyzer hears the clone closer by more than {STOCK_PREFERENCE:g}, and "
+            "the winner is moved toward the reference: "
             f"{sum(1 for r in result['speakers'] if r['instant'].get('stock_voice'))} "
             f"of {len(result['speakers'])} here)"
             if result.get("stock_check", True)

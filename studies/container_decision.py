@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 "best_stock": comparison.best.name,
                 "best": round(comparison.best.similarity, 4),
                 "lead": round(comparison.lead, 4),
-                "decision": cloned.stock_voice or "clone",
+                "decision": "clone" if cloned.moved is None else cloned.moved.started_from,
                 "seconds": round(time.perf_counter() - began, 1),
             }
             leads.append(comparison.lead)

@@ -35,6 +35,7 @@ from voxclone.synth.voice.encoder import SpeakerEncoder
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
 from voxclone.synth.voice.rate_match import SPEED_LIMITS, follow_speed
+from voxclone.synth.voice.stock_move import MOVE_SHARES
 
 pytestmark = pytest.mark.models
 
@@ -266,24 +267,32 @@ def test_female_clone_speaks_at_the_reference_pitch_after_its_report_job(service
     assert pace["speed"] == pytest.approx(follow_speed(pace["reference"], pace["clone"]), abs=1e-3)
 
 
-def test_a_builtin_heard_within_the_preference_replaces_the_clone(
-    stock_leaning_service: Any,
+def test_a_builtin_heard_within_the_preference_is_moved_toward_the_reference(
+    engine: Engine, stock_leaning_service: Any
 ) -> None:
     """The stock check on the real models: a built-in that the encoder hears
-    within the stock preference of the clone replaces it, at its own pitch,
-    and the report says so; asked to keep the clone, the service keeps it."""
+    within the stock preference of the clone is the start of the voice, moved
+    toward the reference (never the plain built-in: issue 47), and the report
+    says so; asked to keep the clone, the service keeps it."""
     svc, _, _ = stock_leaning_service
     request = EnrollRequest(FEMALE_REFERENCE.read_bytes(), "s", "owner-a", CONSENT, refine=False)
     record, _ = svc.enroll(request)
     quality = record.quality
-    replaced = quality["replaced_by_stock_voice"]
-    assert builtin_sex(replaced) == "F"  # hers: a female built-in
+    assert "replaced_by_stock_voice" not in quality
+    started = quality["started_from_builtin"]
+    assert builtin_sex(started) == "F"  # hers: a female built-in
+    assert quality["clone_share"] in MOVE_SHARES
+    # Its own style: none of the engine's packs (the built-ins are made of them).
+    packs = {**engine.style_packs(), **engine.atlas_packs()}
+    assert packs and not any(np.allclose(record.style, p, atol=1e-4) for p in packs.values())
     # One comparison for the check and the report (issue 40): the report's
-    # closest built-in is the voice it speaks as, heard just as close.
-    assert quality["stock_voice"] == replaced and quality["gain_over_stock"] == 0.0
-    assert quality["verdict"].startswith(f"speaks as the built-in voice {replaced}")
-    assert "pitch_calibration" not in record.quality  # a stock voice is not re-pitched
-    assert isinstance(record.quality["similarity"], float) and record.quality["tone_match"]
+    # closest built-in is the one it started from; the verdict names it.
+    assert quality["stock_voice"] == started
+    assert quality["verdict"].startswith(
+        f"made from this recording starting from the built-in voice {started}"
+    )
+    assert "pitch_calibration" in quality  # the clone's calibrated prosody half
+    assert isinstance(quality["similarity"], float) and quality["tone_match"]
     # Asked to keep the clone, the service keeps it, also when a recording is added.
     mine = EnrollRequest(FEMALE_REFERENCE.read_bytes(), "m", "owner-a", CONSENT, keep_clone=True)
     kept, _ = svc.enroll(mine)

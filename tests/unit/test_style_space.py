@@ -374,20 +374,65 @@ def _voice_print(direction: np.ndarray, pitch_hz: float) -> Any:
     )
 
 
-def test_stock_check_keeps_the_builtin_the_encoder_hears_closer() -> None:
+def _started_from(cloned: Any) -> str | None:
+    """The built-in the stock check started the voice from (None: the clone stayed)."""
+    return None if cloned.moved is None else cloned.moved.started_from
+
+
+def test_stock_check_starts_from_the_builtin_the_encoder_hears_closer() -> None:
     """A 105 Hz speaker whom the encoder hears closer to the 100 Hz built-in
-    than to the clone gets that built-in, and the report can name it."""
+    than to the clone gets that built-in moved toward the reference (never the
+    plain built-in: issue 47), and the report can name where it started."""
+    from voxclone.synth.voice.stock_move import MOVE_SHARES, toward_clone
+
     stock, clone = np.eye(256, dtype=np.float32)[:2]
     pipeline, atlas, rendered = _stock_check_pipeline()
     cloned = pipeline.clone_print(_voice_print(stock + 0.5 * clone, 105.0), match_tone=False)
-    assert cloned.stock_voice == "stock_low"
-    np.testing.assert_allclose(cloned.voice.style, atlas.basis.pack(atlas.recipe(4)))
-    assert cloned.voice.probe is not None and float(cloned.voice.probe[0]) == pytest.approx(0.1)
+    assert _started_from(cloned) == "stock_low" and cloned.moved.clone_share in MOVE_SHARES
+    low_pack = atlas.basis.pack(atlas.recipe(4))
+    assert not np.allclose(cloned.voice.style, low_pack)
+    # The voice is the blend of the built-in's timbre and the clone's, with the
+    # clone's prosody half; its probe is the blend's.
+    expected = toward_clone(atlas.recipe(4), cloned.instant.recipe, cloned.moved.clone_share)
+    np.testing.assert_allclose(cloned.voice.style, atlas.basis.pack(expected), atol=1e-6)
+    assert cloned.voice.probe is not None and float(cloned.voice.probe[0]) == pytest.approx(0.3)
     # Only the built-in inside the pitch gate was heard (stock_high is 250 Hz),
-    # and its probe is rendered once per pipeline, not per enrollment.
+    # and its probe is rendered once per pipeline, not per enrollment; each
+    # share of the move is one render per enrollment.
     assert rendered.count(4) == 1
+    before = len(rendered)
     again = pipeline.clone_print(_voice_print(stock + 0.5 * clone, 105.0), match_tone=False)
-    assert again.stock_voice == "stock_low" and rendered.count(4) == 1
+    assert _started_from(again) == "stock_low" and rendered.count(4) == 1
+    assert len(rendered) - before == 1 + len(MOVE_SHARES)  # the clone's probe + the shares
+
+
+def test_the_move_keeps_the_blend_heard_closest() -> None:
+    """Each share is heard like the stock check hears; the closest is kept."""
+    from voxclone.synth.voice.stock_move import closest_moved, moved_voices, toward_clone
+    from voxclone.synth.voice.style_space import VoiceRecipe
+
+    stock = VoiceRecipe(np.array([1, 0], np.float32), np.zeros(2, np.float32), np.array([1, 0]))
+    clone = VoiceRecipe(np.array([0, 1], np.float32), np.ones(2, np.float32), np.array([0, 1]))
+    half = toward_clone(stock, clone, 0.5)
+    np.testing.assert_allclose(half.timbre_weights, [0.5, 0.5])
+    np.testing.assert_allclose(half.timbre_coeffs, [0.5, 0.5])
+    np.testing.assert_array_equal(half.prosody_weights, clone.prosody_weights)
+    for share in (0.0, 1.0):  # the plain built-in and the clone that lost are not moves
+        with pytest.raises(ValueError):
+            toward_clone(stock, clone, share)
+    # Heard closest at a share of 0.5 (a peak between the two voices).
+    moved = moved_voices(
+        "stock",
+        stock,
+        clone,
+        pack=lambda r: r.timbre_weights.copy(),
+        render=lambda style: style,
+        tone_for=lambda probe: None,
+        hear=lambda probe, tone: 1.0 - abs(float(probe[1]) - 0.5),
+    )
+    assert [m.clone_share for m in moved] == [0.25, 0.5, 0.75]
+    best = closest_moved(moved)
+    assert best.clone_share == 0.5 and best.started_from == "stock"
 
 
 def test_stock_probes_can_be_rendered_at_start_up() -> None:
@@ -404,12 +449,12 @@ def test_stock_check_keeps_the_clone_when_it_is_heard_closer_by_more_than_the_pr
     stock, clone = np.eye(256, dtype=np.float32)[:2]
     pipeline, _, _ = _stock_check_pipeline()
     cloned = pipeline.clone_print(_voice_print(clone + 0.5 * stock, 105.0), match_tone=False)
-    assert cloned.stock_voice is None
+    assert _started_from(cloned) is None
     assert cloned.voice.probe is not None and float(cloned.voice.probe[0]) == pytest.approx(0.3)
     # Heard 0.743 against the built-in's 0.669: a lead of 0.074 keeps the clone.
     assert STOCK_PREFERENCE < 0.743 - 0.669
     near = pipeline.clone_print(_voice_print(clone + 0.9 * stock, 105.0), match_tone=False)
-    assert near.stock_voice is None
+    assert _started_from(near) is None
 
 
 def test_stock_check_prefers_a_builtin_heard_almost_as_close_as_the_clone() -> None:
@@ -422,16 +467,16 @@ def test_stock_check_prefers_a_builtin_heard_almost_as_close_as_the_clone() -> N
     assert STOCK_PREFERENCE > 0
     print_ = _voice_print(clone + 0.95 * stock, 105.0)
     pipeline, _, _ = _stock_check_pipeline(stock_preference=0.04)
-    assert pipeline.clone_print(print_, match_tone=False).stock_voice == "stock_low"
+    assert _started_from(pipeline.clone_print(print_, match_tone=False)) == "stock_low"
     # With the product's preference a lead below it switches too.
     product, _, _ = _stock_check_pipeline()
     within = _voice_print(clone + (1.0 - STOCK_PREFERENCE) * stock, 105.0)
-    assert product.clone_print(within, match_tone=False).stock_voice == "stock_low"
+    assert _started_from(product.clone_print(within, match_tone=False)) == "stock_low"
     # Without the preference, the clone heard closer stays, and so does a tie.
     strict, _, _ = _stock_check_pipeline(stock_preference=0.0)
-    assert strict.clone_print(print_, match_tone=False).stock_voice is None
+    assert _started_from(strict.clone_print(print_, match_tone=False)) is None
     tie = strict.clone_print(_voice_print(clone + stock, 105.0), match_tone=False)
-    assert tie.stock_voice is None
+    assert _started_from(tie) is None
 
 
 def _report_of(pipeline: Any, cloned: Any) -> Any:
@@ -456,7 +501,11 @@ def _report_of(pipeline: Any, cloned: Any) -> Any:
         warnings=[],
     )
     return reporter.report(
-        reference, cloned.print.embedding, cloned.voice.probe, comparison=cloned.comparison
+        reference,
+        cloned.print.embedding,
+        cloned.voice.probe,
+        comparison=cloned.comparison,
+        moved=cloned.moved,
     )
 
 
@@ -472,14 +521,17 @@ def test_the_report_and_the_stock_check_give_one_verdict() -> None:
     within = pipeline.clone_print(
         _voice_print(clone + (1.0 - STOCK_PREFERENCE) * stock, 105.0), match_tone=False
     )
-    assert within.stock_voice == "stock_low"
+    assert _started_from(within) == "stock_low"
     report = _report_of(pipeline, within).to_dict()
-    assert report["stock_voice"] == "stock_low" and report["gain_over_stock"] == 0.0
+    assert report["stock_voice"] == "stock_low"
     # One similarity of the voice (issue 46: a replaced voice also carried the
-    # clone's own as clone_similarity): the built-in's, as it speaks; the
-    # clone's figure is only in the sentence that says why it was replaced.
+    # clone's own as clone_similarity): the moved voice's, as it speaks, the
+    # figure the stock check heard it with; the clone's figure is only in the
+    # sentence that says why it started from a built-in.
     assert "clone_similarity" not in report
-    assert report["similarity"] == pytest.approx(report["stock_similarity"], abs=1e-4)
+    assert report["similarity"] == pytest.approx(within.moved.similarity, abs=1e-4)
+    gain = report["similarity"] - report["stock_similarity"]
+    assert report["gain_over_stock"] == pytest.approx(gain, abs=1e-4)
     assert within.comparison is not None
     clone_heard = f"similarity {within.comparison.clone_similarity:.2f} for the clone"
     assert clone_heard in report["verdict"]
@@ -487,13 +539,16 @@ def test_the_report_and_the_stock_check_give_one_verdict() -> None:
         "similarity",
         "stock_similarity",
     ]
-    assert report["verdict"].startswith("speaks as the built-in voice stock_low")
+    assert report["verdict"].startswith(
+        "made from this recording starting from the built-in voice stock_low"
+    )
     assert "about as close" in report["verdict"]
+    assert f"similarity {within.moved.similarity:.2f}" in report["verdict"]
     # The clone heard closer by more than the preference: its own voice, and
     # the same lead in the verdict as in the figures.
     ahead = pipeline.clone_print(_voice_print(clone + 0.5 * stock, 105.0), match_tone=False)
     kept = _report_of(pipeline, ahead).to_dict()
-    assert ahead.stock_voice is None and kept["stock_voice"] == "stock_low"
+    assert _started_from(ahead) is None and kept["stock_voice"] == "stock_low"
     assert kept["gain_over_stock"] == pytest.approx(ahead.comparison.lead, abs=1e-4)
     assert kept["verdict"].startswith(
         f"speaks as its own clone, heard {kept['gain_over_stock']:.2f} closer"
@@ -503,6 +558,6 @@ def test_the_report_and_the_stock_check_give_one_verdict() -> None:
         _voice_print(clone + 2.0 * stock, 105.0), match_tone=False, allow_stock=False
     )
     asked = _report_of(pipeline, mine).to_dict()
-    assert mine.stock_voice is None and asked["gain_over_stock"] < 0
+    assert _started_from(mine) is None and asked["gain_over_stock"] < 0
     assert asked["verdict"].startswith("speaks as its own clone, kept as asked")
     assert "closer than the clone" in asked["verdict"]

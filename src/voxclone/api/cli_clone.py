@@ -74,7 +74,7 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--keep-clone",
         action="store_true",
         help="keep the clone even where a built-in voice is heard about as close "
-        "(by default that built-in, with the recording's tone, is used instead)",
+        "(by default that built-in, moved toward the recording, speaks instead)",
     )
     p.add_argument(
         "--consent",

@@ -92,7 +92,8 @@ async def enroll_voice(
         Form(
             description="keep the clone even where a built-in voice of the speaker's sex, given "
             "the recording's tone, is heard about as close to the reference (by default that "
-            "built-in is used instead and quality.replaced_by_stock_voice names it)"
+            "built-in, moved toward the reference, speaks instead: quality.started_from_builtin "
+            "names it and quality.clone_share says how far it moved)"
         ),
     ] = False,
     model: Annotated[

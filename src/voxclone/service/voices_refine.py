@@ -165,8 +165,10 @@ class Refinements:
         if spectrum is not None:
             tone_db = None if tone is None else tone.gain_db
         quality = dict(record.quality)
-        # The refined voice is an atlas voice: no longer the built-in it started from.
-        quality.pop("replaced_by_stock_voice", None)
+        # The refined voice is an atlas voice: no longer the built-in (moved or
+        # plain, before issue 47) it started from.
+        for key in ("replaced_by_stock_voice", "started_from_builtin", "clone_share"):
+            quality.pop(key, None)
         # The enrollment's verdict and gain describe the voice this one replaces.
         quality["verdict"] = (
             f"speaks as its refined clone: similarity {result.similarity:.2f} to the "

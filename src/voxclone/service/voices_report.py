@@ -37,22 +37,25 @@ from voxclone.synth.voice.quality_report import QualityReporter
 
 
 def first_result(voice_id: str, pipeline: CloningPipeline, cloned: ClonedVoice) -> dict[str, Any]:
-    """The report job's result while it still runs (``partial``): the built-in
-    the voice speaks as (None: its own clone) and its similarity as heard, the
+    """The report job's result while it still runs (``partial``): the voice
+    speaks as itself (``speaks_as`` None: since issue 47 no clone speaks as a
+    plain built-in), the built-in it started from when the stock check's
+    winner was moved toward the reference, and its similarity as heard, the
     report's own figure (the stock check's one comparison, issue 40; without
     one, the same encoder on the same toned probe)."""
-    comparison = cloned.comparison
+    comparison, moved = cloned.comparison, cloned.moved
     similarity: float | None = None
-    if comparison is not None:
-        similarity = (
-            comparison.best.similarity if comparison.replaced else comparison.clone_similarity
-        )
+    if moved is not None:
+        similarity = moved.similarity
+    elif comparison is not None:
+        similarity = comparison.clone_similarity
     elif cloned.voice.probe is not None:
         similarity = pipeline.heard_similarity(cloned.print, cloned.voice.probe, cloned.tone)
     return {
         "voice_id": voice_id,
         "partial": True,
-        "speaks_as": cloned.stock_voice,
+        "speaks_as": None,
+        "started_from_builtin": None if moved is None else moved.started_from,
         "similarity": None if similarity is None else round(float(similarity), 4),
     }
 
@@ -182,6 +185,7 @@ class ReportJobs:
                 "similarity": quality.get("similarity"),
                 "wer": quality.get("wer"),
                 "speaks_as": quality.get("replaced_by_stock_voice"),
+                "started_from_builtin": quality.get("started_from_builtin"),
                 "warnings": quality.get("warnings", []),
             },
         )

@@ -106,6 +106,7 @@ def clone_quality(
             # without a heard one, the atlas's closest of the same sex.
             stock=None if cloned.comparison is not None else pipeline.closest_stock(cloned.print),
             comparison=cloned.comparison,
+            moved=cloned.moved,
         ).to_dict()
     else:
         quality = {
@@ -116,11 +117,13 @@ def clone_quality(
             "reference_pitch_hz": round(pitch.median_hz, 1),
         }
     quality["style_recipe"] = recipe_to_json(voice.recipe)
-    if cloned.stock_voice is not None:
-        # The voice speaks as this built-in (with the reference's tone): the
-        # clone was not heard closer by the stock preference. Its own key:
-        # ``stock_voice`` stays the voice the report compares with.
-        quality["replaced_by_stock_voice"] = cloned.stock_voice
+    if cloned.moved is not None:
+        # The clone was not heard closer than this built-in by the stock
+        # preference: the built-in, moved toward the reference, speaks
+        # (synth/voice/stock_move.py). Voices stored before issue 47 may
+        # still carry ``replaced_by_stock_voice`` (a plain built-in, toned).
+        quality["started_from_builtin"] = cloned.moved.started_from
+        quality["clone_share"] = cloned.moved.clone_share
     quality["instant_clone_s"] = round(cloned.instant_seconds, 3)
     quality["enroll_s"] = round(cloned.seconds, 3)
     quality["tone_match"] = cloned.tone is not None

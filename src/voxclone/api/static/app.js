@@ -487,10 +487,15 @@ async function followReport(voice, reportJob, refineJob) {
   else await refreshVoices();
 }
 
-// The stock check may give the voice a built-in's sound (heard about as close).
-function speaksAsText(builtin) {
-  return builtin
-    ? `built-in voice ${builtin}, with this recording's tone (heard about as close as the clone)`
+// Which voice speaks: since issue 47 a built-in heard about as close as the
+// clone is only a start, moved toward the recording; voices stored before that
+// may still speak as a plain built-in (replaced_by_stock_voice).
+function speaksAsText(builtin, startedFrom) {
+  if (builtin) {
+    return `built-in voice ${builtin}, with this recording's tone (heard about as close as the clone)`;
+  }
+  return startedFrom
+    ? `its own voice, made from the built-in ${startedFrom} moved toward this recording`
     : "its own clone";
 }
 
@@ -500,7 +505,9 @@ function showFirstResult(result) {
   if (typeof result.similarity === "number") {
     $("q-similarity").textContent = formatNumber(result.similarity, 2);
   }
-  if ("speaks_as" in result) $("q-speaks-as").textContent = speaksAsText(result.speaks_as);
+  if ("speaks_as" in result) {
+    $("q-speaks-as").textContent = speaksAsText(result.speaks_as, result.started_from_builtin);
+  }
 }
 
 function showQuality(voice) {
@@ -511,7 +518,7 @@ function showQuality(voice) {
   $("q-wer").textContent = pending ? "measuring…" : formatPercent(quality.wer);
   $("q-speaks-as").textContent = pending
     ? "measuring…"
-    : speaksAsText(quality.replaced_by_stock_voice);
+    : speaksAsText(quality.replaced_by_stock_voice, quality.started_from_builtin);
   const stock = $("q-stock");
   if (quality.stock_voice && typeof quality.gain_over_stock === "number") {
     const gain = quality.gain_over_stock;
@@ -802,6 +809,16 @@ function renderVoiceItem(voice) {
     speaks.title =
       "The built-in voice was heard about as close to the recording as the clone, " +
       "so it speaks with the recording's tone instead of the clone.";
+    item.append(speaks);
+  } else if (quality.started_from_builtin) {
+    // Since issue 47 a built-in heard about as close is only the start: the
+    // card says which one, and that the voice was moved toward the recording.
+    const speaks = document.createElement("p");
+    speaks.className = "voice-speaks-as";
+    speaks.textContent = `Made from ${speaksAsName(quality.started_from_builtin)}, moved toward the recording`;
+    speaks.title =
+      "The built-in voice was heard about as close to the recording as the clone, so the " +
+      "voice starts from it and takes part of the clone's timbre, the recording's pitch and tone.";
     item.append(speaks);
   }
   const meta = document.createElement("p");

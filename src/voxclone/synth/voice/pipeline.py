@@ -5,9 +5,10 @@
     lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
     [audition: measured, off in the service, see synth/voice/audition.py] →
     recording-tone filter → stock check (the built-in voices of the
-    reference's sex closest by the atlas, given the same tone, are heard; the
-    closest replaces the clone unless the product encoder hears the clone
-    closer to the reference by more than ``STOCK_PREFERENCE``)
+    reference's sex closest by the atlas, given the same tone, are heard; when
+    the product encoder does not hear the clone closer to the reference by
+    more than ``STOCK_PREFERENCE``, the closest built-in is moved toward the
+    reference and speaks instead: synth/voice/stock_move.py)
 
 The lookup alone (:meth:`CloningPipeline.draft`) is a voice that can speak
 at once; the renders after it (:meth:`CloningPipeline.finish`, ~5 s on 2
@@ -45,6 +46,7 @@ from voxclone.synth.voice.encoder import cosine, crop_averaged_embedding, normal
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.rate_match import follow_speed
+from voxclone.synth.voice.stock_move import MOVE_SHARES, MovedVoice, closest_moved, moved_voices
 from voxclone.synth.voice.stock_voices import SHORTLIST
 from voxclone.synth.voice.style_space import VoiceRecipe
 
@@ -161,8 +163,10 @@ class ClonedVoice:
     # speed that moves it towards the reference's pace (synth/voice/rate_match.py).
     rate: float = 0.0
     speed: float = 1.0
-    # The built-in voice that replaced the clone (stock check), None when the clone stayed.
-    stock_voice: str | None = None
+    # The stock check's built-in moved toward the reference, when that built-in
+    # was heard about as close as the clone (synth/voice/stock_move.py); None
+    # when the clone stayed. The voice is never a plain built-in.
+    moved: MovedVoice | None = None
     # What the stock check heard (None: no check ran); the quality report's
     # closest built-in and its verdict come from this one comparison.
     comparison: StockComparison | None = None
@@ -214,7 +218,9 @@ class StockComparison:
     clone_similarity: float
     heard: tuple[HeardStock, ...]  # shortlist order (closest by the atlas first)
     preference: float
-    replaced: bool  # the closest heard built-in replaced the clone
+    # The closest heard built-in won: moved toward the reference, it speaks
+    # instead of the clone (``ClonedVoice.moved``).
+    replaced: bool
 
     @property
     def best(self) -> HeardStock:
@@ -403,13 +409,19 @@ class CloningPipeline:
             comparison = self.compare_stock(
                 voice_print, voice, tone, spectrum, language=language, allow_stock=allow_stock
             )
-        stock_name = None
+        moved = None
         if comparison is not None and comparison.replaced:
-            best = comparison.best
-            recipe = self._cloner.atlas.recipe(best.index)
-            pack = self._cloner.atlas.basis.pack(recipe)
-            stock_name, tone = best.name, best.tone
-            voice = SpokenVoice(recipe, pack, best.probe, None)
+            candidates = self.move_from_stock(voice_print, comparison.best, voice, spectrum)
+            moved = closest_moved(candidates)
+            tone = moved.tone
+            voice = SpokenVoice(
+                moved.recipe,
+                moved.style,
+                moved.probe,
+                voice.calibration,
+                0.0,
+                voice.seconds,
+            )
         rate = 0.0
         if voice.probe is not None:
             probe16 = soxr.resample(voice.probe, self._rate, ENCODER_RATE).astype(np.float32)
@@ -425,7 +437,7 @@ class CloningPipeline:
             seconds,
             rate,
             speed,
-            stock_name,
+            moved,
             comparison,
             audition,
         )
@@ -459,6 +471,32 @@ class CloningPipeline:
             sample_rate=self._rate,
             reference_embedding=voice_print.embedding,
             reference_listener=voice_print.listener_embedding,
+        )
+
+    def move_from_stock(
+        self,
+        voice_print: VoicePrint,
+        stock: HeardStock,
+        voice: SpokenVoice,
+        spectrum: np.ndarray | None,
+        shares: Sequence[float] = MOVE_SHARES,
+    ) -> list[MovedVoice]:
+        """``stock`` (a built-in the stock check heard) moved toward the
+        reference by each of ``shares`` of ``voice``'s timbre, with ``voice``'s
+        calibrated prosody, each heard like the stock check hears
+        (synth/voice/stock_move.py); empty without a probe renderer."""
+        if self._probe is None:
+            return []
+        atlas = self._cloner.atlas
+        return moved_voices(
+            stock.name,
+            atlas.recipe(stock.index),
+            voice.recipe,
+            pack=atlas.basis.pack,
+            render=self._probe,
+            tone_for=lambda probe: self.tone_for(spectrum, probe),
+            hear=lambda probe, tone: self.heard_similarity(voice_print, probe, tone),
+            shares=shares,
         )
 
     def warm_stock_probes(self) -> None:

@@ -25,6 +25,7 @@ import soxr
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.clone import SynthesizeFn, TranscribeFn, WerFn
 from voxclone.synth.voice.encoder import SpeakerEncoder, cosine, crop_averaged_embedding
+from voxclone.synth.voice.stock_move import MovedVoice
 
 if TYPE_CHECKING:
     from voxclone.synth.voice.pipeline import StockComparison
@@ -102,11 +103,20 @@ class QualityReport:
         return out
 
 
-def stock_verdict(comparison: StockComparison) -> str:
+def stock_verdict(comparison: StockComparison, moved: MovedVoice | None = None) -> str:
     """Which voice this is and why, from the stock check's one comparison (the
-    clone and the closest built-in of the reference's sex, heard alike)."""
+    clone and the closest built-in of the reference's sex, heard alike) and,
+    when that built-in won, the blend that speaks (``moved``)."""
     best, clone = comparison.best, comparison.clone_similarity
     figures = f"similarity {clone:.2f} for the clone, {best.similarity:.2f} for {best.name}"
+    if comparison.replaced and moved is not None:
+        return (
+            f"made from this recording starting from the built-in voice {best.name}, heard "
+            f"about as close to the reference as the instant clone ({figures}; a clone is "
+            f"kept as it is when heard closer by more than {comparison.preference:.2f}): "
+            f"{moved.clone_share:.0%} of the clone's timbre, the reference's pitch and tone, "
+            f"similarity {moved.similarity:.2f}"
+        )
     if comparison.replaced:
         return (
             f"speaks as the built-in voice {best.name}, given this recording's tone: it is "
@@ -206,6 +216,7 @@ class QualityReporter:
         heard: Callable[[np.ndarray], np.ndarray] | None = None,
         stock: tuple[str, float] | None = None,
         comparison: StockComparison | None = None,
+        moved: MovedVoice | None = None,
     ) -> QualityReport:
         """Report on ``audio``: the test sentence as the voice will really sound
         (:meth:`probe`, then the same post-processing as live speech).
@@ -214,7 +225,8 @@ class QualityReporter:
         sentence that scores above :data:`HIGH_WER` is confirmed on a second
         sentence and the reported WER is the word-weighted rate over both.
         ``stock`` is (name, similarity) of the closest built-in voice;
-        ``comparison`` (the stock check's) replaces it, and gives the verdict.
+        ``comparison`` (the stock check's) replaces it, and gives the verdict
+        with ``moved`` (the built-in moved toward the reference that speaks).
         """
         if comparison is not None:
             stock = (comparison.best.name, comparison.best.similarity)
@@ -251,7 +263,7 @@ class QualityReporter:
             reference_pitch_hz=reference_pitch_hz,
             stock_voice=None if stock is None else stock[0],
             stock_similarity=None if stock is None else float(stock[1]),
-            verdict=None if comparison is None else stock_verdict(comparison),
+            verdict=None if comparison is None else stock_verdict(comparison, moved),
         )
 
     def _confirmed_wer(
