@@ -4,6 +4,14 @@
 
 "use strict";
 
+import {
+  appendSpokenConsent,
+  initConsentStep,
+  setConsentMode,
+  spokenConsentActive,
+  spokenConsentAfter,
+  spokenConsentMissing,
+} from "./consent_step.js";
 import { applyFilter, searchKey } from "./voice_filter.js";
 import { filterVoicePreviews, renderVoicePreviews, stopPreview } from "./voice_previews.js";
 
@@ -52,6 +60,7 @@ class ApiError extends Error {
     this.code = err.code || "http_error";
     this.field = err.field;
     this.limit = err.limit;
+    this.reason = err.reason; // consent_refused: speaker, words, unknown, expired, replayed
   }
 }
 
@@ -316,7 +325,10 @@ function updateCreateEnabled() {
   const missing = [];
   if (!state.clip) missing.push("a recording");
   if (!$("voice-name").value.trim()) missing.push("a name");
-  if (!$("consent").checked) missing.push("consent");
+  if (spokenConsentActive()) {
+    const needs = spokenConsentMissing();
+    if (needs) missing.push(needs);
+  } else if (!$("consent").checked) missing.push("consent");
   const busy = $("clone-form").dataset.busy === "true";
   $("create-voice").disabled = busy || missing.length > 0;
   const needs = missing.length > 1 ? `${missing.slice(0, -1).join(", ")} and ${missing.at(-1)}` : missing[0];
@@ -407,8 +419,11 @@ async function createVoice(event) {
   for (const extra of state.extraClips || []) data.append("audio", extra, extra.name);
   data.append("name", $("voice-name").value.trim());
   data.append("language", $("clone-language").value);
-  data.append("consent", "true");
-  data.append("consent_statement", $("consent-statement").textContent.replace(/\s+/g, " ").trim());
+  if (spokenConsentActive()) appendSpokenConsent(data); // the phrase read is the statement
+  else {
+    data.append("consent", "true");
+    data.append("consent_statement", $("consent-statement").textContent.replace(/\s+/g, " ").trim());
+  }
   data.append("given_by", $("given-by").value.trim() || $("voice-name").value.trim());
   data.append("keep_reference", String($("keep-reference").checked));
   data.append("refine", String($("refine").checked));
@@ -427,6 +442,7 @@ async function createVoice(event) {
     });
     // The voice comes either flat (with a "job" field) or wrapped as {voice, job}.
     const voice = result.voice || result;
+    spokenConsentAfter(null);
     showQuality(voice);
     await refreshVoices();
     $("speak-voice").value = voice.id;
@@ -440,7 +456,7 @@ async function createVoice(event) {
     }
   } catch (error) {
     $("enroll-status").hidden = true;
-    showError(alert, error);
+    if (!spokenConsentAfter(error)) showError(alert, error);
   } finally {
     form.dataset.busy = "false";
     updateCreateEnabled();
@@ -545,6 +561,7 @@ function initClone() {
   $("voice-name").addEventListener("input", updateCreateEnabled);
   $("consent").addEventListener("change", updateCreateEnabled);
   $("clone-form").addEventListener("submit", createVoice);
+  initConsentStep({ apiFetch, onChange: updateCreateEnabled });
   updateCreateEnabled();
 }
 
@@ -1469,6 +1486,7 @@ async function loadInfo() {
     defaultVoice: info.default_voice,
   };
   applyControlRanges(info.controls);
+  setConsentMode(info.consent_mode);
   fillSelect($("clone-language"), state.info.languages, "en-us");
   fillSelect($("speak-language"), state.info.languages, "en-us");
   fillSelect($("speak-emotion"), state.info.emotions, "neutral");
