@@ -259,6 +259,41 @@ def test_a_recording_of_another_code_names_the_code_words_not_heard(
     assert page_errors == []
 
 
+def test_an_expired_phrase_is_dropped_and_a_new_one_offered_on_a_phone(
+    browser: Any, app_url: str, clips: dict[str, Path], page_errors: list[str], artifacts_dir: Path
+) -> None:
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+        page.clock.install()  # the page's timers and Date, moved on by the test
+        page.goto(f"{app_url}/")
+        page.wait_for_selector("body[data-ready='true']", timeout=30_000)
+        _fill_sample(page, clips, "Late")
+        _get_phrase(page)
+        page.set_input_files("#consent-file", str(clips["phrase"]))
+        assert page.locator("#create-voice").is_enabled()
+        width = "() => document.documentElement.scrollWidth"
+        assert page.evaluate(width) <= 375, "the phrase made the page overflow on a phone"
+        page.locator("#spoken-consent").screenshot(
+            path=str(artifacts_dir / "ui_spoken_consent.png")
+        )
+
+        page.clock.run_for("05:00")
+        assert re.fullmatch(r"0[45]:[0-5]\d", page.locator("#consent-expiry").inner_text())
+        page.clock.run_for("05:02")
+        shown = page.locator("#consent-alert .alert-message").inner_text()
+        assert "expired" in shown, shown
+        assert page.locator("#consent-phrase-box").is_hidden()
+        assert page.locator("#create-voice").is_disabled()
+        assert page.locator("#consent-phrase-get").inner_text() == "Get a new phrase"
+        _get_phrase(page)
+        assert page.locator("#consent-alert").inner_text() == ""
+    finally:
+        context.close()
+    assert page_errors == []
+
+
 def _capture_wav(source: Path, target: Path) -> None:
     """``source`` (the server's WAV) as 48 kHz mono 16-bit, which Chromium's fake
     capture device plays; a second of silence first, so the start is recorded."""

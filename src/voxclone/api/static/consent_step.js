@@ -63,7 +63,7 @@ function clearAlert() {
   $("consent-alert").replaceChildren();
 }
 
-function setClip(blob, name) {
+function setClip(blob, name, recorded = false) {
   step.clip = blob ? { blob, name } : null;
   const preview = $("consent-clip-preview");
   if (preview.dataset.url) URL.revokeObjectURL(preview.dataset.url);
@@ -77,7 +77,7 @@ function setClip(blob, name) {
     $("consent-file").value = "";
   }
   $("consent-clip-summary").hidden = !step.clip;
-  $("consent-rec-start").textContent = step.clip ? "Record again" : "Record the phrase";
+  $("consent-rec-start").textContent = recorded ? "Record again" : "Record the phrase";
   step.onChange();
 }
 
@@ -196,7 +196,7 @@ function finishRecording() {
   $("consent-rec-stop").disabled = true;
   if (!step.phrase) return; // the phrase expired while recording: nothing to keep
   $("consent-rec-status").textContent = `Recorded ${seconds.toFixed(1)} s. Listen to it, or record again.`;
-  setClip(blob, `consent-${seconds.toFixed(1)}s.${extension}`);
+  setClip(blob, `consent-${seconds.toFixed(1)}s.${extension}`, true);
   $("consent-rec-start").focus();
 }
 
