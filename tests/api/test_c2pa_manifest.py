@@ -12,7 +12,6 @@ import io
 import json
 import stat
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import c2pa
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from tests.api.job_polling import job_audio
 
 from voxclone.api.cli import main as cli_main
 from voxclone.runtime.signing_key import KEY_FILE, load_generated, provenance_dir
@@ -65,22 +65,6 @@ def _created(manifest: dict[str, Any]) -> dict[str, Any]:
     return actions["data"]["actions"][0]  # type: ignore[no-any-return]
 
 
-def _job_audio(c: TestClient, headers: dict[str, str]) -> bytes:
-    r = c.post("/v1/jobs/speech", json={"text": TEXT, "format": "mp3"}, headers=headers)
-    assert r.status_code == 202, r.text
-    job_id = r.json()["id"]
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = c.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            break
-        time.sleep(0.3)
-    assert job["state"] == "succeeded", job
-    audio = c.get(job["audio_url"])
-    assert audio.status_code == 200
-    return audio.content
-
-
 def _detect(c: TestClient, headers: dict[str, str], audio: bytes, name: str) -> dict[str, Any]:
     r = c.post("/v1/provenance/detect", files={"audio": (name, audio)}, headers=headers)
     assert r.status_code == 200, r.text
@@ -93,7 +77,7 @@ def test_wav_and_mp3_carry_a_manifest_that_verifies(
     headers = _headers(app)
     with TestClient(app) as c:
         files = {fmt: _tts(c, headers, fmt) for fmt in ("wav", "mp3")}
-        files["job.mp3"] = _job_audio(c, headers)
+        files["job.mp3"] = job_audio(c, {"text": TEXT, "format": "mp3"}, headers)
         for name, data in files.items():
             fmt = name.rsplit(".", 1)[-1]
             state, manifest, failed = _c2pa_read(data, fmt)

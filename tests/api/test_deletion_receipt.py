@@ -12,13 +12,13 @@ A changed byte does not verify; the owner fetches the receipt once (then
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from tests.api.job_polling import wait_for_job
 
 from voxclone.api.cli import main
 from voxclone.service.deletion_receipt import RECEIPT_TYPE, canonical, verify_receipt
@@ -27,16 +27,6 @@ from voxclone.service.deletion_receipt import RECEIPT_TYPE, canonical, verify_re
 def _headers(app: FastAPI, owner: str) -> dict[str, str]:
     plaintext, _ = app.state.keys.create("t", {"tts", "voices:read", "voices:write"}, owner=owner)
     return {"Authorization": f"Bearer {plaintext}"}
-
-
-def _wait_done(c: TestClient, job_id: str, headers: dict[str, str]) -> dict[str, Any]:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = c.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in {"succeeded", "failed"}:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not end: {job}")
 
 
 def test_a_deletion_returns_a_receipt_that_verifies(
@@ -58,7 +48,7 @@ def test_a_deletion_returns_a_receipt_that_verifies(
         assert spoken.status_code == 200, spoken.text
         r = c.post("/v1/jobs/speech", json={"text": "A job.", "voice": voice.id}, headers=alice)
         assert r.status_code == 202, r.text
-        job = _wait_done(c, r.json()["id"], alice)
+        job = wait_for_job(c, r.json()["id"], alice)
         assert job["state"] == "succeeded", job
 
         assert c.get(f"/v1/voices/{voice.id}", headers=bob).status_code == 404

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from tests.api.job_polling import job_audio
 
 from voxclone.api.cli import main as cli_main
 
@@ -38,22 +38,6 @@ def _detect(c: TestClient, headers: dict[str, str], audio: bytes, name: str) -> 
     return r.json()  # type: ignore[no-any-return]
 
 
-def _job_audio(c: TestClient, headers: dict[str, str]) -> bytes:
-    r = c.post("/v1/jobs/speech", json={"text": TEXT, "format": "mp3"}, headers=headers)
-    assert r.status_code == 202, r.text
-    job_id = r.json()["id"]
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = c.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            break
-        time.sleep(0.3)
-    assert job["state"] == "succeeded", job
-    audio = c.get(job["audio_url"])
-    assert audio.status_code == 200
-    return audio.content
-
-
 def test_every_route_marks_its_audio(app: FastAPI, tmp_path: Path) -> None:
     headers = _key(app, "tts")
     outputs: dict[str, bytes] = {}
@@ -75,7 +59,7 @@ def test_every_route_marks_its_audio(app: FastAPI, tmp_path: Path) -> None:
         assert r.status_code == 200, r.text
         assert r.headers["x-voxclone-watermark"] == "perth"
         outputs["captioned.mp3"] = base64.b64decode(r.json()["audio"])
-        outputs["job.mp3"] = _job_audio(c, headers)
+        outputs["job.mp3"] = job_audio(c, {"text": TEXT, "format": "mp3"}, headers)
 
         for name, audio in outputs.items():
             found = _detect(c, headers, audio, name)

@@ -13,6 +13,7 @@ import pytest
 import soundfile as sf
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from tests.api.job_polling import wait_for_job
 
 TEXT = "A worker renders long texts in the background."
 
@@ -24,16 +25,6 @@ def _bearer(key: str) -> dict[str, str]:
 def _key(app: FastAPI, *scopes: str, owner: str) -> dict[str, str]:
     plaintext, _ = app.state.keys.create("test", set(scopes), owner=owner)
     return _bearer(str(plaintext))
-
-
-def _wait_done(c: TestClient, job_id: str, headers: dict[str, str]) -> dict[str, Any]:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = c.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish: {job}")
 
 
 @pytest.fixture()
@@ -82,7 +73,7 @@ def test_speech_job_from_submit_to_signed_download(app: FastAPI) -> None:
         last = json.loads(events.text.strip().rsplit("data: ", 1)[1])
         assert last["state"] == "succeeded" and last["audio_url"]
 
-        done = _wait_done(c, job["id"], alice)
+        done = wait_for_job(c, job["id"], alice)
         assert done["state"] == "succeeded", done
         assert done["progress"] == 100.0 and done["attempts"] == 1
         assert "blob_key" not in (done["result"] or {})

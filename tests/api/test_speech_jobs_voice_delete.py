@@ -8,11 +8,11 @@ finished and served 2.3 MB. Now both jobs end ``failed`` with error code
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from tests.api.job_polling import wait_for_job
 
 LONG = (
     "The lighthouse keeper climbed the spiral stairs every evening at dusk, counting "
@@ -24,16 +24,6 @@ LONG = (
 def _headers(app: FastAPI, owner: str) -> dict[str, str]:
     plaintext, _ = app.state.keys.create("t", {"tts", "voices:read", "voices:write"}, owner=owner)
     return {"Authorization": f"Bearer {plaintext}"}
-
-
-def _wait(c: TestClient, job_id: str, headers: dict[str, str], states: set[str]) -> dict[str, Any]:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = c.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in states:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} never reached {states}: {job}")
 
 
 def test_deleting_a_voice_revokes_its_finished_and_running_jobs(
@@ -50,7 +40,7 @@ def test_deleting_a_voice_revokes_its_finished_and_running_jobs(
             headers=alice,
         )
         assert r.status_code == 202, r.text
-        finished = _wait(c, r.json()["id"], alice, {"succeeded", "failed"})
+        finished = wait_for_job(c, r.json()["id"], alice, states={"succeeded", "failed"})
         assert finished["state"] == "succeeded", finished
         assert finished["voice_id"] == voice.id  # the job records its voice
         url = finished["audio_url"]
@@ -58,7 +48,7 @@ def test_deleting_a_voice_revokes_its_finished_and_running_jobs(
 
         r = c.post("/v1/jobs/speech", json={"text": LONG, "voice": "Doomed"}, headers=alice)
         assert r.status_code == 202, r.text
-        running = _wait(c, r.json()["id"], alice, {"running", "succeeded", "failed"})
+        running = wait_for_job(c, r.json()["id"], alice, states={"running", "succeeded", "failed"})
         assert running["state"] == "running", running
 
         assert c.delete(f"/v1/voices/{voice.id}", headers=alice).status_code == 200
@@ -68,7 +58,7 @@ def test_deleting_a_voice_revokes_its_finished_and_running_jobs(
         revoked = c.get(f"/v1/jobs/{finished['id']}", headers=alice).json()
         assert revoked["state"] == "failed" and revoked["error"]["code"] == "voice_deleted"
         assert revoked["audio_url"] is None
-        stopped = _wait(c, running["id"], alice, {"succeeded", "failed", "cancelled"})
+        stopped = wait_for_job(c, running["id"], alice, states={"succeeded", "failed", "cancelled"})
         assert stopped["state"] == "failed", stopped
         assert stopped["error"]["code"] == "voice_deleted" and stopped["audio_url"] is None
     for job_id in (finished["id"], running["id"]):

@@ -12,13 +12,13 @@ import contextlib
 import errno
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from tests.api.job_polling import wait_for_job
 
 from voxclone.api.app import create_app
 from voxclone.bootstrap import Runtime, build_runtime
@@ -58,16 +58,6 @@ def _client(settings: Settings, runtime: Runtime) -> TestClient:
     return TestClient(create_app(settings, runtime=runtime), raise_server_exceptions=False)
 
 
-def _wait_done(client: TestClient, job_id: str, headers: dict[str, str] | None = None) -> dict:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            return dict(job)
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} did not finish: {job}")
-
-
 def _assert_outage(response: Any, status: int, code: str, what: str) -> None:
     assert response.status_code == status, (what, response.status_code, response.text)
     assert response.json()["error"]["code"] == code, (what, response.text)
@@ -100,7 +90,7 @@ def test_a_postgres_restart_answers_503_everywhere_and_recovers_with_nothing_los
             assert plain.post("/v1/lexicon", json=WORD).status_code == 201
             job = plain.post("/v1/jobs/speech", json={"text": "Before.", "voice": voice.id})
             assert job.status_code == 202, job.text
-            assert _wait_done(plain, job.json()["id"])["state"] == "succeeded"
+            assert wait_for_job(plain, job.json()["id"])["state"] == "succeeded"
             assert plain.get("/readyz").status_code == 200
             assert keyed.get("/v1/voices", headers=auth).status_code == 200
 
@@ -153,7 +143,7 @@ def test_a_postgres_restart_answers_503_everywhere_and_recovers_with_nothing_los
             assert spoken.status_code == 200, spoken.text
             again = plain.post("/v1/jobs/speech", json={"text": "After.", "voice": voice.id})
             assert again.status_code == 202, again.text
-            assert _wait_done(plain, again.json()["id"])["state"] == "succeeded"
+            assert wait_for_job(plain, again.json()["id"])["state"] == "succeeded"
             assert keyed.get("/v1/voices", headers=auth).status_code == 200
             assert plain.get("/readyz").json()["detail"]["database"] == "ok"
 
@@ -249,6 +239,6 @@ def test_a_full_disk_answers_507_on_writes_and_not_ready_and_recovers(
             assert client.post("/v1/lexicon", json={**WORD, "word": "freed"}).status_code == 201
             job = client.post("/v1/jobs/speech", json={"text": "Freed.", "voice": voice.id})
             assert job.status_code == 202, job.text
-            assert _wait_done(client, job.json()["id"])["state"] == "succeeded"
+            assert wait_for_job(client, job.json()["id"])["state"] == "succeeded"
             assert client.delete(f"/v1/voices/{voice.id}").status_code == 200
             assert client.get("/v1/voices").json()["voices"] == []
