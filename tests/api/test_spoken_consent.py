@@ -179,3 +179,29 @@ def test_inline_references_are_refused_in_spoken_mode(spoken: TestClient, render
     )
     assert r.status_code == 403, r.text
     assert r.json()["error"]["field"] == "reference"
+
+
+def test_a_busy_server_leaves_the_phrase_valid_for_the_retry(
+    spoken: TestClient, runtime: Any
+) -> None:
+    """A 503 from enrollment admission spent the phrase (the speaker had to
+    read a new one); now it is taken only once the enrollment is admitted."""
+    from voxclone.errors import Overloaded
+
+    phrase = _phrase(spoken)
+    held = []
+    try:
+        for _ in range(64):  # fill the enrollment queue
+            held.append(runtime.voices.admit_enrollment(wait=True))
+    except Overloaded:
+        pass
+    try:
+        busy = _enroll(spoken, b"not audio", b"not audio", phrase["phrase_id"], wait="true")
+        assert busy.status_code == 503, busy.text
+    finally:
+        for ticket in held:
+            ticket.release()
+    retry = _enroll(spoken, b"not audio", b"not audio", phrase["phrase_id"], wait="true")
+    error = retry.json()["error"]
+    # Refused for its audio now (415), not as a replayed phrase.
+    assert error["field"] == "audio" and error.get("reason") != "replayed", retry.text

@@ -111,11 +111,9 @@ async def enroll_voice(
     ] = True,
 ) -> EnrolledVoiceOut:
     voices = get_voice_service(request)
-    spoken = await _spoken_consent(
-        request, voices, principal.owner, consent_audio, consent_phrase_id
-    )
-    if spoken is not None:  # the phrase read is the statement agreed to
-        consent, consent_statement = "true", spoken.phrase.text
+    spoken_parts = _spoken_consent_parts(request, consent_audio, consent_phrase_id)
+    if spoken_parts is not None:  # the phrase read is the statement agreed to
+        consent, consent_statement = "true", "(the phrase read)"
     if not _consent_given(consent):
         raise InvalidInput(
             'cloning a voice needs the speaker\'s consent: send consent="true"',
@@ -128,6 +126,11 @@ async def enroll_voice(
     # On the event loop, before any audio work: a refusal answers in milliseconds.
     ticket = voices.admit_enrollment(wait=wait, model=model, deadline=deadline)
     try:
+        # Taken (single use) only once admitted: a busy server's 503 leaves the
+        # speaker's phrase valid for the retry instead of making them read a new one.
+        spoken = await _take_spoken_consent(voices, principal.owner, spoken_parts)
+        if spoken is not None:
+            consent_statement = spoken.phrase.text
         data = [await clip.read() for clip in audio]
         req = enroll_request(
             audio=data[0],
@@ -169,14 +172,10 @@ async def enroll_voice(
     )
 
 
-async def _spoken_consent(
-    request: Request,
-    voices: Any,
-    owner: str,
-    audio: UploadFile | None,
-    phrase_id: str | None,
-) -> Any:
-    """The enrollment's spoken consent (phrase taken: single use), None for
+def _spoken_consent_parts(
+    request: Request, audio: UploadFile | None, phrase_id: str | None
+) -> tuple[str, UploadFile] | None:
+    """The enrollment's spoken consent as sent (phrase id, clip), None for
     typed consent; refused naming the field when spoken consent is required
     (consent_mode "spoken") or half sent."""
     required = request.app.state.settings.consent_mode == "spoken"
@@ -196,8 +195,19 @@ async def _spoken_consent(
         raise InvalidInput(
             "send the recording of the phrase as consent_audio", field="consent_audio"
         )
+    return phrase_id, audio
+
+
+async def _take_spoken_consent(
+    voices: Any, owner: str, parts: tuple[str, UploadFile] | None
+) -> Any:
+    """The spoken consent with its phrase taken (single use; unknown, expired
+    or replayed phrases are refused here), None for typed consent."""
+    if parts is None:
+        return None
     from voxclone.service.spoken_consent import SpokenConsentInput
 
+    phrase_id, audio = parts
     phrase = voices.consent_phrases.take(phrase_id, owner)
     return SpokenConsentInput(phrase=phrase, audio=await audio.read())
 
