@@ -362,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
             "held_out": [e["file"] for e in entries if e is not enrollment.entry],
             "ref_f0": pitch,
             "clone_f0": unchecked.voice.measured_hz,
-            "stock_voice": picked.stock_voice,
+            # The built-in the stock check started the voice from (moved), if any.
+            "stock_voice": None if picked.moved is None else picked.moved.started_from,
             "pick_norm": pick["norm"],
             "pick_served_norm": stats.normalizer(sim_served, sex)
             if picked.tone is not None
