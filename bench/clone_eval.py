@@ -104,14 +104,11 @@ from voxclone.synth.voice.audition import Auditioner  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.listener import CAMPLUS, make_listener  # noqa: E402
-from voxclone.synth.voice.pipeline import (  # noqa: E402
-    STOCK_PREFERENCE,
-    ClonedVoice,
-    CloningPipeline,
-)
+from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.stock_check import STOCK_PREFERENCE  # noqa: E402
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -819,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
                 # What a stock check hears of a longer shortlist than the product's
                 # (each toned, in shortlist order), for studies/stock_preference.py.
                 spectrum_used = cloned.print.spectrum if matched else None
-                heard = pipeline.heard_stock(
+                heard = pipeline.stock.heard(
                     cloned.print, spectrum_used, language=LANGUAGE, shortlist=STOCK_HEARD
                 )
                 row[label]["stock_shortlist"] = [h.name for h in heard]

@@ -361,7 +361,7 @@ def rows_from_clone_eval(paths: list[Path]) -> list[dict[str, Any]]:
     """One row per speaker of clone_eval runs, as the product reports it now."""
     from stock_preference import speakers_of
 
-    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+    from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
     from voxclone.synth.voice.stock_voices import SHORTLIST
 
     rows: list[dict[str, Any]] = []

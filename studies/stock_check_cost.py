@@ -3,7 +3,7 @@
 Builds the product's cloning pipeline (``CloningPipeline`` as ``VoiceService``
 wires it: encoder, atlas, probe renderer) and, for one recording per speaker
 of the chosen splits (bench/speaker_splits.py; default fit and validation),
-times the stock comparison that a clone's report runs (``compare_stock``'s
+times the stock comparison that a clone's report runs (``StockCheck.compare``'s
 hearing: shortlist, tone match and product encoder per built-in), first with
 the built-ins' probe sentences not yet rendered (the first enrollments after
 a start render those of their shortlist) and then again (every later enrollment). The
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         for label in ("first", "again"):
             before = renders[0]
             wall, cpu = time.perf_counter(), time.process_time()
-            comparison = pipeline.compare_stock(
+            comparison = pipeline.stock.compare(
                 draft.print, voice, tone, draft.print.spectrum, language=LANGUAGE
             )
             row[f"{label}_wall_s"] = time.perf_counter() - wall

@@ -112,7 +112,7 @@ def replay(paths: list[Path], render_cache: Path) -> dict[str, Any]:
                 )
             cloned = pipeline.clone([reference], match_tone=True, language=ce.LANGUAGE)
             assert cloned.voice.probe is not None
-            heard = pipeline.heard_stock(
+            heard = pipeline.stock.heard(
                 cloned.print, cloned.print.spectrum, language=ce.LANGUAGE, shortlist=ce.STOCK_HEARD
             )
 

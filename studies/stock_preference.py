@@ -1,7 +1,7 @@
 """How much should the stock check prefer a built-in voice to the clone, and
 how many built-ins should it hear?
 
-The stock check (``CloningPipeline.compare_stock``) hears the first k voices
+The stock check (``StockCheck.compare``) hears the first k voices
 of a shortlist (built-ins of the reference's sex and language, closest by the
 atlas's embeddings: synth/voice/stock_voices.py) and replaces a clone with the
 one the product encoder hears closest to the reference, unless the clone is
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import write_result  # noqa: E402
 from voxclone.synth.engine.kokoro.standard_voices import CHARACTER_VOICES  # noqa: E402
-from voxclone.synth.voice.pipeline import STOCK_PREFERENCE  # noqa: E402
+from voxclone.synth.voice.stock_check import STOCK_PREFERENCE  # noqa: E402
 from voxclone.synth.voice.stock_voices import SHORTLIST  # noqa: E402
 
 GRID = tuple(round(0.01 * i, 2) for i in range(16))  # 0 … 0.15

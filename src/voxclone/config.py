@@ -222,7 +222,7 @@ class Settings(BaseSettings):
     clone_follow_rate: bool = True
     # A built-in voice of the reference's sex replaces the clone unless the
     # product encoder hears the clone closer by more than 0.03, both with the
-    # reference's tone (synth/voice/pipeline.py compare_stock, STOCK_PREFERENCE).
+    # reference's tone (synth/voice/stock_check.py: StockCheck.compare, STOCK_PREFERENCE).
     clone_stock_check: bool = True
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.

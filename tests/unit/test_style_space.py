@@ -444,7 +444,7 @@ def test_stock_probes_can_be_rendered_at_start_up() -> None:
 
 
 def test_stock_check_keeps_the_clone_when_it_is_heard_closer_by_more_than_the_preference() -> None:
-    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+    from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
     stock, clone = np.eye(256, dtype=np.float32)[:2]
     pipeline, _, _ = _stock_check_pipeline()
@@ -461,7 +461,7 @@ def test_stock_check_prefers_a_builtin_heard_almost_as_close_as_the_clone() -> N
     """The clone is the encoder's own pick among the atlas voices, so a lead
     smaller than the preference does not keep it (0.725 against 0.689 here,
     within a preference of 0.04)."""
-    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+    from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
     stock, clone = np.eye(256, dtype=np.float32)[:2]
     assert STOCK_PREFERENCE > 0
@@ -514,7 +514,7 @@ def test_the_report_and_the_stock_check_give_one_verdict() -> None:
     "+0.11 closer than clear_female": the report measured its closest built-in
     another way (the atlas's untoned embeddings) than the stock check heard it.
     Now both come from one comparison, and one sentence says which voice it is."""
-    from voxclone.synth.voice.pipeline import STOCK_PREFERENCE
+    from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
     stock, clone = np.eye(256, dtype=np.float32)[:2]
     pipeline, _, _ = _stock_check_pipeline()

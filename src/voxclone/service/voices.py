@@ -75,10 +75,11 @@ from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.clone import InstantCloner
-from voxclone.synth.voice.pipeline import STOCK_PREFERENCE, CloningPipeline
+from voxclone.synth.voice.pipeline import CloningPipeline
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.prosody import pitch_stats
 from voxclone.synth.voice.quality_report import QualityReporter
+from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
 # Names other modules have imported from here since before the split.
 __all__ = [

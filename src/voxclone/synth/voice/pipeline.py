@@ -8,7 +8,7 @@
     reference's sex closest by the atlas, given the same tone, are heard; when
     the product encoder does not hear the clone closer to the reference by
     more than ``STOCK_PREFERENCE``, the closest built-in is moved toward the
-    reference and speaks instead: synth/voice/stock_move.py)
+    reference and speaks instead: synth/voice/stock_check.py, stock_move.py)
 
 The lookup alone (:meth:`CloningPipeline.draft`) is a voice that can speak
 at once; the renders after it (:meth:`CloningPipeline.finish`, ~5 s on 2
@@ -46,8 +46,8 @@ from voxclone.synth.voice.encoder import cosine, crop_averaged_embedding, normal
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.rate_match import follow_speed
-from voxclone.synth.voice.stock_move import MOVE_SHARES, MovedVoice, closest_moved, moved_voices
-from voxclone.synth.voice.stock_voices import SHORTLIST
+from voxclone.synth.voice.stock_check import STOCK_PREFERENCE, StockCheck, StockComparison
+from voxclone.synth.voice.stock_move import MovedVoice, closest_moved
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 
@@ -179,59 +179,6 @@ class ClonedVoice:
         return self.print_seconds + self.instant.seconds
 
 
-# The stock check keeps a built-in unless the encoder hears the clone closer by
-# more than this. The clone is the encoder's own pick among the atlas voices,
-# so its heard similarity is inflated by that choice; a built-in, one of the
-# few voices heard, hardly is. Fitted with the shortlist's length
-# (stock_voices.SHORTLIST), leave one speaker out, on the 17 fit and validation
-# speakers of bench/speaker_splits.py against the standard voices
-# (studies/stock_preference.py, studies/results/stock_preference.md): 0.03 in 15
-# of 17 folds; margin over the best toned built-in per sex +0.050 normalized
-# out of fold (+0.013 with no check). Against the earlier seven it was 0.01.
-STOCK_PREFERENCE = 0.03
-# A reference is embedded from offsets a quarter of the encoder's 0.77 s window
-# step apart and the embeddings averaged (encoder.crop_averaged_embedding).
-# Built-in probes rendered at start-up when there are at most this many
-# comparison voices (the earlier seven); more render on first use.
-WARM_STOCK_PROBES_UP_TO = 8
-
-
-@dataclass(frozen=True)
-class HeardStock:
-    """A built-in voice's probe sentence as the stock check hears it."""
-
-    index: int  # in the atlas
-    name: str
-    similarity: float  # product-encoder cosine to the reference's print
-    probe: np.ndarray
-    tone: ToneFilter | None  # the reference's recording tone for this voice
-
-
-@dataclass(frozen=True)
-class StockComparison:
-    """The clone and the shortlisted built-in voices, heard the same way: each
-    probe sentence with the reference's recording tone, by the product encoder,
-    against the reference's print. One comparison, so the stock check and the
-    quality report cannot disagree (issue 40: "speaks as clear_female, heard
-    about as close" beside "+0.11 closer than clear_female")."""
-
-    clone_similarity: float
-    heard: tuple[HeardStock, ...]  # shortlist order (closest by the atlas first)
-    preference: float
-    # The closest heard built-in won: moved toward the reference, it speaks
-    # instead of the clone (``ClonedVoice.moved``).
-    replaced: bool
-
-    @property
-    def best(self) -> HeardStock:
-        return max(self.heard, key=lambda h: h.similarity)
-
-    @property
-    def lead(self) -> float:
-        """How much closer the clone is heard than the closest built-in."""
-        return self.clone_similarity - self.best.similarity
-
-
 class CloningPipeline:
     def __init__(
         self,
@@ -251,7 +198,7 @@ class CloningPipeline:
         ``follow_rate`` gives the clone a speed towards the reference's pace;
         ``stock_check`` lets a built-in voice the encoder hears closer replace
         the clone, unless the clone is heard closer by more than
-        ``stock_preference`` (:meth:`compare_stock`); ``auditioner`` hears the
+        ``stock_preference`` (synth/voice/stock_check.py); ``auditioner`` hears the
         atlas's nearest voices speak and keeps the closest (:meth:`audition`)."""
         self._cloner = cloner
         self._probe = probe
@@ -259,11 +206,16 @@ class CloningPipeline:
         self._calibrator = calibrator
         self._follow_rate = follow_rate
         self._stock_check = stock_check
-        self._stock_preference = stock_preference
         self._auditioner = auditioner
-        # Built-in voices' probe sentences do not depend on the reference:
-        # rendered once per process (atlas index -> audio).
-        self._stock_probes: dict[int, np.ndarray] = {}
+        # The built-ins heard like the clone (its encoder and tone match); there
+        # with the check off too, for the benchmarks and studies that hear them.
+        self._stock = StockCheck(
+            cloner.atlas,
+            probe=probe,
+            tone_for=self.tone_for,
+            hear=self.heard_similarity,
+            preference=stock_preference,
+        )
 
     @property
     def cloner(self) -> InstantCloner:
@@ -272,6 +224,11 @@ class CloningPipeline:
     @property
     def sample_rate(self) -> int:
         return self._rate
+
+    @property
+    def stock(self) -> StockCheck:
+        """The stock check (synth/voice/stock_check.py), heard like this pipeline hears."""
+        return self._stock
 
     def closest_stock(
         self, voice_print: VoicePrint, language: str | None = None
@@ -406,12 +363,12 @@ class CloningPipeline:
             tone = self.tone_for(spectrum, voice.probe)
         comparison = None
         if self._stock_check:
-            comparison = self.compare_stock(
+            comparison = self._stock.compare(
                 voice_print, voice, tone, spectrum, language=language, allow_stock=allow_stock
             )
         moved = None
         if comparison is not None and comparison.replaced:
-            candidates = self.move_from_stock(voice_print, comparison.best, voice, spectrum)
+            candidates = self._stock.move(voice_print, comparison.best, voice, spectrum)
             moved = closest_moved(candidates)
             tone = moved.tone
             voice = SpokenVoice(
@@ -473,55 +430,11 @@ class CloningPipeline:
             reference_listener=voice_print.listener_embedding,
         )
 
-    def move_from_stock(
-        self,
-        voice_print: VoicePrint,
-        stock: HeardStock,
-        voice: SpokenVoice,
-        spectrum: np.ndarray | None,
-        shares: Sequence[float] = MOVE_SHARES,
-    ) -> list[MovedVoice]:
-        """``stock`` (a built-in the stock check heard) moved toward the
-        reference by each of ``shares`` of ``voice``'s timbre, with ``voice``'s
-        calibrated prosody, each heard like the stock check hears
-        (synth/voice/stock_move.py); empty without a probe renderer."""
-        if self._probe is None:
-            return []
-        atlas = self._cloner.atlas
-        return moved_voices(
-            stock.name,
-            atlas.recipe(stock.index),
-            voice.recipe,
-            pack=atlas.basis.pack,
-            render=self._probe,
-            tone_for=lambda probe: self.tone_for(spectrum, probe),
-            hear=lambda probe, tone: self.heard_similarity(voice_print, probe, tone),
-            shares=shares,
-        )
-
     def warm_stock_probes(self) -> None:
-        """Render the built-in voices' probe sentences now (start-up), not on the
-        first enrollment that needs them: that one took 13.7 s to finish its
-        report against ~5 s for the next ones (bench/clone_latency.py). Only
-        for a comparison set as small as the earlier seven: the 54 standard
-        voices would add ~30 s of renders before cloning is ready, so theirs
-        are rendered when a shortlist first names them (at most
-        ``stock_voices.SHORTLIST`` per report) and kept."""
-        if not self._stock_check or self._probe is None:
-            return
-        voices = self._cloner.atlas.stock.voices
-        if len(voices) > WARM_STOCK_PROBES_UP_TO:
-            return
-        for voice in voices:
-            self._stock_probe(voice.index)
-
-    def _stock_probe(self, index: int) -> np.ndarray:
-        probe = self._stock_probes.get(index)
-        if probe is None:
-            assert self._probe is not None
-            probe = self._probe(self._cloner.atlas.basis.pack(self._cloner.atlas.recipe(index)))
-            self._stock_probes[index] = probe
-        return probe
+        """The built-ins' probe sentences rendered now, when the stock check is
+        on (:meth:`StockCheck.warm_probes`)."""
+        if self._stock_check:
+            self._stock.warm_probes()
 
     def heard_similarity(
         self, voice_print: VoicePrint, probe: np.ndarray, tone: ToneFilter | None
@@ -535,64 +448,6 @@ class CloningPipeline:
         heard = probe if tone is None else tone.apply(probe, self._rate)
         heard16 = soxr.resample(heard, self._rate, ENCODER_RATE).astype(np.float32)
         return cosine(self.reference_embedding(heard16), voice_print.embedding)
-
-    def heard_stock(
-        self,
-        voice_print: VoicePrint,
-        spectrum: np.ndarray | None,
-        *,
-        language: str | None = None,
-        shortlist: int = SHORTLIST,
-    ) -> list[HeardStock]:
-        """The ``shortlist`` built-in voices of the reference's sex (and
-        ``language``'s) closest to ``voice_print`` by the atlas's embeddings,
-        each probe given the reference's recording tone (``spectrum``; None:
-        untoned) and heard by the product encoder; empty without a probe renderer."""
-        if self._probe is None:
-            return []
-        pitch = voice_print.pitch.median_hz
-        ranked = self._cloner.atlas.stock.shortlist(
-            voice_print.embedding,
-            pitch_hz=pitch if pitch > 0 else None,
-            language=language,
-            k=shortlist,
-        )
-        heard = []
-        for voice, _ in ranked:
-            probe = self._stock_probe(voice.index)
-            tone = self.tone_for(spectrum, probe)
-            similarity = self.heard_similarity(voice_print, probe, tone)
-            heard.append(HeardStock(voice.index, voice.name, similarity, probe, tone))
-        return heard
-
-    def compare_stock(
-        self,
-        voice_print: VoicePrint,
-        voice: SpokenVoice,
-        tone: ToneFilter | None,
-        spectrum: np.ndarray | None,
-        *,
-        language: str | None = None,
-        allow_stock: bool = True,
-    ) -> StockComparison | None:
-        """The clone (``voice`` with ``tone``) and :meth:`heard_stock`'s voices,
-        heard alike; ``replaced`` when ``allow_stock`` and the closest built-in is
-        heard closer than the clone less the stock preference. None without a
-        probe or a built-in to compare with.
-
-        Why: the encoder heard a stock voice closer than the clone for 3 of 17
-        speakers, and the judge agreed for 2 of them; with the preference (see
-        ``STOCK_PREFERENCE``) the margin over the best toned built-in per sex
-        rose (studies/stock_preference.py)."""
-        if voice.probe is None or self._probe is None:
-            return None
-        heard = self.heard_stock(voice_print, spectrum, language=language)
-        if not heard:
-            return None
-        clone = self.heard_similarity(voice_print, voice.probe, tone)
-        best = max(h.similarity for h in heard)
-        replaced = allow_stock and best > clone - self._stock_preference
-        return StockComparison(clone, tuple(heard), self._stock_preference, replaced)
 
     def speak(self, recipe: VoiceRecipe, pitch_hz: float) -> SpokenVoice:
         """``recipe`` made to speak at ``pitch_hz`` (when a calibrator is wired),

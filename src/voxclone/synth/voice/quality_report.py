@@ -28,7 +28,7 @@ from voxclone.synth.voice.encoder import SpeakerEncoder, cosine, crop_averaged_e
 from voxclone.synth.voice.stock_move import MovedVoice
 
 if TYPE_CHECKING:
-    from voxclone.synth.voice.pipeline import StockComparison
+    from voxclone.synth.voice.stock_check import StockComparison
 
 TEST_SENTENCE = "Please call Stella and ask her to bring these things with her from the store."
 # Heard only when the test sentence alone suggests a problem: a name like

@@ -1,11 +1,11 @@
 """Never a plain built-in: the stock check's winner moved toward the reference.
 
 When the product encoder hears a built-in voice about as close to a reference
-as the instant clone (``CloningPipeline.compare_stock``), the voice used to
-*be* that built-in, toned: 4 of 11 held-out clones and 9 of 17 a new user
-made came back as "speaks as the built-in voice X" (issue 47), and a person
-who cloned their voice and hears a stock voice concludes the product does
-not clone. Now the built-in is only the start: its timbre half is blended
+as the instant clone (``StockCheck.compare``: synth/voice/stock_check.py), the
+voice used to *be* that built-in, toned: 4 of 11 held-out clones and 9 of 17
+a new user made came back as "speaks as the built-in voice X" (issue 47), and
+a person who cloned their voice and hears a stock voice concludes the product
+does not clone. Now the built-in is only the start: its timbre half is blended
 with the clone's (``clone_share`` of the clone's), the prosody half is the
 clone's pitch-calibrated one (the reference's F0), and the recording tone is
 matched again for the blend. Each share in ``MOVE_SHARES`` is heard speaking

@@ -17,7 +17,7 @@ be told that a male voice is her closest built-in: issue 40), of the voice's
 language where that language has native voices of that sex; ranked by the
 atlas's precomputed embeddings of each voice (no render), so that only the
 head of the list (:data:`SHORTLIST`) costs a probe render and a hearing per
-enrollment (``CloningPipeline.heard_stock``).
+enrollment (``StockCheck.heard``).
 """
 
 from __future__ import annotations
