@@ -83,6 +83,13 @@ class Settings(BaseSettings):
     # longest text (100,000 characters at ~15 a second is ~1.9 h) still fits
     # at the slowest speed (0.5: ~3.7 h); SSML breaks can only add so much.
     max_output_s: float = 4 * 3600.0
+    # Audiobooks (service/audiobooks.py): each chapter is held to the limits
+    # above; a whole book to these. 2,000,000 characters is ~350,000 words
+    # (four long novels), ~37 h at ~15 characters a second; 48 h leaves room
+    # for the pauses and a slower narrator. An upload is also held to
+    # max_upload_mb; a JSON text to what max_text_chars allows a JSON body.
+    max_book_chars: int = 2_000_000
+    max_book_output_s: float = 48 * 3600.0
     max_upload_mb: float = 20.0
     # Slow request bodies (api/body_timeout.py): 408 when no byte of a body
     # arrives for body_idle_timeout_s, or when after that long it averages

@@ -25,6 +25,7 @@ from starlette.types import Scope
 import voxclone
 from voxclone.api import (
     routes_admin,
+    routes_audiobooks,
     routes_captions,
     routes_consent,
     routes_dialogue,
@@ -235,6 +236,7 @@ def create_app(
             routes_openai,
             routes_captions,
             routes_dialogue,
+            routes_audiobooks,
             routes_voices,
             routes_consent,
             routes_jobs,

@@ -49,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
-from voxclone.service.dialogue import Dialogue, Dialogues, is_dialogue
+from voxclone.service.dialogue import Dialogue, Dialogues, PreparedDialogue, is_dialogue
 from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_admission import released_at_end
@@ -197,7 +197,22 @@ class SpeechJobs:
         payload holds its turns; return (job, created)."""
         if dialogue.owner is None:
             raise ValueError("a speech job needs an owner")
-        prepared = dialogues.prepare(dialogue)
+        return self.enqueue_dialogue(
+            dialogues.prepare(dialogue), dialogues, idempotency_key=idempotency_key
+        )
+
+    def enqueue_dialogue(
+        self,
+        prepared: PreparedDialogue,
+        dialogues: Dialogues,
+        *,
+        idempotency_key: str | None = None,
+    ) -> tuple[JobRecord, bool]:
+        """Queue a dialogue already checked and priced (an audiobook prices all
+        its chapters before it queues any: service/audiobooks.py)."""
+        dialogue = prepared.dialogue
+        if dialogue.owner is None:
+            raise ValueError("a speech job needs an owner")
         payload = dialogue.to_payload()
         payload[ESTIMATE_FIELD] = {
             "units": sum(t.service.text_size(t.request) for t in prepared.turns),

@@ -1,0 +1,265 @@
+"""Audiobooks (issue 50) on the real Kokoro runtime: a book queued over HTTP and
+rendered a chapter at a time, its M4B's chapter marks read back with PyAV, one
+chapter re-rendered with another voice without the others, a book resumed by a
+new "server" on the same database after the first died mid-book, and the 4xx."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import av
+import pytest
+import soundfile as sf
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from tests.unit.test_chapters import _xhtml, make_epub
+
+from voxclone.runtime.blobs import LocalBlobStore
+from voxclone.runtime.job_store import JobEvents, SqlJobStore
+from voxclone.service.audiobooks import Audiobooks, BookLimits, Casting, chapter_turns
+from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
+from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs
+from voxclone.synth.text.chapters import Chapter, parse_book
+
+BOOK = """# The Short Book
+
+## One
+
+The rain stopped.
+
+## Two
+
+Anna looked up. "It is over," Anna said.
+"""
+
+
+@pytest.fixture()
+def app(make_app: Any) -> FastAPI:
+    return make_app(rate_limit_per_minute=0)
+
+
+def _key(app: FastAPI, owner: str) -> dict[str, str]:
+    plaintext, _ = app.state.keys.create("test", {"tts"}, owner=owner)
+    return {"Authorization": f"Bearer {plaintext}"}
+
+
+def _wait(c: TestClient, book_id: str, headers: dict[str, str], timeout_s: float = 240) -> Any:
+    deadline = time.monotonic() + timeout_s
+    book: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        book = c.get(f"/v1/audiobooks/{book_id}", headers=headers).json()
+        if book["state"] in ("succeeded", "failed"):
+            return book
+        time.sleep(0.3)
+    raise AssertionError(f"book never ended: {book}")
+
+
+def _chapters_of(data: bytes, suffix: str, tmp_path: Path) -> tuple[list[dict[str, Any]], float]:
+    path = tmp_path / f"read_back.{suffix}"
+    path.write_bytes(data)
+    with av.open(str(path)) as f:
+        assert f.streams.audio[0].codec_context.name == "aac"
+        return f.chapters(), (f.duration or 0) / 1e6
+
+
+def test_a_book_over_http_chapter_marks_manifest_and_one_chapter_rerendered(
+    app: FastAPI, tmp_path: Path
+) -> None:
+    alice, bob = _key(app, "alice"), _key(app, "bob")
+    with TestClient(app) as c:
+        r = c.post(
+            "/v1/audiobooks",
+            json={
+                "text": BOOK,
+                "voice": "clear_female",
+                "cast": {"Anna": "clear_male"},
+                "quotes": True,
+            },
+            headers=alice,
+        )
+        assert r.status_code == 202, r.text
+        book = r.json()
+        assert book["title"] == "The Short Book"
+        assert [ch["title"] for ch in book["chapters"]] == ["One", "Two"]
+        assert r.headers["location"] == f"/v1/audiobooks/{book['id']}"
+        # Another key's owner sees no such book.
+        assert c.get(f"/v1/audiobooks/{book['id']}", headers=bob).status_code == 404
+        done = _wait(c, book["id"], alice)
+        assert done["state"] == "succeeded", done
+        audio = c.get(f"/v1/audiobooks/{book['id']}/audio", headers=alice)
+        assert audio.status_code == 200 and audio.headers["content-type"] == "audio/mp4"
+        marks, duration = _chapters_of(audio.content, "m4b", tmp_path)
+        assert [m["metadata"]["title"] for m in marks] == ["One", "Two"]
+        manifest = c.get(f"/v1/audiobooks/{book['id']}/manifest", headers=alice).json()
+        first, second = manifest["chapters"]
+        # The marks sit where the manifest says, each chapter then its 1 s gap.
+        assert marks[1]["start"] * marks[1]["time_base"] == pytest.approx(
+            second["start_s"], abs=0.002
+        )
+        assert second["start_s"] == pytest.approx(first["duration_s"] + 1.0, abs=0.002)
+        assert duration == pytest.approx(manifest["duration_s"], abs=0.1)
+        one = c.get(f"/v1/audiobooks/{book['id']}/chapters/0/audio", headers=alice)
+        pcm, rate = sf.read(io.BytesIO(one.content))
+        assert len(pcm) / rate == pytest.approx(first["duration_s"], abs=0.05)
+
+        # Chapter 0 again with another narrator: chapter 1's job is kept.
+        jobs_before = [ch["job_id"] for ch in done["chapters"]]
+        again = c.post(
+            f"/v1/audiobooks/{book['id']}/chapters/0/render",
+            json={"voice": "clear_male"},
+            headers=alice,
+        )
+        assert again.status_code == 202, again.text
+        redone = _wait(c, book["id"], alice)
+        assert redone["chapters"][1]["job_id"] == jobs_before[1]
+        assert redone["chapters"][0]["job_id"] != jobs_before[0]
+        assert redone["chapters"][0]["voice"] == "clear_male"
+        new_manifest = c.get(f"/v1/audiobooks/{book['id']}/manifest", headers=alice).json()
+        assert new_manifest["chapters"][0]["voice"] == "clear_male"
+        assert new_manifest["chapters"][1]["duration_s"] == second["duration_s"]
+        # The old chapter's job went with its audio.
+        assert c.get(f"/v1/jobs/{jobs_before[0]}", headers=alice).status_code == 404
+        assert c.delete(f"/v1/audiobooks/{book['id']}", headers=alice).status_code == 204
+        assert c.get(f"/v1/audiobooks/{book['id']}", headers=alice).status_code == 404
+
+
+def test_quoted_speech_goes_to_the_character_named_in_its_paragraph() -> None:
+    casting = Casting("clear_female", {"Anna": "clear_male"}, quotes=True)
+    turns = chapter_turns(Chapter("Two", 'Anna looked up. "It is over," Anna said.'), casting)
+    assert [(t.speaker, t.voice, t.text) for t in turns] == [
+        ("Narrator", "clear_female", "Two"),
+        ("Narrator", "clear_female", "Anna looked up."),
+        ("Anna", "clear_male", "It is over,"),
+        ("Narrator", "clear_female", "Anna said."),
+    ]
+    assert turns[1].pause_ms == 1000 and turns[2].pause_ms is None
+    # Without quotes, or without a name in the paragraph, the narrator reads it all.
+    plain = chapter_turns(Chapter("T", '"Hi," she said.'), casting)
+    assert {t.voice for t in plain} == {"clear_female"}
+
+
+def test_a_killed_server_resumes_the_book_rendering_only_missing_chapters(
+    runtime: Any, tmp_path: Path
+) -> None:
+    db, blobs = tmp_path / "jobs.sqlite3", LocalBlobStore(tmp_path / "blobs")
+    limits = BookLimits(max_output_s=600, max_text_chars=10_000, max_book_output_s=3600)
+
+    def server(worker: str) -> tuple[SqlJobStore, SpeechJobs, Audiobooks]:
+        """One process's parts on the shared database and blob store."""
+        store = SqlJobStore(db)  # opened as at a start: recovers what it should
+        jobs = SpeechJobs(
+            queue=store,
+            speech=runtime.speech,
+            blobs=blobs,
+            events=JobEvents(),
+            config=SpeechJobConfig(lease_s=5.0),
+            worker_id=worker,
+        )
+        return store, jobs, Audiobooks(store=store, jobs=jobs, speech=runtime.speech, limits=limits)
+
+    text = "Chapter 1\nOne.\n\nChapter 2\nTwo.\n\nChapter 3\nThree.\n"
+    store, jobs, books = server("first")
+    view = books.submit(
+        parse_book(text.encode(), "text", max_chars=1000), Casting("clear_female"), owner="reader"
+    )
+    ids = [ch.job.id for ch in view.chapters if ch.job]
+    assert jobs.run_one() is not None  # chapter 1 rendered
+    stored = blobs.get(store.get(ids[0], None).result["blob_key"])  # type: ignore[index]
+    # Chapter 2 is claimed, then the process dies: no release, its lease runs out.
+    died = store.claim("first", kinds=(SPEECH_JOB_KIND,), lease_s=1.0)
+    assert died is not None and died.id == ids[1]
+    store.close()
+    time.sleep(1.1)
+
+    store, jobs, books = server("second")
+    rendered = []
+    while (job := jobs.run_one()) is not None:
+        rendered.append(job.id)
+    assert rendered == ids[1:]  # the missing chapters, in order; chapter 1 not again
+    first = store.get(ids[0], None)
+    assert first.attempts == 1 and blobs.get(first.result["blob_key"]) == stored  # type: ignore[index]
+    assert store.get(ids[1], None).attempts == 2  # taken over after the lost lease
+    finished = books.get(view.record.id, "reader")
+    assert finished.state == "succeeded"
+    path = tmp_path / "book.m4b"
+    path.write_bytes(books.audio(view.record.id, "reader"))
+    with av.open(str(path)) as f:
+        assert [m["metadata"]["title"] for m in f.chapters()] == [
+            "Chapter 1",
+            "Chapter 2",
+            "Chapter 3",
+        ]
+    store.close()
+
+
+def test_bad_books_are_4xx_naming_the_field_and_limit(make_app: Any, app_runtime: Any) -> None:
+    settings = app_runtime.current.settings.model_copy(
+        update={"max_output_s": 20.0, "max_book_output_s": 30.0}
+    )
+    app_runtime.replace(settings=settings)
+    app = make_app(rate_limit_per_minute=0)
+    headers = _key(app, "carol")
+    line = "This sentence is long enough to be spoken for a few seconds at least. "
+    with TestClient(app) as c:
+
+        def post_file(data: bytes, name: str, **form: str) -> Any:
+            return c.post(
+                "/v1/audiobooks",
+                files={"file": (name, data)},
+                data={"voice": "clear_female", **form},
+                headers=headers,
+            )
+
+        not_zip = post_file(b"PK\x03\x04garbage", "book.epub")
+        empty = post_file(make_epub([("c.xhtml", _xhtml("<img src='c.jpg'/>"))]), "b.epub")
+        unknown = c.post(
+            "/v1/audiobooks", json={"text": "Hello.", "voice": "nobody_here"}, headers=headers
+        )
+        bad_cast = c.post(
+            "/v1/audiobooks",
+            json={
+                "text": "Hi.",
+                "voice": "clear_female",
+                "cast": {"Bob": "nobody_here"},
+                "quotes": True,
+            },
+            headers=headers,
+        )
+        long_chapter = c.post(
+            "/v1/audiobooks",
+            json={"text": "Chapter 1\n" + line * 5, "voice": "clear_female"},
+            headers=headers,
+        )
+        long_book = c.post(
+            "/v1/audiobooks",
+            json={
+                "text": "\n\n".join(f"Chapter {i}\n{line * 2}" for i in range(4)),
+                "voice": "clear_female",
+            },
+            headers=headers,
+        )
+        both = post_file(b"Hi.", "a.txt", text="Hi.")
+        ok_epub = post_file(
+            make_epub([("a.xhtml", _xhtml("<h1>A</h1><p>Hello there.</p>"))]),
+            "b.epub",
+            cast=json.dumps({}),
+        )
+        if ok_epub.status_code == 202:  # not left rendering for the next tests
+            c.delete(f"/v1/audiobooks/{ok_epub.json()['id']}", headers=headers)
+    assert not_zip.status_code == 422 and not_zip.json()["error"]["field"] == "file"
+    assert empty.status_code == 422 and empty.json()["error"]["field"] == "file"
+    assert unknown.status_code == 404 and unknown.json()["error"]["field"] == "voice"
+    assert bad_cast.status_code == 404 and bad_cast.json()["error"]["field"] == "cast.Bob"
+    error = long_chapter.json()["error"]
+    assert long_chapter.status_code == 413 and error["field"] == "chapters[0]"
+    assert error["limit"] == 20.0 and "chapter 0" in error["message"]
+    error = long_book.json()["error"]
+    assert long_book.status_code == 413, long_book.text
+    assert error["field"] == "file" and error["limit"] == 30.0
+    assert "max_book_output_s" in error["message"]
+    assert both.status_code == 422 and both.json()["error"]["field"] == "file"
+    assert ok_epub.status_code == 202, ok_epub.text
