@@ -64,12 +64,13 @@ from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.models_location import default_models_dir  # noqa: E402
 from voxclone.service.voices import ConsentInput, EnrollRequest  # noqa: E402
-from voxclone.synth.audio.tone import ToneFilter, tone_filter_for  # noqa: E402
+from voxclone.service.voices_stored import recipe_from_json  # noqa: E402
+from voxclone.synth.audio.tone import ToneFilter  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402
 from voxclone.synth.voice.listener import CAMPLUS, GE2E, make_listener  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
-from voxclone.synth.voice.stock_move import MOVE_SHARES  # noqa: E402
+from voxclone.synth.voice.stock_move import MOVE_SHARES, toward_clone  # noqa: E402
 
 RATE = 24_000
 ARMS = ("builtin", "moved", "clone")
@@ -138,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="stock_moved_"))
     runtime = build_runtime(Settings(home=home, models_dir=models_dir, warm_cloning=False))
     voices = runtime.voices
-    assert voices is not None
+    assert voices is not None and voices.pipeline is not None
+    pipeline = voices.pipeline
+    atlas = pipeline.cloner.atlas
+    stock_index = {v.name: v.index for v in atlas.stock.voices}
     engine = next(iter(runtime.engines.values())).engine
     tokenizer = engine.tokenizer()
     tokens = [tokenizer.token_ids(tokenizer.phonemize(s, "en-us")) for s in SENTENCES]
@@ -186,10 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         plain = builtins[start].style
         assert plain is not None
-        plain_tone = tone_filter_for(
-            record.reference_spectrum,
-            engine.synthesize([SynthItem(probe_tokens, plain, 1.0)])[0],
-            RATE,
+        plain_tone = pipeline.tone_for(
+            record.reference_spectrum, engine.synthesize([SynthItem(probe_tokens, plain, 1.0)])[0]
         )
         assert record.style is not None and kept.style is not None  # style voices
         sentences = {
@@ -197,15 +199,14 @@ def main(argv: list[str] | None = None) -> int:
             "moved": speak(record.style, _tone(record.tone_db), tokens),
             "clone": speak(kept.style, _tone(kept.tone_db), tokens),
         }
+        # Each share moved as the product moves it (StockCheck.move): the
+        # built-in's atlas recipe toward the kept clone's stored recipe, packed.
+        stock_recipe = atlas.recipe(stock_index[start])
+        clone_recipe = recipe_from_json(kept.quality["style_recipe"])
         for arm, share in SHARE_ARMS.items():
-            # The blend's timbre half is linear in the recipe (StyleBasis.pack), so
-            # the plain pack and the kept clone's style give it exactly.
-            style = _blend(plain, kept.style, share)
-            tone = tone_filter_for(
-                record.reference_spectrum,
-                engine.synthesize([SynthItem(probe_tokens, style, 1.0)])[0],
-                RATE,
-            )
+            style = atlas.basis.pack(toward_clone(stock_recipe, clone_recipe, share))
+            probe = engine.synthesize([SynthItem(probe_tokens, style, 1.0)])[0]
+            tone = pipeline.tone_for(record.reference_spectrum, probe)
             sentences[arm] = speak(style, tone, tokens)
         untoned_builtin = speak(plain, None, tokens)
         held = [e for e in by_speaker[speaker] if e["file"] != enrollment.entry["file"]]
@@ -260,14 +261,6 @@ def main(argv: list[str] | None = None) -> int:
     write_result(args.out.with_suffix(".json"), result, markdown(result))
     print(json.dumps(summary, indent=2))
     return 0
-
-
-def _blend(plain: np.ndarray, clone: np.ndarray, share: float) -> np.ndarray:
-    """``plain``'s timbre half moved ``share`` toward ``clone``'s, ``clone``'s prosody half."""
-    half = plain.shape[-1] // 2
-    out = np.array(clone, np.float32, copy=True)
-    out[..., :half] = (1.0 - share) * plain[..., :half] + share * clone[..., :half]
-    return out
 
 
 def _tone(gain_db: np.ndarray | None) -> ToneFilter | None:

@@ -32,6 +32,7 @@ LIGHT_STUDIES = (
     "stock_preference",
     "stock_listener",
     "stock_check_cost",
+    "stock_moved",
     "rate_follow",
     "report_calibration",
     "fit_pick_weights",

@@ -260,6 +260,12 @@ class VoiceService:
             )
         return None
 
+    @property
+    def pipeline(self) -> CloningPipeline | None:
+        """The cloning pipeline enrollments run (None: no style engine), so a
+        study can call the product's own steps (studies/stock_moved.py)."""
+        return self._pipeline
+
     def _pipeline_or_fail(self) -> CloningPipeline:
         if self._pipeline is None:
             raise no_style_engine()
