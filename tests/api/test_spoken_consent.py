@@ -205,3 +205,28 @@ def test_a_busy_server_leaves_the_phrase_valid_for_the_retry(
     error = retry.json()["error"]
     # Refused for its audio now (415), not as a replayed phrase.
     assert error["field"] == "audio" and error.get("reason") != "replayed", retry.text
+
+
+def test_a_taken_name_leaves_the_phrase_valid_for_the_retry(
+    spoken: TestClient, make_app: Any, renders: dict
+) -> None:
+    """A 409 for a name the owner already uses stored nothing, yet spent the
+    phrase (the retry under another name answered 'replayed'); now it is
+    given back. The name is checked before the audio is read, so the clips
+    here need not be audio."""
+    with TestClient(make_app(request_deadline_s=300.0)) as typed:
+        sample = _render(typed, renders, SAMPLE_TEXT, SPEAKER)
+        first = _enroll(
+            typed, sample, None, None, name="Taken", consent="true", consent_statement="I agree."
+        )
+        assert first.status_code == 201, first.text
+    phrase = _phrase(spoken)
+    try:
+        taken = _enroll(spoken, b"not audio", b"not audio", phrase["phrase_id"], name="taken")
+        assert taken.status_code == 409 and taken.json()["error"]["field"] == "name", taken.text
+        retry = _enroll(spoken, b"not audio", b"not audio", phrase["phrase_id"], name="Free")
+        error = retry.json()["error"]
+        # Refused for its audio now (415), not as a replayed phrase.
+        assert error["field"] == "audio" and error.get("reason") != "replayed", retry.text
+    finally:
+        assert spoken.delete(f"/v1/voices/{first.json()['id']}").status_code in (200, 202)

@@ -56,3 +56,18 @@ def test_a_phrase_expires() -> None:
     clock.now += 601
     refused = _refused(phrases, phrase.id, "ada")
     assert refused.reason == "expired" and refused.limit == 600
+
+
+def test_a_phrase_given_back_can_be_taken_once_more_and_still_expires() -> None:
+    """A refused enrollment (a taken name) gives its phrase back: open again
+    for its owner only, single use again, with its original expiry."""
+    clock = Clock()
+    phrases = ConsentPhrases(ttl_s=600, clock=clock)
+    phrase = phrases.issue("ada")
+    phrases.give_back(phrases.take(phrase.id, "ada"))
+    assert _refused(phrases, phrase.id, "mallory").reason == "unknown"
+    assert phrases.take(phrase.id, "ada") == phrase
+    assert _refused(phrases, phrase.id, "ada").reason == "replayed"
+    phrases.give_back(phrase)
+    clock.now += 601
+    assert _refused(phrases, phrase.id, "ada").reason == "expired"

@@ -21,7 +21,7 @@ from voxclone.api.schemas import (
     VoiceListOut,
     VoiceOut,
 )
-from voxclone.errors import InvalidInput, NotReady
+from voxclone.errors import Conflict, InvalidInput, NotReady
 
 router = APIRouter(tags=["voices"])
 
@@ -112,15 +112,8 @@ async def enroll_voice(
 ) -> EnrolledVoiceOut:
     voices = get_voice_service(request)
     spoken_parts = _spoken_consent_parts(request, consent_audio, consent_phrase_id)
-    if spoken_parts is not None:  # the phrase read is the statement agreed to
-        consent, consent_statement = "true", "(the phrase read)"
-    if not _consent_given(consent):
-        raise InvalidInput(
-            'cloning a voice needs the speaker\'s consent: send consent="true"',
-            field="consent",
-        )
-    if not consent_statement.strip():
-        raise InvalidInput("consent_statement must not be empty", field="consent_statement")
+    if spoken_parts is None:  # typed consent; spoken consent is the phrase read, checked later
+        _check_typed_consent(consent, consent_statement)
     consent_input, enroll_request = request_types()
     deadline = request_deadline(request, request.app.state.settings.enroll_deadline_s)
     # On the event loop, before any audio work: a refusal answers in milliseconds.
@@ -129,8 +122,8 @@ async def enroll_voice(
         # Taken (single use) only once admitted: a busy server's 503 leaves the
         # speaker's phrase valid for the retry instead of making them read a new one.
         spoken = await _take_spoken_consent(voices, principal.owner, spoken_parts)
-        if spoken is not None:
-            consent_statement = spoken.phrase.text
+        # What a spoken consent agreed to is the phrase the speaker read.
+        statement = consent_statement if spoken is None else spoken.phrase.text
         data = [await clip.read() for clip in audio]
         req = enroll_request(
             audio=data[0],
@@ -139,7 +132,7 @@ async def enroll_voice(
             owner=principal.owner,
             consent=consent_input(
                 given=True,
-                statement=consent_statement,
+                statement=statement,
                 given_by=(given_by or "").strip() or principal.owner,
                 client_address=request.client.host if request.client else None,
             ),
@@ -151,17 +144,26 @@ async def enroll_voice(
             spoken_consent=spoken,
             **({"model": model} if model else {}),
         )
-        if wait:
-            # The client waits for the voice: if it leaves, the enrollment stops
-            # and stores nothing (api/cancellation.py polls the connection).
-            enrolled = await run_until_disconnect(
-                request,
-                lambda gone: voices.start_enrollment(req, wait=True, ticket=ticket, cancelled=gone),
-            )
-        else:  # answered at once; the voice is kept whatever the client does next
-            enrolled = await run_in_threadpool(
-                lambda: voices.start_enrollment(req, wait=False, ticket=ticket)
-            )
+        try:
+            if wait:
+                # The client waits for the voice: if it leaves, the enrollment stops
+                # and stores nothing (api/cancellation.py polls the connection).
+                enrolled = await run_until_disconnect(
+                    request,
+                    lambda gone: voices.start_enrollment(
+                        req, wait=True, ticket=ticket, cancelled=gone
+                    ),
+                )
+            else:  # answered at once; the voice is kept whatever the client does next
+                enrolled = await run_in_threadpool(
+                    lambda: voices.start_enrollment(req, wait=False, ticket=ticket)
+                )
+        except Conflict:
+            # A taken name (409) stored nothing: the phrase stays valid for the
+            # retry under another name, not spent (answered "replayed" before).
+            if spoken is not None:
+                voices.consent_phrases.give_back(spoken.phrase)
+            raise
     finally:
         ticket.release()  # harmless once the service released it
     out = VoiceOut.of(enrolled.record)
@@ -170,6 +172,17 @@ async def enroll_voice(
         job=JobOut.of(enrolled.refine_job) if enrolled.refine_job else None,
         report_job=JobOut.of(enrolled.report_job) if enrolled.report_job else None,
     )
+
+
+def _check_typed_consent(consent: str, statement: str) -> None:
+    """Typed consent: "true" and the statement agreed to, refused naming the field."""
+    if not _consent_given(consent):
+        raise InvalidInput(
+            'cloning a voice needs the speaker\'s consent: send consent="true"',
+            field="consent",
+        )
+    if not statement.strip():
+        raise InvalidInput("consent_statement must not be empty", field="consent_statement")
 
 
 def _spoken_consent_parts(

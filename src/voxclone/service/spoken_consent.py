@@ -157,6 +157,13 @@ class ConsentPhrases:
             )
         return phrase
 
+    def give_back(self, phrase: ConsentPhrase) -> None:
+        """``phrase``, taken by an enrollment that was refused before it could
+        store a voice (a taken name), open again until its own expiry."""
+        with self._lock:
+            self._spent.pop(phrase.id, None)
+            self._open[phrase.id] = phrase
+
     def _sweep(self) -> None:
         now = self._clock()
         for key in [k for k, p in self._open.items() if p.expires_at < now]:
