@@ -263,3 +263,61 @@ def test_bad_books_are_4xx_naming_the_field_and_limit(make_app: Any, app_runtime
     assert "max_book_output_s" in error["message"]
     assert both.status_code == 422 and both.json()["error"]["field"] == "file"
     assert ok_epub.status_code == 202, ok_epub.text
+
+
+def test_cli_audiobook_epub_to_m4b_through_a_server(
+    live_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from voxclone.api import cli
+
+    monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "cli-home"))
+    book = tmp_path / "book.epub"
+    book.write_bytes(
+        make_epub(
+            [
+                ("1.xhtml", _xhtml("<h1>Morning</h1><p>The sun rose.</p>")),
+                ("2.xhtml", _xhtml("<h1>Evening</h1><p>The sun set.</p>")),
+            ]
+        )
+    )
+    out, manifest = tmp_path / "book.m4b", tmp_path / "book.json"
+    with live_server(rate_limit_per_minute=0, allowed_hosts=["127.0.0.1"]) as server:
+        code = cli.main(
+            [
+                "audiobook",
+                str(book),
+                "--voice",
+                "clear_male",
+                "-o",
+                str(out),
+                "--manifest",
+                str(manifest),
+                "--server",
+                server.url,
+            ]
+        )
+        err = capsys.readouterr().err
+        assert code == 0, err
+        assert "chapter 0 succeeded: Morning" in err and "chapter 1 succeeded: Evening" in err
+        with av.open(str(out)) as f:
+            assert [m["metadata"]["title"] for m in f.chapters()] == ["Morning", "Evening"]
+        chapters = json.loads(manifest.read_text())["chapters"]
+        assert [c["title"] for c in chapters] == ["Morning", "Evening"]
+        assert all(c["duration_s"] > 0.5 for c in chapters)
+        # A bad book: one line naming the problem, no traceback.
+        bad = tmp_path / "bad.epub"
+        bad.write_bytes(b"PK\x03\x04 not a zip")
+        code = cli.main(
+            [
+                "audiobook",
+                str(bad),
+                "--voice",
+                "clear_male",
+                "-o",
+                str(tmp_path / "x.m4b"),
+                "--server",
+                server.url,
+            ]
+        )
+        err = capsys.readouterr().err
+        assert code != 0 and "not a zip" in err and "Traceback" not in err

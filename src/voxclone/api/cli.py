@@ -157,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
         "VOXCLONE_LOG_FORMAT)",
     )
 
+    from voxclone.api.cli_audiobook import add_audiobook_parser
     from voxclone.api.cli_clone import add_clone_parser
     from voxclone.api.cli_db import add_db_parser
     from voxclone.api.cli_detect import add_detect_parser
@@ -174,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     add_lexicon_parser(sub)
     add_wyoming_parser(sub)
     add_dialogue_parser(sub)
+    add_audiobook_parser(sub)
     add_detect_parser(sub)
     add_verify_receipt_parser(sub)
     return parser
@@ -478,6 +480,12 @@ def cmd_dialogue(args: argparse.Namespace, settings: Settings) -> int:
     return run_dialogue(args, settings)
 
 
+def cmd_audiobook(args: argparse.Namespace, settings: Settings) -> int:
+    from voxclone.api.cli_audiobook import cmd_audiobook as run_audiobook
+
+    return run_audiobook(args, settings)
+
+
 def cmd_wyoming(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.api.cli_wyoming import cmd_wyoming as run_wyoming
 
@@ -495,6 +503,7 @@ COMMANDS: dict[str, Handler] = {
     "lexicon": cmd_lexicon,
     "wyoming": cmd_wyoming,
     "dialogue": cmd_dialogue,
+    "audiobook": cmd_audiobook,
     "detect": cmd_detect,
     "verify-receipt": cmd_verify_receipt,
 }
