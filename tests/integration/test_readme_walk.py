@@ -16,7 +16,7 @@ request fails its command instead of writing an error body to ``hello.mp3``;
 each command's check then looks at what it says it makes (audio that decodes,
 the JSON the README shows). Inputs the README assumes are made here:
 ``reference.wav`` / ``more.wav`` (two halves of one LibriSpeech utterance),
-``bob.wav`` (another speaker), ``chapter.txt``, ``chapter1.txt``.
+``bob.wav`` (another speaker), ``chapter.txt``, ``chapter1.txt``, ``book.md``.
 
 Commands that cannot run in a test are in ``NOT_RUN`` with the reason; a README
 command that is in neither table fails :func:`test_every_readme_command_is_walked_or_listed`
@@ -227,6 +227,15 @@ def _rain(walk: Walk, out: str) -> None:
     _srt(walk, out)
 
 
+def _audiobook(walk: Walk, _out: str) -> None:
+    import av
+
+    with av.open(str(walk.work / "book.m4b")) as f:
+        assert [c["metadata"]["title"] for c in f.chapters()] == ["Dawn", "Dusk"]
+    manifest = json.loads((walk.work / "book.json").read_text())
+    assert [c["title"] for c in manifest["chapters"]] == ["Dawn", "Dusk"], manifest
+
+
 def _blend_saved(_walk: Walk, out: str) -> None:
     body = json.loads(out)
     assert body["name"] == "narrator", body
@@ -289,6 +298,9 @@ WALKED: dict[str, Callable[[Walk, str], None]] = {
     # run by _walk_wyoming: started, asked to describe itself, stopped
     ".venv/bin/voxclone wyoming --uri tcp://0.0.0.0:10200 --owner local": says(),
     ".venv/bin/voxclone models list": says("kokoro"),
+    ".venv/bin/voxclone audiobook book.md --voice clear_female -o book.m4b --manifest book.json": (
+        _audiobook
+    ),
 }
 PYTHON_KEYS = {"from openai import OpenAI": "python: OpenAI client"}
 
@@ -329,6 +341,7 @@ def _inputs(work: Path) -> None:
         "The lighthouse keeper climbed the stairs at dusk. "
         "Far below, the sea turned grey and then black.\n"
     )
+    (work / "book.md").write_text("# A Day\n\n## Dawn\n\nThe sun rose.\n\n## Dusk\n\nIt set.\n")
     shim = work / "shim"
     shim.mkdir()
     real_curl = shutil.which("curl")
