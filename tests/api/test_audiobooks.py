@@ -321,3 +321,33 @@ def test_cli_audiobook_epub_to_m4b_through_a_server(
         )
         err = capsys.readouterr().err
         assert code != 0 and "not a zip" in err and "Traceback" not in err
+
+
+def test_cancel_stops_the_chapters_not_rendered_and_events_say_so_per_chapter(
+    app: FastAPI,
+) -> None:
+    headers = _key(app, "dave")
+    text = "\n\n".join(f"Chapter {i}\nThe tide came in, slowly." for i in range(1, 4))
+    with TestClient(app) as c:
+        r = c.post("/v1/audiobooks", json={"text": text, "voice": "clear_female"}, headers=headers)
+        assert r.status_code == 202, r.text
+        book_id = r.json()["id"]
+        cancelled = c.post(f"/v1/audiobooks/{book_id}/cancel", headers=headers).json()
+        # At most the first chapter was taken by the worker before the cancel.
+        assert [ch["state"] for ch in cancelled["chapters"]][1:] == ["cancelled", "cancelled"]
+        events: list[tuple[str, dict[str, Any]]] = []
+        with c.stream("GET", f"/v1/audiobooks/{book_id}/events", headers=headers) as s:
+            assert s.headers["content-type"].startswith("text/event-stream")
+            name = ""
+            for line in s.iter_lines():
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    events.append((name, json.loads(line[5:])))
+        chapters = [d for n, d in events if n == "chapter"]
+        assert sorted({d["n"] for d in chapters}) == [0, 1, 2]
+        assert events[-1][0] == "done" and events[-1][1]["state"] == "failed"
+        # No book to download: 409 naming how far it got.
+        audio = c.get(f"/v1/audiobooks/{book_id}/audio", headers=headers)
+        assert audio.status_code == 409 and "chapters rendered" in audio.json()["error"]["message"]
+        assert c.delete(f"/v1/audiobooks/{book_id}", headers=headers).status_code == 204

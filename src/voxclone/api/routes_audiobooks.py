@@ -238,6 +238,16 @@ async def get_audiobook(book_id: str, principal: TTSCaller, runtime: RuntimeDep)
     return book_out(view)
 
 
+@router.post(
+    "/v1/audiobooks/{book_id}/cancel",
+    response_model=AudiobookOut,
+    summary="Cancel the chapters not rendered yet (rendered ones are kept)",
+)
+async def cancel_audiobook(book_id: str, principal: TTSCaller, runtime: RuntimeDep) -> AudiobookOut:
+    view = await run_in_threadpool(audiobooks(runtime).cancel, book_id, principal.owner)
+    return book_out(view)
+
+
 @router.delete(
     "/v1/audiobooks/{book_id}",
     status_code=status.HTTP_204_NO_CONTENT,

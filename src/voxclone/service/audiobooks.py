@@ -380,6 +380,15 @@ class Audiobooks:
         self.blobs.delete_prefix(f"{BOOK_BLOB_PREFIX}{book_id}/")
         return self.get(book_id, owner)
 
+    def cancel(self, book_id: str, owner: str | None) -> BookView:
+        """Cancel the chapters not rendered yet (a running one stops at its
+        next chunk); rendered ones are kept, and any can be rendered again."""
+        for c in self.get(book_id, owner).chapters:
+            if c.job is not None and not c.job.done:
+                with contextlib.suppress(NotFound):  # deleted meanwhile
+                    self._store.request_cancel(c.job.id, None)
+        return self.get(book_id, owner)
+
     def delete(self, book_id: str, owner: str | None) -> None:
         view = self.get(book_id, owner)
         for c in view.chapters:
