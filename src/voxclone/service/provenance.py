@@ -3,8 +3,12 @@ its C2PA manifest say?
 
 Detection decodes the upload as enrollment does (synth/audio/decode.py: the
 same size and length limits, the same 4xx for what is not audio) and reads
-PerTh's watermark from it (synth/audio/watermark.py). PerTh's implicit mark
-carries no bits, so ``payload`` says which mark was found, not who made it.
+PerTh's watermark from it (synth/audio/watermark.py), at the audio's own
+speed and, when that finds nothing, at playback speeds 0.85x..1.17x
+(synth/audio/watermark_search.py: a 0.9x or 1.1x re-upload hid the mark from
+the plain read). PerTh's implicit mark carries no bits, so ``payload`` says
+which mark was found (and ``speed``, the playback speed it was read at, when
+not 1), not who made it.
 The manifest (service/c2pa_manifest.py) is read from the upload's bytes as
 they are and verified offline; ``own`` names this server's signing key.
 """
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 
 from voxclone.runtime.signing_key import SigningCredential
 from voxclone.service.c2pa_manifest import ManifestReport, read_manifest
-from voxclone.synth.audio import watermark
+from voxclone.synth.audio import watermark, watermark_search
 from voxclone.synth.audio.decode import decode_audio
 
 
@@ -40,7 +44,11 @@ def detect(
     own: SigningCredential | None = None,
 ) -> ProvenanceReport:
     samples, rate = decode_audio(data, max_bytes=max_bytes, max_seconds=max_seconds)
-    found = watermark.shared().detect(samples, rate)
-    payload = {"watermark": watermark.WATERMARK_ID} if found.watermarked else None
+    found = watermark_search.detect(watermark.shared(), samples, rate)
+    payload = None
+    if found.watermarked:
+        payload = {"watermark": watermark.WATERMARK_ID}
+        if found.speed != 1.0:
+            payload["speed"] = f"{found.speed:.2f}"
     manifest = read_manifest(data, own)
     return ProvenanceReport(found.watermarked, round(found.confidence, 4), payload, manifest)
