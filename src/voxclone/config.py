@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     # 50(2) asks for a machine-readable mark). False: nothing is marked, and
     # responses say so (X-Voxclone-Watermark: none).
     watermark: bool = True
+    # Per-key policy: True lets a key created with the ``speech:unmarked``
+    # scope (granted by name only; ``admin`` does not imply it) receive
+    # unmarked speech, said by X-Voxclone-Watermark: none on its answers. False
+    # (default): that scope is ignored and every output is marked.
+    watermark_per_key: bool = False
     # Whole-file WAV, MP3 and FLAC outputs carry a signed C2PA manifest
     # ("AI-generated", generator, model, an opaque voice reference) and plain
     # tags (service/c2pa_manifest.py); streams cannot (the hash covers the

@@ -7,6 +7,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 
 ENDED = frozenset({"succeeded", "failed", "cancelled"})
@@ -35,10 +36,17 @@ def wait_for_job(
 
 def job_audio(client: TestClient, body: dict[str, Any], headers: dict[str, str]) -> bytes:
     """Submit a speech job with ``body``, wait for it to succeed, download its audio."""
+    return job_download(client, body, headers).content
+
+
+def job_download(
+    client: TestClient, body: dict[str, Any], headers: dict[str, str]
+) -> httpx.Response:
+    """:func:`job_audio`'s download itself, headers and all."""
     r = client.post("/v1/jobs/speech", json=body, headers=headers)
     assert r.status_code == 202, r.text
     job = wait_for_job(client, r.json()["id"], headers)
     assert job["state"] == "succeeded", job
     audio = client.get(job["audio_url"])
     assert audio.status_code == 200
-    return audio.content
+    return audio

@@ -222,7 +222,9 @@ def create_app(
     app.state.startup_error = None
     app.state.metrics = metrics
     app.state.keys = keys
-    app.state.authenticator = Authenticator(keys, require_keys=settings.require_keys)
+    app.state.authenticator = Authenticator(
+        keys, require_keys=settings.require_keys, watermark_per_key=settings.watermark_per_key
+    )
     app.state.rate_limiter = build_rate_limiter(settings)
     app.state.stream_slots = StreamSlots(settings.max_concurrent_streams)
 

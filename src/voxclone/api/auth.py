@@ -25,7 +25,7 @@ from fastapi import Depends, Request
 
 from voxclone.api.ratelimit import enforce_rate_limit
 from voxclone.errors import Forbidden, Unauthorized
-from voxclone.runtime.key_scopes import LOCAL_OWNER
+from voxclone.runtime.key_scopes import LOCAL_OWNER, SCOPE_UNMARKED
 from voxclone.runtime.keys import (
     KEY_PREFIX,
     SCOPE_TTS,
@@ -47,6 +47,9 @@ class Principal:
     owner: str
     scopes: frozenset[str]
     key_id: str | None  # None in single-user mode
+    # This caller's speech goes out without the watermark: its key names the
+    # speech:unmarked scope and the operator allows per-key marking.
+    unmarked: bool = False
 
     def allows(self, scope: str) -> bool:
         return "admin" in self.scopes or scope in self.scopes
@@ -56,7 +59,7 @@ class Principal:
         return f"key:{self.key_id}" if self.key_id else None
 
 
-LOCAL_PRINCIPAL = Principal(owner=LOCAL_OWNER, scopes=SCOPES, key_id=None)
+LOCAL_PRINCIPAL = Principal(owner=LOCAL_OWNER, scopes=SCOPES - {SCOPE_UNMARKED}, key_id=None)
 
 
 # How long "no key exists yet" is trusted before the key database is asked again.
@@ -69,10 +72,16 @@ KEYS_RECHECK_S = 1.0
 
 class Authenticator:
     def __init__(
-        self, keys: KeyStore, *, require_keys: bool = False, recheck_s: float = KEYS_RECHECK_S
+        self,
+        keys: KeyStore,
+        *,
+        require_keys: bool = False,
+        recheck_s: float = KEYS_RECHECK_S,
+        watermark_per_key: bool = False,
     ) -> None:
         self.keys = keys
         self.require_keys = require_keys
+        self.watermark_per_key = watermark_per_key
         self.recheck_s = recheck_s
         self._keys_seen = False
         self._none_until = 0.0  # monotonic time until which "no keys" is trusted
@@ -112,7 +121,10 @@ class Authenticator:
         record = self.keys.authenticate(token.strip())
         if record is None:
             raise Unauthorized("the API key is not valid or has been revoked")
-        return Principal(owner=record.owner, scopes=record.scopes, key_id=record.id)
+        unmarked = self.watermark_per_key and SCOPE_UNMARKED in record.scopes
+        return Principal(
+            owner=record.owner, scopes=record.scopes, key_id=record.id, unmarked=unmarked
+        )
 
     def _key_required(self) -> str:
         message = "an API key is required: send 'Authorization: Bearer <key>'"
@@ -128,6 +140,8 @@ def authenticate_request(request: Request) -> Principal:
     authenticator: Authenticator = request.app.state.authenticator
     principal = authenticator.authenticate(request.headers.get("authorization"))
     request.state.owner = principal.owner  # for the access log
+    # For X-Voxclone-Watermark (api/watermark_header.py): this answer is unmarked.
+    request.state.unmarked = principal.unmarked
     return principal
 
 

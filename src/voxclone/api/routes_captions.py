@@ -130,7 +130,9 @@ async def captioned_speech(
     format: Annotated[CaptionFormat, Query(description="json, srt or vtt")] = "json",  # noqa: A002
 ) -> Response:
     # Resolved once, its voice looked up once (mapping OpenAI's names needs it).
-    req = await run_in_threadpool(openai_speech_request, body, runtime, principal.owner)
+    req = await run_in_threadpool(
+        openai_speech_request, body, runtime, principal.owner, principal.unmarked
+    )
     if body.stream and format == "json":
         return await captioned_stream(request, runtime, req)
     return await captioned_response(request, runtime, req, format)

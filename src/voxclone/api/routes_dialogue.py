@@ -36,7 +36,7 @@ _AUDIO: dict[int | str, dict[str, Any]] = {
 }
 
 
-def dialogue_of(body: DialogueFields, owner: str) -> Dialogue:
+def dialogue_of(body: DialogueFields, owner: str, *, unmarked: bool = False) -> Dialogue:
     return Dialogue(
         turns=tuple(
             Turn(
@@ -54,6 +54,7 @@ def dialogue_of(body: DialogueFields, owner: str) -> Dialogue:
         sample_rate=body.sample_rate,
         model=body.model,
         language=body.language,
+        unmarked=unmarked,
     )
 
 
@@ -133,7 +134,7 @@ async def dialogue(
         CaptionFormat, Query(description="json (the audio, or JSON with timestamps), srt or vtt")
     ] = "json",
 ) -> Response:
-    spoken = dialogue_of(body, principal.owner)
+    spoken = dialogue_of(body, principal.owner, unmarked=principal.unmarked)
     if body.stream and (body.timestamps or format != "json"):
         raise InvalidInput(
             "a streamed dialogue sends audio only; ask for timestamps or subtitles without stream",
@@ -168,7 +169,7 @@ async def create_dialogue_job(
             field="Idempotency-Key",
             limit=IDEMPOTENCY_KEY_MAX,
         )
-    spoken = dialogue_of(body, principal.owner)
+    spoken = dialogue_of(body, principal.owner, unmarked=principal.unmarked)
     jobs = runtime.speech_jobs
     service = dialogues(runtime)
     job, created = await run_in_threadpool(

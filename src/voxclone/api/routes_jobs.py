@@ -27,6 +27,7 @@ from voxclone.errors import Conflict, Forbidden, InvalidInput, NotFound, NotRead
 from voxclone.runtime.blobs import BlobNotFound, check_key
 from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE
+from voxclone.service.dialogue import UNMARKED_FIELD
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND
 from voxclone.synth.audio.encode import AudioFormat, content_type, file_extension
@@ -116,6 +117,7 @@ async def create_speech_job(
         format=body.format,
         sample_rate=body.sample_rate,
         owner=principal.owner,
+        unmarked=principal.unmarked,
     )
     jobs = runtime.speech_jobs
     job, created = await run_in_threadpool(
@@ -244,6 +246,7 @@ async def job_events(
 )
 async def download_file(
     key: str,
+    request: Request,
     runtime: RuntimeDep,
     expires: Annotated[int, Query(description="Unix time the link expires")],
     sig: Annotated[str, Query(max_length=128, description="HMAC-SHA256 of the key and expiry")],
@@ -266,8 +269,11 @@ async def download_file(
         check_key(key)
         # The signature proves the link was handed out, not that the job still
         # owns its audio: a deleted job, or a voice deleted since, ends it.
-        if not await run_in_threadpool(jobs.serves, key):
+        job = await run_in_threadpool(jobs.served_job, key)
+        if job is None:
             raise ValueError(key)
+        # X-Voxclone-Watermark (api/watermark_header.py): as the job was rendered.
+        request.state.unmarked = bool((job.payload or {}).get(UNMARKED_FIELD))
         data = await run_in_threadpool(jobs.blobs.get, key)
     except (ValueError, BlobNotFound):
         raise NotFound("this file no longer exists", field="key") from None

@@ -146,7 +146,7 @@ def _openai_voice(
 
 
 def openai_speech_request(
-    body: OpenAISpeechRequest, runtime: Runtime, owner: str
+    body: OpenAISpeechRequest, runtime: Runtime, owner: str, unmarked: bool = False
 ) -> ResolvedRequest:
     """The body as one request, resolved once (reads the store: call it from a
     worker thread): the voice the route looked up to map OpenAI's names is the
@@ -171,6 +171,7 @@ def openai_speech_request(
         format=fmt,
         sample_rate=PCM_RATE,
         owner=owner,
+        unmarked=unmarked,
     )
     return runtime.speech.request(built, voice=voice)
 
@@ -266,7 +267,9 @@ async def _audio_speech(
         request_key=f"openai:{principal.owner}:{body.model_dump_json()}",
     ) as checked:
         # Resolved once: the SSML header and the render read the same object.
-        req = await run_in_threadpool(openai_speech_request, body, runtime, principal.owner)
+        req = await run_in_threadpool(
+            openai_speech_request, body, runtime, principal.owner, principal.unmarked
+        )
         # Input that starts with <speak> is SSML (OpenAI has no flag for it).
         headers = await ssml_headers(runtime, req)
         stream = await open_audio_stream(

@@ -211,6 +211,7 @@ async def _serve(websocket: WebSocket, voice_id: str, *, multi: bool) -> None:
             model=_model(websocket, runtime),
             language=websocket.query_params.get("language_code") or None,
             speed=_speed(first),
+            unmarked=principal.unmarked,
         )
 
         async def send(message: dict[str, Any]) -> None:

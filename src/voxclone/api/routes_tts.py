@@ -90,7 +90,9 @@ def speech_controls(body: SpeechFields) -> SpeechControls:
     )
 
 
-def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> SpeechRequest:
+def speech_request(
+    body: TTSRequest, owner: str, voice_override: Any = None, *, unmarked: bool = False
+) -> SpeechRequest:
     return SpeechRequest(
         text=body.text,
         voice=body.voice,
@@ -102,6 +104,7 @@ def speech_request(body: TTSRequest, owner: str, voice_override: Any = None) -> 
         owner=owner,
         voice_override=voice_override,
         ssml=body.ssml,
+        unmarked=unmarked,
     )
 
 
@@ -276,7 +279,8 @@ async def tts(
         override = await _inline_voice(request, principal, reference, consent, body.model)
     # Resolved once from here on: the precheck, the SSML header, the cache
     # key, the price and the plan all read this one object.
-    req = runtime.speech.request(speech_request(body, principal.owner, override))
+    spoken = speech_request(body, principal.owner, override, unmarked=principal.unmarked)
+    req = runtime.speech.request(spoken)
     if body.timestamps:
         if body.stream:
             return await captioned_stream(request, runtime, req)

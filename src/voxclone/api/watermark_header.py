@@ -2,7 +2,9 @@
 
 ``perth`` when the server marks its audio (Settings.watermark, on by
 default), ``none`` when the operator turned marking off or the watermark's
-weights are not installed (synth/audio/watermark.py ``unavailable``). Set here, in one
+weights are not installed (synth/audio/watermark.py ``unavailable``), or the
+caller's key is waived (Settings.watermark_per_key and the key's
+``speech:unmarked`` scope: api/auth.py sets ``request.state.unmarked``). Set here, in one
 place, rather than in each route: audio responses (any ``audio/*`` body,
 streams included) and the JSON routes that embed audio (captions, dialogue)
 all get it, whichever route made them.
@@ -41,7 +43,9 @@ class WatermarkHeaderMiddleware:
                 headers = list(message.get("headers", []))
                 ctype = next((v for k, v in headers if k.lower() == b"content-type"), b"")
                 if ctype.startswith(b"audio/") or (speech_json and message["status"] < 400):
-                    headers.append((HEADER, self.value))
+                    # Auth (or a job's own record) set it: a per-key waiver.
+                    unmarked = bool(scope.get("state", {}).get("unmarked"))
+                    headers.append((HEADER, b"none" if unmarked else self.value))
                     message = {**message, "headers": headers}
             await send(message)
 

@@ -8,7 +8,15 @@ SCOPE_TTS = "tts"
 SCOPE_VOICES_READ = "voices:read"
 SCOPE_VOICES_WRITE = "voices:write"
 SCOPE_ADMIN = "admin"
-SCOPES: frozenset[str] = frozenset({SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE, SCOPE_ADMIN})
+# Not an access right but a waiver, granted only by naming it (``admin`` does
+# not imply it, nor does the key-less local mode): this key's speech is served
+# without the watermark when the operator allows per-key marking
+# (Settings.watermark_per_key); otherwise it is ignored and the audio marked.
+SCOPE_UNMARKED = "speech:unmarked"
+ACCESS_SCOPES: frozenset[str] = frozenset(
+    {SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE, SCOPE_ADMIN}
+)
+SCOPES: frozenset[str] = ACCESS_SCOPES | {SCOPE_UNMARKED}
 
 # The owner of voices created without API keys: the CLI, the key-less loopback
 # API and the Python library store and find them under it, so a clone made one

@@ -24,11 +24,11 @@ from sqlalchemy import func, insert, select, update
 from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.db import schema as t
 from voxclone.runtime.db.repository import Repository
+from voxclone.runtime.key_scopes import ACCESS_SCOPES, SCOPES
 from voxclone.runtime.key_scopes import SCOPE_ADMIN as SCOPE_ADMIN  # re-exported
 from voxclone.runtime.key_scopes import SCOPE_TTS as SCOPE_TTS
 from voxclone.runtime.key_scopes import SCOPE_VOICES_READ as SCOPE_VOICES_READ
 from voxclone.runtime.key_scopes import SCOPE_VOICES_WRITE as SCOPE_VOICES_WRITE
-from voxclone.runtime.key_scopes import SCOPES
 
 KEY_PREFIX = "vox_"
 DISPLAY_PREFIX_CHARS = 8
@@ -70,9 +70,9 @@ def _validate_scopes(scopes: Iterable[str]) -> frozenset[str]:
             f"unknown scope(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(SCOPES))}",
             field="scopes",
         )
-    if not chosen:
+    if not chosen & ACCESS_SCOPES:
         raise InvalidInput(
-            f"a key needs at least one scope; allowed: {', '.join(sorted(SCOPES))}",
+            f"a key needs at least one scope of {', '.join(sorted(ACCESS_SCOPES))}",
             field="scopes",
         )
     return chosen

@@ -89,6 +89,7 @@ class Dialogue:
     sample_rate: int = 24_000
     model: str | None = None
     language: str | None = None
+    unmarked: bool = False  # the caller's key is waived (SpeechRequest.unmarked)
 
     def request(self, i: int) -> SpeechRequest:
         t = self.turns[i]
@@ -102,6 +103,7 @@ class Dialogue:
             owner=self.owner,
             model=self.model,
             ssml=False,  # a turn is plain text: its words are timed and labelled
+            unmarked=self.unmarked,
         )
 
     def gap_s(self, i: int) -> float:
@@ -117,6 +119,7 @@ class Dialogue:
             "sample_rate": self.sample_rate,
             "model": self.model,
             "language": self.language,
+            UNMARKED_FIELD: self.unmarked,
             DIALOGUE_FIELD: [
                 {
                     "voice": t.voice,
@@ -139,11 +142,15 @@ class Dialogue:
             sample_rate=int(payload.get("sample_rate", 24_000)),
             model=payload.get("model"),
             language=payload.get("language"),
+            unmarked=bool(payload.get(UNMARKED_FIELD, False)),
         )
 
 
 # The key of a job payload that makes it a dialogue (service/speech_jobs.py).
 DIALOGUE_FIELD = "turns"
+# A job payload's per-key waiver of the watermark (SpeechRequest.unmarked):
+# the job renders later, in a worker that no longer knows the caller's key.
+UNMARKED_FIELD = "unmarked"
 
 
 def is_dialogue(payload: dict[str, Any] | None) -> bool:

@@ -80,6 +80,7 @@ class Voice:
     model: str | None = None
     language: str | None = None
     speed: float | None = None
+    unmarked: bool = False  # the caller's key is waived (SpeechRequest.unmarked)
 
 
 @dataclass
@@ -181,6 +182,7 @@ class RealtimeSession:
             sample_rate=self._speech.sample_rate,
             owner=v.owner,
             ssml=False,
+            unmarked=v.unmarked,
         )
 
     def check_voice(self) -> None:

@@ -484,6 +484,7 @@ class SpeechService:
             progress=progress,
             words=words,
             frames=frames,
+            marked=not r.request.unmarked,
         )
 
     def _plan(

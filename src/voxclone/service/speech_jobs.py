@@ -49,7 +49,13 @@ from typing import IO, TYPE_CHECKING, Any
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
-from voxclone.service.dialogue import Dialogue, Dialogues, PreparedDialogue, is_dialogue
+from voxclone.service.dialogue import (
+    UNMARKED_FIELD,
+    Dialogue,
+    Dialogues,
+    PreparedDialogue,
+    is_dialogue,
+)
 from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_admission import released_at_end
@@ -104,6 +110,7 @@ def request_payload(req: SpeechRequest) -> dict[str, Any]:
             "emotion": c.emotion,
             "intensity": c.intensity,
         },
+        UNMARKED_FIELD: req.unmarked,
     }
 
 
@@ -117,6 +124,7 @@ def request_of(payload: dict[str, Any], owner: str) -> SpeechRequest:
         sample_rate=int(payload.get("sample_rate", 24_000)),
         controls=SpeechControls(**payload.get("controls", {})),
         owner=owner,
+        unmarked=bool(payload.get(UNMARKED_FIELD, False)),
     )
 
 
@@ -243,14 +251,18 @@ class SpeechJobs:
         all still exist: a signed link's last check before it hands out bytes
         (a deleted or revoked job, or one whose voice was deleted through a
         path that has not revoked it yet, serves nothing)."""
+        return self.served_job(key) is not None
+
+    def served_job(self, key: str) -> JobRecord | None:
+        """The job whose audio ``key`` still is (:meth:`serves`), else None."""
         job_id = key.removeprefix(JOB_BLOB_PREFIX).rsplit(".", 1)[0]
         try:
             job = self._queue.get(job_id, None)
         except NotFound:
-            return False
+            return None
         if job.state != "succeeded" or (job.result or {}).get("blob_key") != key:
-            return False
-        return not self._queue.missing_voices(job.id)
+            return None
+        return None if self._queue.missing_voices(job.id) else job
 
     def _catalog_voice_ids(self, req: SpeechRequest) -> Sequence[str]:
         # The catalog is looked up only when the request names a voice.

@@ -127,15 +127,18 @@ class ChunkRenderer:
         progress: Callable[[int], None] | None = None,
         words: WordTrack | None = None,
         frames: bool = False,
+        marked: bool = True,
     ) -> Iterator[np.ndarray]:
         """Yield post-processed, joined float32 audio at the engine rate; the
         admission is released when the render ends, however it ends. With
         ``words``, the words spoken so far are in ``words.words`` (output
-        time) before the audio that contains them is yielded."""
+        time) before the audio that contains them is yielded. ``marked``
+        False: this request's key is waived (the server's policy still rules
+        when it is True)."""
         joiner = PieceJoiner(self._rate)
         first_timing = WorkTiming()
         # None when the weights are missing or broken: speech goes out unmarked.
-        marker = stream_marker(self._rate) if self._watermark else None
+        marker = stream_marker(self._rate) if self._watermark and marked else None
 
         def first_audio_out() -> None:
             now = time.perf_counter()

@@ -40,6 +40,10 @@ class SpeechRequest:
     # True: the text is SSML (wrapped in <speak> when it is a fragment);
     # False: plain text even if it starts with <speak>; None: SSML when it does.
     ssml: bool | None = None
+    # Served without the watermark: the caller's key is waived by the
+    # operator's per-key policy (api/auth.py Principal.unmarked). Other audio
+    # than the marked render: it has its own cache entry and in-flight render.
+    unmarked: bool = False
 
     @property
     def is_ssml(self) -> bool:

@@ -170,7 +170,7 @@ class RequestResolver:
     def key_controls(self, r: ResolvedRequest) -> dict[str, object]:
         parts = r.request.controls.cache_parts()
         if self._watermark is not None:
-            parts["watermark"] = self._watermark
+            parts["watermark"] = None if r.request.unmarked else self._watermark
         if self._manifest is not None:
             parts["manifest"] = self._manifest
         if r.lexicon_fingerprint is not None:
