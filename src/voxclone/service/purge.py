@@ -1,6 +1,6 @@
 """Purging a deleted voice's audio from every cache tier, durably.
 
-Deleting a voice owes a purge of everything made with it (DESIGN.md §1.5).
+Deleting a voice owes a purge of everything made with it (docs/design.md §1.5).
 The voice store writes that debt into its purge journal in the deletion's
 own transaction; :class:`CachePurger` pays it: at once when it can, and
 otherwise (Redis unreachable) on a timer and at the next start, until the

@@ -7,7 +7,7 @@ That job used to live only in the process's memory: killed mid-report, the
 job was failed at the next start ("interrupted by restart") and the voice
 stayed ``report_pending`` forever (issue 37).
 
-Report jobs are now entries of the durable queue (runtime/job_store.py), as
+Report jobs are now entries of the durable queue (runtime/job_store/), as
 speech jobs are: a worker claims one with a lease and renews it while it
 measures; a job whose worker died is claimed again once the lease expires,
 by this process after a restart or by another replica, until its attempts are

@@ -6,7 +6,7 @@ mixed style pack and tone curve ``service/blends.py`` computes. Being a stored
 voice (an id and a version), it is cached like any other, which an unsaved
 expression never is.
 
-Privacy (DESIGN.md §1.5): a blend of cloned voices holds data derived from
+Privacy (docs/design.md §1.5): a blend of cloned voices holds data derived from
 their recordings. Its parts are recorded in its quality report
 (``quality["blend"]["parts"]``) and the voice store deletes (and purges) a
 saved blend together with any of its parts (``delete_with_derived``). Parts are

@@ -1,6 +1,6 @@
 """Which stored voices a speech job speaks with, and what deleting one does to it.
 
-A job records every stored voice it will speak with (runtime/job_voices.py):
+A job records every stored voice it will speak with (runtime/job_store/voice_links.py):
 its ``voice`` (a voice id, a name, or a blend expression such as
 ``alice(2)+clear_male(1)``, whose parts count) and each SSML ``<voice name>``
 it switches to, resolved the way the speech service resolves them. Built-in

@@ -1,6 +1,6 @@
 """Speech jobs: long texts rendered in the background, durable across restarts.
 
-``POST /v1/jobs/speech`` queues a job in the database (runtime/job_store.py,
+``POST /v1/jobs/speech`` queues a job in the database (runtime/job_store/,
 the durable queue); a :class:`JobWorker` in every server process (unless turned
 off for API-only replicas) claims jobs with a lease, renders them through the
 same :class:`SpeechRouter` as ``/v1/tts`` (whole-file path), reports progress,
@@ -23,7 +23,7 @@ What survives what:
   checks its voices once its audio is stored and deletes it.
 
 Fairness: the claim serves the tenant with the fewest running jobs, then the
-one served longest ago (runtime/job_fairness.py), and a :class:`JobWorker`
+one served longest ago (runtime/job_store/fairness.py), and a :class:`JobWorker`
 runs up to ``slots`` jobs at once, never two of one owner: a short job of
 another tenant starts while a long one renders, and their chunks take turns
 on the engine (background priority, first come within it).

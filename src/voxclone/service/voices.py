@@ -7,7 +7,7 @@ atlas clone in their style space (instant clone, refinement, tone match);
 the same cleaned reference. Consent, the quality report and deletion are the
 same for both.
 
-Privacy (DESIGN.md §1.5): consent is required and recorded as a hash of the
+Privacy (docs/design.md §1.5): consent is required and recorded as a hash of the
 statement; raw reference audio is stored only when the user asks; deleting a
 voice deletes its rows and jobs and tells the audio caches to drop what was
 made with it (``on_voice_changed``).
@@ -646,7 +646,7 @@ class VoiceService:
             if not job.done:
                 self._voice_jobs.cancel(job.id, owner)
         # Saved blends made from it go in the same transaction (their style is
-        # derived from this voice's recording, DESIGN.md §1.5).
+        # derived from this voice's recording, docs/design.md §1.5).
         record, *derived = self._store.delete_with_derived(voice_id, owner)
         deleted_at = utc_now_iso()
         self._jobs.delete_for_voice(voice_id, keep_kinds=(SPEECH_JOB_KIND,))

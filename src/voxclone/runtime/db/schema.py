@@ -136,7 +136,7 @@ jobs = Table(
     Column("run_after", Float),
     Column("idempotency_key", Text),
     # Unix seconds of the latest claim (revision 0004_job_voices): the fair
-    # claim serves the owner served longest ago first (runtime/job_fairness.py).
+    # claim serves the owner served longest ago first (runtime/job_store/fairness.py).
     Column("started_at", Float),
     Index("jobs_owner_created", "owner", "created_at"),
     Index("jobs_state", "state"),
@@ -148,7 +148,7 @@ jobs = Table(
 
 # Every stored voice a job speaks with (main voice, blend parts, SSML <voice>
 # switches; revision 0004_job_voices). No foreign key to voices: a link to a
-# deleted voice is what the revocation sweep looks for (runtime/job_voices.py).
+# deleted voice is what the revocation sweep looks for (runtime/job_store/voice_links.py).
 job_voices = Table(
     "job_voices",
     metadata,

@@ -1,6 +1,6 @@
 """Voice library store: who owns which cloned voice, with its consent record.
 
-A voice is biometric data (DESIGN.md §1.5), so this package is strict about
+A voice is biometric data (docs/design.md §1.5), so this package is strict about
 three things:
 
 * **Tenancy.** Every read and write takes an ``owner``. A voice of another

@@ -328,7 +328,7 @@ class SqlVoiceStore(VoicePurgeJournal):
         blend of a blend goes too), in one transaction; the voice's record first.
 
         A saved blend holds a mix of its parts' style packs and tone curves,
-        i.e. data derived from their recordings (DESIGN.md §1.5): it must not
+        i.e. data derived from their recordings (docs/design.md §1.5): it must not
         outlive a part. Every deleted voice owes its own journaled purge.
         """
         with self._db.write() as conn:

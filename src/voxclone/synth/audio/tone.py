@@ -9,7 +9,7 @@ average spectrum (LTAS) onto the reference's.
 The curve is deliberately coarse (third-octave smoothing, ±12 dB): it
 carries the envelope and the channel, not harmonics or individual formant
 tracks, so it cannot damage intelligibility the way a full spectral
-conversion does (DESIGN.md §3: a WORLD envelope warp raised one encoder's
+conversion does (docs/design.md §3: a WORLD envelope warp raised one encoder's
 similarity while the judge dropped below a stranger's). Measured on the dev
 speakers (bench/clone_eval.py): judge and product encoder both rose.
 

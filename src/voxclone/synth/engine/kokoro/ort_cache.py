@@ -1,6 +1,6 @@
 """ONNX Runtime's optimized copy of the Kokoro graph, saved once per host.
 
-Optimizing the int8 graph is most of a session's start-up (DESIGN.md: 1.26 s
+Optimizing the int8 graph is most of a session's start-up (docs/design.md: 1.26 s
 per session; loading the saved optimized copy with optimizations off: 0.55 s,
 bit-identical output). The optimized graph may contain kernels and layouts
 chosen for this CPU and this ONNX Runtime build, so the file name carries a

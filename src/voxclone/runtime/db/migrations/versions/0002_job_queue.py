@@ -4,7 +4,7 @@ Revision ID: 0002_job_queue
 Revises: 0001
 Create Date: 2026-12-01
 
-Jobs become a queue any voxclone process can work from (runtime/job_store.py):
+Jobs become a queue any voxclone process can work from (runtime/job_store/):
 a job carries what to do (``payload_json``), how often it was tried
 (``attempts`` of ``max_attempts``), which worker holds it until when
 (``claimed_by``, ``lease_expires_at``), when it may run again after a failure

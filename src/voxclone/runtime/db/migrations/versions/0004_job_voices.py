@@ -6,11 +6,11 @@ Create Date: 2026-12-08
 
 ``job_voices`` links a job to each stored voice it speaks with (its main voice,
 the parts of a blend expression, every SSML ``<voice name>``): deleting a voice
-finds its jobs there and revokes their audio (service/job_revocation.py). No
+finds its jobs there and revokes their audio (service/speech_job_voices.py). No
 foreign key to ``voices``: a link to a voice that is gone is exactly what the
 revocation sweep looks for. ``jobs.started_at`` (Unix seconds of the latest
 claim) lets the queue serve the tenant served longest ago first
-(runtime/job_fairness.py).
+(runtime/job_store/fairness.py).
 
 Existing speech jobs are linked from their payload: ``v_…`` ids as written,
 and names looked up among the owner's voices (case-folded, as the voice store
