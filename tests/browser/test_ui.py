@@ -178,6 +178,31 @@ def test_clone_speak_listen_delete(
     assert page_errors == []
 
 
+def test_the_reference_recorded_in_the_page_becomes_the_clip(
+    desktop_page: Any, page_errors: list[str]
+) -> None:
+    """The clone form's recorder (static/recorder.js, shared with the spoken
+    consent step): Chromium's fake microphone records until Stop, and the
+    recording becomes the clip, named with its length and container."""
+    page = desktop_page
+    page.click("#rec-start")
+    page.wait_for_selector("#rec-stop:enabled", timeout=10_000)
+    assert page.locator("#rec-start").is_disabled()
+    assert "Recording" in page.locator("#rec-status").inner_text()
+    # The timer ticks while recording.
+    page.wait_for_function(
+        "() => document.getElementById('rec-time').textContent === '00:02'", timeout=10_000
+    )
+    page.click("#rec-stop")
+    page.locator("#clip-summary").wait_for(state="visible", timeout=10_000)
+    name = page.locator("#clip-name").inner_text()
+    assert re.fullmatch(r"recording-\d+\.\ds\.webm", name), name
+    assert re.fullmatch(r"Recorded \d+\.\d s\.", page.locator("#rec-status").inner_text())
+    assert page.locator("#rec-start").is_enabled() and page.locator("#rec-stop").is_disabled()
+    assert page.locator("#clip-preview").get_attribute("src").startswith("blob:")
+    assert page_errors == []
+
+
 def test_phone_layout_labels_and_error_alert(
     phone_page: Any, artifacts_dir: Path, page_errors: list[str]
 ) -> None:

@@ -12,6 +12,7 @@ import {
   spokenConsentAfter,
   spokenConsentMissing,
 } from "./consent_step.js";
+import { MAX_RECORD_SECONDS, canRecord, startRecorder } from "./recorder.js";
 import { applyFilter, searchKey } from "./voice_filter.js";
 import { filterVoicePreviews, renderVoicePreviews, stopPreview } from "./voice_previews.js";
 
@@ -32,7 +33,6 @@ const PCM_SAMPLE_RATE = 24000;
 const MIN_SCHEDULE_SAMPLES = Math.round(PCM_SAMPLE_RATE * 0.12);
 // Small lead so the first buffer is not scheduled in the past while the context wakes up.
 const SCHEDULE_LEAD_S = 0.08;
-const MAX_RECORD_SECONDS = 30;
 const JOB_POLL_MS = 1000;
 const TERMINAL_STATES = new Set(["succeeded", "failed", "cancelled"]);
 const API_KEY_STORAGE = "voxclone.apiKey";
@@ -335,64 +335,40 @@ function updateCreateEnabled() {
   $("create-hint").textContent = missing.length && !busy ? `Needs ${needs}.` : "";
 }
 
-const recorder = { media: null, stream: null, chunks: [], startedAt: 0, timer: 0 };
-
-function pickRecorderType() {
-  const candidates = ["audio/webm;codecs=opus", "audio/ogg;codecs=opus", "audio/webm", "audio/mp4"];
-  return candidates.find((type) => window.MediaRecorder && MediaRecorder.isTypeSupported(type)) || "";
-}
+let recorder = null; // {stop} of recorder.js while recording
 
 async function startRecording() {
   const status = $("rec-status");
   clearError($("clone-alert"));
-  if (!navigator.mediaDevices || !window.MediaRecorder) {
+  if (!canRecord()) {
     showError($("clone-alert"), { message: "This browser cannot record audio here. Upload a file instead." });
     return;
   }
   try {
-    recorder.stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    recorder = await startRecorder({ onTick: tickRecording, onDone: finishRecording });
   } catch (exc) {
     showError($("clone-alert"), {
       message: `Microphone not available (${exc.name}). Allow access or upload a file instead.`,
     });
     return;
   }
-  const mimeType = pickRecorderType();
-  recorder.media = new MediaRecorder(recorder.stream, mimeType ? { mimeType } : undefined);
-  recorder.chunks = [];
-  recorder.media.addEventListener("dataavailable", (event) => {
-    if (event.data.size) recorder.chunks.push(event.data);
-  });
-  recorder.media.addEventListener("stop", finishRecording);
-  recorder.media.start(250);
-  recorder.startedAt = performance.now();
   $("rec-time").textContent = formatSeconds(0);
-  recorder.timer = setInterval(tickRecording, 250);
   $("rec-start").disabled = true;
   $("rec-stop").disabled = false;
   $("rec-stop").focus();
   status.textContent = `Recording… speak for 3 to ${MAX_RECORD_SECONDS} seconds, then press Stop.`;
 }
 
-function tickRecording() {
-  const elapsed = (performance.now() - recorder.startedAt) / 1000;
-  $("rec-time").textContent = formatSeconds(elapsed);
-  if (elapsed >= MAX_RECORD_SECONDS) stopRecording();
+function tickRecording(seconds) {
+  $("rec-time").textContent = formatSeconds(seconds);
 }
 
 function stopRecording() {
-  if (recorder.media && recorder.media.state !== "inactive") recorder.media.stop();
+  recorder?.stop();
 }
 
-function finishRecording() {
-  clearInterval(recorder.timer);
-  const seconds = (performance.now() - recorder.startedAt) / 1000;
-  for (const track of recorder.stream?.getTracks() || []) track.stop();
-  const type = recorder.media.mimeType || "audio/webm";
-  const extension = type.includes("ogg") ? "ogg" : type.includes("mp4") ? "m4a" : "webm";
-  const blob = new Blob(recorder.chunks, { type });
-  recorder.media = null;
-  recorder.stream = null;
+function finishRecording({ blob, seconds, extension }) {
+  recorder = null;
   $("rec-start").disabled = false;
   $("rec-stop").disabled = true;
   $("rec-start").focus();

@@ -5,9 +5,9 @@
 
 "use strict";
 
-// A phrase reads in about 5 s; this stops a forgotten recording well before the
-// upload limit.
-const MAX_RECORD_SECONDS = 30;
+import { canRecord, startRecorder } from "./recorder.js";
+
+// The phrase's countdown ticks this often (the recording: recorder.js).
 const TICK_MS = 250;
 
 // What each refusal reason means for the person at the keyboard (error.reason of
@@ -32,11 +32,7 @@ const step = {
   sentId: null, // the phrase of the enrollment in flight
   clip: null, // {blob, name}
   countdown: 0,
-  recorder: null,
-  stream: null,
-  chunks: [],
-  startedAt: 0,
-  timer: 0,
+  recorder: null, // {stop} of recorder.js while recording
 };
 
 function formatClock(seconds) {
@@ -136,33 +132,18 @@ async function getPhrase() {
   }
 }
 
-function pickRecorderType() {
-  const candidates = ["audio/webm;codecs=opus", "audio/ogg;codecs=opus", "audio/webm", "audio/mp4"];
-  return candidates.find((type) => window.MediaRecorder && MediaRecorder.isTypeSupported(type)) || "";
-}
-
 async function startRecording() {
   clearAlert();
-  if (!navigator.mediaDevices || !window.MediaRecorder) {
+  if (!canRecord()) {
     showAlert("This browser cannot record audio here.", "Upload a recording of the phrase instead.");
     return;
   }
   try {
-    step.stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    step.recorder = await startRecorder({ onTick: tickRecording, onDone: finishRecording });
   } catch (exc) {
     showAlert(`Microphone not available (${exc.name}).`, "Allow access or upload a recording instead.");
     return;
   }
-  const mimeType = pickRecorderType();
-  step.recorder = new MediaRecorder(step.stream, mimeType ? { mimeType } : undefined);
-  step.chunks = [];
-  step.recorder.addEventListener("dataavailable", (event) => {
-    if (event.data.size) step.chunks.push(event.data);
-  });
-  step.recorder.addEventListener("stop", finishRecording);
-  step.recorder.start(TICK_MS);
-  step.startedAt = performance.now();
-  step.timer = setInterval(tickRecording, TICK_MS);
   $("consent-rec-time").textContent = formatClock(0);
   $("spoken-consent").dataset.recording = "true";
   $("consent-rec-start").disabled = true;
@@ -172,25 +153,16 @@ async function startRecording() {
   step.onChange();
 }
 
-function tickRecording() {
-  const elapsed = (performance.now() - step.startedAt) / 1000;
-  $("consent-rec-time").textContent = formatClock(elapsed);
-  if (elapsed >= MAX_RECORD_SECONDS) stopRecording();
+function tickRecording(seconds) {
+  $("consent-rec-time").textContent = formatClock(seconds);
 }
 
 function stopRecording() {
-  if (step.recorder && step.recorder.state !== "inactive") step.recorder.stop();
+  step.recorder?.stop();
 }
 
-function finishRecording() {
-  clearInterval(step.timer);
-  const seconds = (performance.now() - step.startedAt) / 1000;
-  for (const track of step.stream?.getTracks() || []) track.stop();
-  const type = step.recorder.mimeType || "audio/webm";
-  const extension = type.includes("ogg") ? "ogg" : type.includes("mp4") ? "m4a" : "webm";
-  const blob = new Blob(step.chunks, { type });
+function finishRecording({ blob, seconds, extension }) {
   step.recorder = null;
-  step.stream = null;
   delete $("spoken-consent").dataset.recording;
   $("consent-rec-start").disabled = false;
   $("consent-rec-stop").disabled = true;
