@@ -217,6 +217,44 @@ def test_spoken_mode_enrolls_by_upload(
     assert page_errors == []
 
 
+def test_a_taken_name_keeps_the_phrase_and_its_clip_for_the_retry(
+    page: Any, api: httpx.Client, clips: dict[str, Path], page_errors: list[str]
+) -> None:
+    """A 409 for a name the owner already uses spends no phrase (the server
+    gives it back): the step keeps the phrase and its clip, the form says what
+    is wrong, and the retry under another name is enrolled with that phrase
+    (before, the step dropped it: 'Get a new phrase and record it again')."""
+    taken = f"Taken {uuid.uuid4().hex[:6]}"
+    first = api.post("/v1/consent/phrases").json()["phrase_id"]
+    made = api.post(
+        "/v1/voices",
+        data={"name": taken, "wait": "false", "consent_phrase_id": first},
+        files=[
+            ("audio", ("sample.wav", clips["sample"].read_bytes(), "audio/wav")),
+            ("consent_audio", ("phrase.wav", clips["phrase"].read_bytes(), "audio/wav")),
+        ],
+    )
+    assert made.status_code == 201, made.text
+
+    _fill_sample(page, clips, taken)
+    phrase = _get_phrase(page)
+    page.set_input_files("#consent-file", str(clips["phrase"]))
+    page.click("#create-voice")
+    _wait_for_answer(page)
+    assert "already have a voice named" in page.locator("#clone-alert").inner_text()
+    assert page.locator("#consent-alert").inner_text() == ""
+    assert page.locator("#consent-phrase-box").is_visible()
+    assert page.locator("#consent-phrase").inner_text().strip() == phrase
+    assert page.locator("#consent-clip-summary").is_visible()
+
+    name = f"Free {uuid.uuid4().hex[:6]}"
+    page.fill("#voice-name", name)
+    assert page.locator("#create-voice").is_enabled()
+    page.click("#create-voice")
+    _enrolled(page, api, name, phrase)
+    assert page_errors == []
+
+
 def test_an_impostor_is_refused_in_plain_words_and_offered_a_new_phrase(
     page: Any, api: httpx.Client, clips: dict[str, Path], page_errors: list[str]
 ) -> None:

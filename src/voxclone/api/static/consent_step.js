@@ -227,18 +227,22 @@ export function appendSpokenConsent(data) {
   step.sentId = step.phrase.id;
 }
 
-/** After a sent enrollment: the server spent the phrase whatever the answer (it
- * takes it before checking the rest), so a new one is needed for the next try.
- * Returns true when the error was about consent and is shown here. */
+/** After a sent enrollment: the server spent the phrase (it takes it before
+ * checking the rest), so a new one is needed for the next try; except after a
+ * name the owner already uses (409 on "name"), for which it gives the phrase
+ * back: it and its clip stay for the retry under another name. Returns true
+ * when the error was about consent and is shown here. */
 export function spokenConsentAfter(error) {
   if (!step.active || !step.sentId) return false;
+  const givenBack = error && error.code === "conflict" && error.field === "name";
   // Only the phrase sent is spent (a new one may have been fetched meanwhile).
-  if (step.phrase && step.phrase.id === step.sentId) dropPhrase(Boolean(error));
+  if (!givenBack && step.phrase && step.phrase.id === step.sentId) dropPhrase(Boolean(error));
   step.sentId = null;
   if (!error) {
     clearAlert();
     return false;
   }
+  if (givenBack) return false; // the form shows the name's error
   const refusal = error.code === "consent_refused" ? refusalText(error) : null;
   const aboutConsent =
     refusal || error.field === "consent_audio" || error.field === "consent_phrase_id";
