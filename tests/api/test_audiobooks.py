@@ -20,6 +20,7 @@ from tests.unit.test_chapters import _xhtml, make_epub
 
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
+from voxclone.runtime.key_scopes import SCOPE_UNMARKED
 from voxclone.service.audiobooks import Audiobooks, BookLimits, Casting, chapter_turns
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs
@@ -103,6 +104,8 @@ def test_a_book_over_http_chapter_marks_manifest_and_one_chapter_rerendered(
         assert second["start_s"] == pytest.approx(first["duration_s"] + 1.0, abs=0.002)
         assert duration == pytest.approx(manifest["duration_s"], abs=0.1)
         one = c.get(f"/v1/audiobooks/{book['id']}/chapters/0/audio", headers=alice)
+        assert one.headers["x-voxclone-watermark"] == "perth"
+        assert audio.headers["x-voxclone-watermark"] == "perth"
         pcm, rate = sf.read(io.BytesIO(one.content))
         assert len(pcm) / rate == pytest.approx(first["duration_s"], abs=0.05)
 
@@ -351,3 +354,29 @@ def test_cancel_stops_the_chapters_not_rendered_and_events_say_so_per_chapter(
         audio = c.get(f"/v1/audiobooks/{book_id}/audio", headers=headers)
         assert audio.status_code == 409 and "chapters rendered" in audio.json()["error"]["message"]
         assert c.delete(f"/v1/audiobooks/{book_id}", headers=headers).status_code == 204
+
+
+def test_a_waived_key_gets_an_unmarked_book(make_app: Any) -> None:
+    app = make_app(watermark_per_key=True, rate_limit_per_minute=0)
+    plaintext, _ = app.state.keys.create("t", {"tts", SCOPE_UNMARKED}, owner="erin")
+    waived = {"Authorization": f"Bearer {plaintext}"}
+    with TestClient(app) as c:
+        r = c.post(
+            "/v1/audiobooks",
+            json={"text": "The waiver is the key's, chapter after chapter.", "voice": "clear_male"},
+            headers=waived,
+        )
+        assert r.status_code == 202, r.text
+        assert _wait(c, r.json()["id"], waived)["state"] == "succeeded"
+        chapter = c.get(f"/v1/audiobooks/{r.json()['id']}/chapters/0/audio", headers=waived)
+        book = c.get(f"/v1/audiobooks/{r.json()['id']}/audio", headers=waived)
+        assert chapter.headers["x-voxclone-watermark"] == "none"
+        assert book.headers["x-voxclone-watermark"] == "none"
+        detect = c.post(
+            "/v1/provenance/detect",
+            files={"audio": ("chapter.flac", chapter.content)},
+            headers=waived,
+        )
+        assert detect.status_code == 200, detect.text
+        assert detect.json()["watermarked"] is False
+        c.delete(f"/v1/audiobooks/{r.json()['id']}", headers=waived)

@@ -225,7 +225,9 @@ async def create_audiobook(
         book = parse_book(raw, kind, max_chars=runtime.settings.max_book_chars)
         if fields.title:
             book = type(book)(fields.title, book.chapters)
-        return books.submit(book, casting, owner=principal.owner, fmt=fields.format)
+        return books.submit(
+            book, casting, owner=principal.owner, fmt=fields.format, unmarked=principal.unmarked
+        )
 
     view = await run_in_threadpool(submit)
     response.headers["Location"] = f"/v1/audiobooks/{view.record.id}"
@@ -264,10 +266,14 @@ async def delete_audiobook(book_id: str, principal: TTSCaller, runtime: RuntimeD
     response_class=Response,
     responses={200: {"content": {BOOK_CONTENT_TYPE: {}}}},
 )
-async def audiobook_audio(book_id: str, principal: TTSCaller, runtime: RuntimeDep) -> Response:
+async def audiobook_audio(
+    book_id: str, request: Request, principal: TTSCaller, runtime: RuntimeDep
+) -> Response:
     books = audiobooks(runtime)
     data = await run_in_threadpool(books.audio, book_id, principal.owner)
     view = await run_in_threadpool(books.get, book_id, principal.owner)
+    # X-Voxclone-Watermark (api/watermark_header.py): as the book was rendered.
+    request.state.unmarked = view.unmarked
     return Response(
         data,
         media_type=BOOK_CONTENT_TYPE,
@@ -291,11 +297,12 @@ async def audiobook_manifest(
     response_class=Response,
 )
 async def chapter_audio(
-    book_id: str, n: int, principal: TTSCaller, runtime: RuntimeDep
+    book_id: str, n: int, request: Request, principal: TTSCaller, runtime: RuntimeDep
 ) -> Response:
-    data, ctype = await run_in_threadpool(
-        audiobooks(runtime).chapter_audio, book_id, principal.owner, n
-    )
+    books = audiobooks(runtime)
+    data, ctype = await run_in_threadpool(books.chapter_audio, book_id, principal.owner, n)
+    view = await run_in_threadpool(books.get, book_id, principal.owner)
+    request.state.unmarked = view.unmarked
     return Response(data, media_type=ctype)
 
 

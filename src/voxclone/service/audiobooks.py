@@ -53,7 +53,14 @@ import soundfile as sf
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.job_store import JobRecord, SqlJobStore
-from voxclone.service.dialogue import MAX_TURN_CHARS, MAX_TURNS, Dialogue, Dialogues, Turn
+from voxclone.service.dialogue import (
+    MAX_TURN_CHARS,
+    MAX_TURNS,
+    UNMARKED_FIELD,
+    Dialogue,
+    Dialogues,
+    Turn,
+)
 from voxclone.synth.audio.resample import resample
 from voxclone.synth.text.chapters import Book, Chapter
 
@@ -152,6 +159,10 @@ class BookView:
     @property
     def format(self) -> str:
         return str((self.record.payload or {}).get("format", "m4b"))
+
+    @property
+    def unmarked(self) -> bool:
+        return bool((self.record.payload or {}).get(UNMARKED_FIELD))
 
     @property
     def title(self) -> str | None:
@@ -276,15 +287,21 @@ class Audiobooks:
     def blobs(self) -> BlobStore:
         return self._jobs.blobs
 
-    def submit(self, book: Book, casting: Casting, *, owner: str, fmt: str = "m4b") -> BookView:
+    def submit(
+        self, book: Book, casting: Casting, *, owner: str, fmt: str = "m4b", unmarked: bool = False
+    ) -> BookView:
         """Check and price every chapter (4xx naming it), the whole book
-        against ``max_book_output_s``, then queue a job per chapter."""
+        against ``max_book_output_s``, then queue a job per chapter.
+        ``unmarked``: the caller's key is waived from the watermark (every
+        chapter, re-renders too, keeps the waiver of the key that sent the book)."""
         if fmt not in BOOK_FORMATS:
             raise InvalidInput(
                 f"format must be one of {', '.join(BOOK_FORMATS)}", field="format", value=fmt
             )
         self._check(casting, owner)
-        prepared = [self._prepare(n, c, casting, owner) for n, c in enumerate(book.chapters)]
+        prepared = [
+            self._prepare(n, c, casting, owner, unmarked) for n, c in enumerate(book.chapters)
+        ]
         seconds = sum(p.output_s for p in prepared) + CHAPTER_GAP_S * len(prepared)
         if seconds > self._limits.max_book_output_s:
             raise PayloadTooLarge(
@@ -299,6 +316,7 @@ class Audiobooks:
             "format": fmt,
             "casting": casting.to_json(),
             "estimate_s": round(seconds, 1),
+            UNMARKED_FIELD: unmarked,
             "chapters": [{"title": c.title, "text": c.text} for c in book.chapters],
         }
         record, _ = self._store.enqueue(
@@ -325,9 +343,13 @@ class Audiobooks:
                     f"cast {name}: {exc.message}", field=f"cast.{name}", value=voice
                 ) from None
 
-    def _prepare(self, n: int, chapter: Chapter, casting: Casting, owner: str) -> Any:
+    def _prepare(
+        self, n: int, chapter: Chapter, casting: Casting, owner: str, unmarked: bool
+    ) -> Any:
         turns = chapter_turns(chapter, casting)
-        dialogue = Dialogue(turns, owner=owner, format=CHAPTER_FORMAT, sample_rate=BOOK_RATE)
+        dialogue = Dialogue(
+            turns, owner=owner, format=CHAPTER_FORMAT, sample_rate=BOOK_RATE, unmarked=unmarked
+        )
         try:
             return self._dialogues.prepare(dialogue)
         except VoxcloneError as exc:
@@ -369,7 +391,7 @@ class Audiobooks:
         self._check(casting, view.record.owner)
         text = (view.record.payload or {})["chapters"][n]
         prepared = self._prepare(
-            n, Chapter(text["title"], text["text"]), casting, view.record.owner
+            n, Chapter(text["title"], text["text"]), casting, view.record.owner, view.unmarked
         )
         job, _ = self._jobs.enqueue_dialogue(prepared, self._dialogues)
         links = list((view.record.result or {})["chapters"])
