@@ -5,24 +5,34 @@ join and the renderer's chunk-by-chunk marking) for several built-in voices
 and sentences twice, from a runtime with marking on and one with it off
 (caches off, so both really render), then measures:
 
-* **detection** of the marked renders after each attack (MP3 64 and 128
-  kbps, Opus as the product encodes it, resampling to 16 kHz, 0.9x / 1.1x
-  playback speed, white noise at +20 dB SNR, a 3 s excerpt), and the
-  **false positives** on the unmarked renders under the same attacks;
+* **detection** (the product's: synth/audio/watermark_search.py, the plain
+  read and, when it finds nothing, the search over playback speeds) of the
+  marked renders after each attack (MP3 64 and 128 kbps, Opus as the product
+  encodes it, resampling to 16 kHz, 0.9x / 1.1x playback speed, white noise
+  at +20 dB SNR, a 3 s excerpt, 0.9x then MP3 64 kbps), and the **false positives** on the unmarked
+  renders under the same attacks;
 * **false positives on real recordings**: every clip of the dev set
   (``../shared/evaldata``, read here only, never by tests) and tests/data,
-  whole and cut into non-overlapping 3 s excerpts;
+  whole, cut into non-overlapping 3 s excerpts and played at 0.9x / 1.1x,
+  with the speed search's best score on them (what its threshold,
+  ``SEARCH_THRESHOLD``, must stay above: the margin);
 * **quality**: DNSMOS P.808 / OVRL (bench/voice_table.py's Dnsmos) and WER
   (Whisper tiny.en, the product's transcriber) marked vs unmarked;
 * **cost**: CPU and wall ms per audio second of marking (0.5 s stream
-  chunks, the renderer's path) and of detection; the CPU and wall time to
+  chunks, the renderer's path) and of detection (marked renders: the plain
+  read only; unmarked ones: the plain read and every speed); the CPU and wall time to
   mark each stream's first 0.2 s head (what marking adds to first audio:
   service/speech_render.py FIRST_HEAD_S) and its whole first piece; and the
   streams' first audio marked vs unmarked (pcm, the same texts, alternating
   which goes first: on a loaded host the engine's own spread is far larger
   than the mark).
 
-    nice -n 10 python bench/watermark.py [--quick]
+    nice -n 10 python bench/watermark.py [--quick] [--detection-only]
+
+``--detection-only`` measures detection (robustness, false positives, its
+cost) and keeps the quality and first-audio figures of the last full result
+(bench/results/watermark.json; the Markdown says from when): they do not
+depend on the detector.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result  # noqa: E402
 from voxclone.service.speech_render import FIRST_HEAD_S  # noqa: E402
-from voxclone.synth.audio import watermark  # noqa: E402
+from voxclone.synth.audio import watermark, watermark_search  # noqa: E402
 from voxclone.synth.audio.resample import resample  # noqa: E402
 
 RATE = 24_000
@@ -100,9 +110,10 @@ def _opus(x: np.ndarray, rate: int) -> np.ndarray:
     return _decode(encode(x, rate, "opus"))  # as the product sends it
 
 
-def _speed(x: np.ndarray, factor: float) -> np.ndarray:
-    # Played back faster or slower: tempo and pitch both change.
-    return resample(x, int(round(RATE / factor)), RATE)
+def _speed(x: np.ndarray, factor: float, rate: int = RATE) -> np.ndarray:
+    # Played back at ``factor`` (0.9: slower, 11 % longer) and saved again:
+    # tempo and pitch both change.
+    return resample(x, int(round(rate * factor)), rate)
 
 
 def _noise(x: np.ndarray, snr_db: float, seed: int) -> np.ndarray:
@@ -126,6 +137,10 @@ ATTACKS: dict[str, Callable[[np.ndarray], tuple[np.ndarray, int]]] = {
     "resample_16k": lambda x: (resample(x, RATE, 16_000), 16_000),
     "speed_0.9": lambda x: (_speed(x, 0.9), RATE),
     "speed_1.1": lambda x: (_speed(x, 1.1), RATE),
+    "speed_0.9+mp3_64k": lambda x: (
+        _pyav_roundtrip(_speed(x, 0.9), RATE, "libmp3lame", "mp3", 64),
+        RATE,
+    ),
     "noise_20db": lambda x: (_noise(x, 20.0, seed=x.size), RATE),
     "trim_3s": lambda x: (_excerpt(x, RATE), RATE),
 }
@@ -173,7 +188,9 @@ def _cpu_wall(fn: Callable[[], object], repeats: int = 3) -> tuple[float, float]
     return statistics.median(cpu), statistics.median(wall)
 
 
-def cost(mark: watermark.PerthMark, clips: list[np.ndarray]) -> dict[str, float]:
+def cost(
+    mark: watermark.PerthMark, clips: list[np.ndarray], marked: list[np.ndarray]
+) -> dict[str, float]:
     audio = np.concatenate(clips)
     seconds = audio.size / RATE
 
@@ -183,28 +200,73 @@ def cost(mark: watermark.PerthMark, clips: list[np.ndarray]) -> dict[str, float]
             marker.push(piece)
 
     mark_cpu, mark_wall = _cpu_wall(stream)
-    det_cpu, det_wall = _cpu_wall(lambda: mark.detect(audio, RATE))
     return {
         "audio_s": round(seconds, 2),
         "mark_cpu_ms_per_s": 1000 * mark_cpu / seconds,
         "mark_wall_ms_per_s": 1000 * mark_wall / seconds,
-        "detect_cpu_ms_per_s": 1000 * det_cpu / seconds,
-        "detect_wall_ms_per_s": 1000 * det_wall / seconds,
+        **detection_cost(mark, clips, marked),
     }
+
+
+def detection_cost(
+    mark: watermark.PerthMark, clean: list[np.ndarray], marked: list[np.ndarray]
+) -> dict[str, float]:
+    """CPU and wall ms per audio second of the product's detection: on the
+    marked renders (the plain read finds the mark: no search), on the
+    unmarked ones (the plain read and every speed: each render is shorter
+    than the search's window, so this is its cost per second at most) and
+    on all unmarked renders joined (the search reads only its window)."""
+    rows: dict[str, float] = {}
+    for label, clips in (("marked", marked), ("unmarked", clean)):
+        seconds = sum(x.size for x in clips) / RATE
+        cpu, wall = _cpu_wall(partial(_detect_all, mark, clips))
+        rows[f"detect_{label}_cpu_ms_per_s"] = 1000 * cpu / seconds
+        rows[f"detect_{label}_wall_ms_per_s"] = 1000 * wall / seconds
+    joined = np.concatenate(clean)
+    cpu, _ = _cpu_wall(lambda: _detect(mark, joined, RATE))
+    rows["joined_unmarked_s"] = joined.size / RATE
+    rows["detect_joined_unmarked_cpu_ms_per_s"] = 1000 * cpu * RATE / joined.size
+    return rows
+
+
+def _detect_all(mark: watermark.PerthMark, clips: list[np.ndarray]) -> object:
+    return [_detect(mark, x, RATE) for x in clips]
+
+
+def _detect(mark: watermark.PerthMark, x: np.ndarray, rate: int) -> watermark_search.SpeedDetection:
+    return watermark_search.detect(mark, x, rate)
+
+
+SCORES: list[dict[str, Any]] = []  # every unmarked read, per speed: kept in the result
+
+
+def _read(mark: watermark.PerthMark, x: np.ndarray, rate: int) -> tuple[bool, float, float]:
+    """Unmarked audio's verdict (as watermark_search.detect gives it), its
+    plain score and the search's best score over every speed."""
+    plain = mark.detect(x, rate)
+    scores = [score for _, score in watermark_search.speed_scores(mark, x, rate)]
+    SCORES.append({"seconds": round(x.size / rate, 2), "plain": plain.confidence, "speeds": scores})
+    best = max(scores)
+    flagged = plain.watermarked or best >= watermark_search.SEARCH_THRESHOLD
+    return flagged, plain.confidence, best
 
 
 def robustness(
     mark: watermark.PerthMark, marked: list[np.ndarray], clean: list[np.ndarray]
-) -> dict[str, dict[str, float]]:
-    rows = {}
+) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
     for name, attack in ATTACKS.items():
-        hits = [mark.detect(*attack(x)) for x in marked]
-        false = [mark.detect(*attack(x)) for x in clean]
+        hits = [_detect(mark, *attack(x)) for x in marked]
+        plain_hits = [mark.detect(*attack(x)) for x in marked]
+        false = [_read(mark, *attack(x)) for x in clean]
         rows[name] = {
             "detected": sum(d.watermarked for d in hits) / len(hits),
+            "detected_plain": sum(d.watermarked for d in plain_hits) / len(hits),
             "median_confidence": statistics.median(d.confidence for d in hits),
-            "false_positive": sum(d.watermarked for d in false) / len(false),
-            "clean_max_confidence": max(d.confidence for d in false),
+            "speeds_read": sorted({d.speed for d in hits if d.watermarked}),
+            "false_positive": sum(f for f, _, _ in false) / len(false),
+            "clean_max_confidence": max(p for _, p, _ in false),
+            "clean_max_search": max(b for _, _, b in false),
         }
         print(name, rows[name], flush=True)
     return rows
@@ -227,20 +289,30 @@ def recordings(quick: bool) -> list[tuple[str, np.ndarray, int]]:
 
 def false_positives(mark: watermark.PerthMark, quick: bool) -> dict[str, Any]:
     clips = recordings(quick)
-    whole = [mark.detect(x, sr) for _, x, sr in clips]
+    whole = [_read(mark, x, sr) for _, x, sr in clips]
     excerpts = []
     for _, x, sr in clips:
         n = int(EXCERPT_S * sr)
-        excerpts += [mark.detect(x[i : i + n], sr) for i in range(0, x.size - n + 1, n)]
-    flagged = [name for (name, _, _), d in zip(clips, whole, strict=True) if d.watermarked]
+        excerpts += [_read(mark, x[i : i + n], sr) for i in range(0, x.size - n + 1, n)]
+    sped = [_read(mark, _speed(x, f, sr), sr) for _, x, sr in clips for f in (0.9, 1.1)]
+    flagged = [name for (name, _, _), d in zip(clips, whole, strict=True) if d[0]]
+    every = whole + excerpts + sped
     return {
         "recordings": len(clips),
         "recordings_flagged": len(flagged),
         "flagged": flagged,
-        "recordings_max_confidence": max(d.confidence for d in whole),
+        "recordings_max_confidence": max(p for _, p, _ in whole),
         "excerpts_3s": len(excerpts),
-        "excerpts_flagged": sum(d.watermarked for d in excerpts),
-        "excerpts_max_confidence": max(d.confidence for d in excerpts),
+        "excerpts_flagged": sum(f for f, _, _ in excerpts),
+        "excerpts_max_confidence": max(p for _, p, _ in excerpts),
+        "sped_recordings": len(sped),
+        "sped_flagged": sum(f for f, _, _ in sped),
+        "sped_max_confidence": max(p for _, p, _ in sped),
+        # The search's threshold against unmarked speech: the margin.
+        "search_flagged": sum(b >= watermark_search.SEARCH_THRESHOLD for _, _, b in every),
+        "search_max": max(b for _, _, b in every),
+        "search_p99": float(np.percentile([b for _, _, b in every], 99)),
+        "search_threshold": watermark_search.SEARCH_THRESHOLD,
         "seconds": round(sum(x.size / sr for _, x, sr in clips), 1),
     }
 
@@ -326,6 +398,11 @@ def first_audio(marked_rt: Any, clean_rt: Any, mark: watermark.PerthMark, n: int
 
 
 def markdown(result: dict[str, Any]) -> str:
+    every = range(
+        result["false_positives"]["recordings"]
+        + result["false_positives"]["excerpts_3s"]
+        + result["false_positives"]["sped_recordings"]
+    )
     rob, fp, q, c, f = (
         result["robustness"],
         result["false_positives"],
@@ -338,23 +415,35 @@ def markdown(result: dict[str, Any]) -> str:
         f"({len(result['voices'])} voices x {result['sentences']} sentences, 24 kHz), "
         f"load {result['load_before'][0]:.1f} -> {result['load_after'][0]:.1f} on "
         f"{os.cpu_count()} cores. Speed: played back 0.9x / 1.1x (tempo and pitch); "
-        "noise: white, +20 dB SNR; opus: the product's Opus; confidence >= 0.5 is marked.\n",
-        "| attack | detected (marked) | median confidence | false positives (unmarked) |",
-        "|---|---|---|---|",
+        "noise: white, +20 dB SNR; opus: the product's Opus. Detection: the plain read "
+        "(confidence >= 0.5 is marked), then, when it finds nothing, the search over "
+        f"{len(watermark_search.SPEEDS)} playback speeds {min(watermark_search.SPEEDS):.2f}x.."
+        f"{max(watermark_search.SPEEDS):.2f}x (a speed counts at "
+        f">= {watermark_search.SEARCH_THRESHOLD}; synth/audio/watermark_search.py).\n",
+        "| attack | detected (marked) | plain read alone | median confidence | "
+        "false positives (unmarked) | unmarked: best speed's score |",
+        "|---|---|---|---|---|---|",
     ]
     for name, row in rob.items():
         lines.append(
-            f"| {name} | {row['detected']:.0%} | {row['median_confidence']:.2f} | "
-            f"{row['false_positive']:.0%} |"
+            f"| {name} | {row['detected']:.0%} | {row['detected_plain']:.0%} | "
+            f"{row['median_confidence']:.2f} | {row['false_positive']:.0%} | "
+            f"{row['clean_max_search']:.2f} |"
         )
     lines += [
         "",
         f"Real recordings: {fp['recordings_flagged']} of {fp['recordings']} flagged "
         f"(max confidence {fp['recordings_max_confidence']:.2f}); "
         f"{fp['excerpts_flagged']} of {fp['excerpts_3s']} non-overlapping 3 s excerpts "
-        f"(max {fp['excerpts_max_confidence']:.2f}); {fp['seconds']:.0f} s of speech.",
+        f"(max {fp['excerpts_max_confidence']:.2f}); {fp['sped_flagged']} of "
+        f"{fp['sped_recordings']} played at 0.9x / 1.1x; {fp['seconds']:.0f} s of speech. "
+        f"The speed search's best score on all {len(every)} of these: max "
+        f"{fp['search_max']:.2f}, p99 {fp['search_p99']:.2f} ({fp['search_flagged']} at or "
+        f"above its threshold {fp['search_threshold']}: margin "
+        f"{fp['search_threshold'] - fp['search_max']:.2f}).",
         "",
-        f"Quality, unmarked -> marked: DNSMOS P.808 {q['unmarked']['p808']:.3f} -> "
+        f"{result.get('carried', '')}Quality, unmarked -> marked: DNSMOS P.808 "
+        f"{q['unmarked']['p808']:.3f} -> "
         f"{q['marked']['p808']:.3f} ({q['change']['p808']:+.3f}), OVRL "
         f"{q['unmarked']['ovrl']:.3f} -> {q['marked']['ovrl']:.3f} "
         f"({q['change']['ovrl']:+.3f}), WER (Whisper tiny.en) {q['unmarked']['wer']:.3f} -> "
@@ -362,8 +451,15 @@ def markdown(result: dict[str, Any]) -> str:
         "below the speech (median).",
         "",
         f"Cost (CPU time; wall at this load): marking {c['mark_cpu_ms_per_s']:.1f} ms per audio s "
-        f"(wall {c['mark_wall_ms_per_s']:.1f}), detection {c['detect_cpu_ms_per_s']:.1f} ms "
-        f"(wall {c['detect_wall_ms_per_s']:.1f}). Added to a stream's first audio: marking "
+        f"(wall {c['mark_wall_ms_per_s']:.1f}); detection of marked audio (the plain read) "
+        f"{c['detect_marked_cpu_ms_per_s']:.1f} ms (wall {c['detect_marked_wall_ms_per_s']:.1f}), "
+        f"of unmarked audio (the plain read and every speed) "
+        f"{c['detect_unmarked_cpu_ms_per_s']:.1f} ms (wall "
+        f"{c['detect_unmarked_wall_ms_per_s']:.1f}) for files up to the search's "
+        f"{watermark_search.SEARCH_WINDOW_S:.0f} s window, "
+        f"{c['detect_joined_unmarked_cpu_ms_per_s']:.1f} ms for a {c['joined_unmarked_s']:.0f} s "
+        f"file (the search reads its central {watermark_search.SEARCH_WINDOW_S:.0f} s). "
+        "Added to a stream's first audio: marking "
         f"its {f['head_s']:.1f} s head, {f['mark_head_cpu_ms_p50']:.1f} ms CPU, "
         f"{f['mark_head_wall_ms_p50']:.1f} ms wall (p50; max {f['mark_head_wall_ms_max']:.1f}); "
         f"marking the whole first piece ({f['first_piece_s_p50']:.2f} s) took "
@@ -381,7 +477,15 @@ def markdown(result: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--detection-only",
+        action="store_true",
+        help="measure detection only; keep the last result's quality and first-audio figures",
+    )
     args = parser.parse_args()
+    earlier: dict[str, Any] = {}
+    if args.detection_only:
+        earlier = json.loads((RESULTS_DIR / "watermark.json").read_text())
     load_before = os.getloadavg()
     voices = VOICES[:2] if args.quick else VOICES
     sentences = SENTENCES[:2] if args.quick else SENTENCES
@@ -395,26 +499,37 @@ def main() -> int:
                 clean.append(_render(clean_rt, text, voice))
                 texts.append(text)
         print(f"{len(marked)} renders", flush=True)
-        first = first_audio(marked_rt, clean_rt, mark, 4 if args.quick else 12)
+        if args.detection_only:
+            first = earlier["first_audio"]
+        else:
+            first = first_audio(marked_rt, clean_rt, mark, 4 if args.quick else 12)
         print(first, flush=True)
     finally:
         marked_rt.close()
         clean_rt.close()
+    command = "nice -n 10 python bench/watermark.py" + (" --quick" if args.quick else "")
     result: dict[str, Any] = {
-        "command": "nice -n 10 python bench/watermark.py" + (" --quick" if args.quick else ""),
+        "command": command + (" --detection-only" if args.detection_only else ""),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "watermark": watermark.WATERMARK_ID,
         "voices": list(voices),
         "sentences": len(sentences),
         "renders": len(marked),
         "load_before": load_before,
-        "cost": cost(mark, clean),
+        "cost": cost(mark, clean, marked),
         "first_audio": first,
         "robustness": robustness(mark, marked, clean),
         "false_positives": false_positives(mark, args.quick),
-        "quality": quality(marked, clean, texts),
+        "quality": earlier["quality"] if earlier else quality(marked, clean, texts),
     }
+    if earlier:
+        # Quality and first audio do not depend on the detector: from the last full run.
+        when = earlier.get("measured", earlier["date"])
+        result["measured"] = when
+        result["carried"] = f"Quality and first audio: from the run of {when[:16]}Z. "
+
     result["load_after"] = os.getloadavg()
+    result["unmarked_reads"] = {"speeds": list(watermark_search.SPEEDS), "reads": SCORES}
     write_result(RESULTS_DIR / "watermark.json", result, markdown(result))
     return 0
 

@@ -4,7 +4,7 @@ its C2PA manifest say?
 Detection decodes the upload as enrollment does (synth/audio/decode.py: the
 same size and length limits, the same 4xx for what is not audio) and reads
 PerTh's watermark from it (synth/audio/watermark.py), at the audio's own
-speed and, when that finds nothing, at playback speeds 0.85x..1.17x
+speed and, when that finds nothing, at playback speeds 0.89x..1.13x
 (synth/audio/watermark_search.py: a 0.9x or 1.1x re-upload hid the mark from
 the plain read). PerTh's implicit mark carries no bits, so ``payload`` says
 which mark was found (and ``speed``, the playback speed it was read at, when
