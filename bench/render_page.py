@@ -57,7 +57,7 @@ DEFAULT_COMMANDS = {
     "startup": "python bench/startup.py",
     "overload": "python bench/overload.py",
     "clone_latency": "python bench/clone_latency.py",
-    "long_text": "python bench/long_text.py",
+    "long_form": "python bench/long_form.py",
     "mutation": "make mutants",
 }
 # Files this script (or run_all) writes; never read back as results.

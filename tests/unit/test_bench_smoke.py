@@ -28,6 +28,7 @@ OWN_MODULES = (
     "ttfa",
     "engines_speed",
     "users",
+    "long_form",
 )
 
 
