@@ -26,10 +26,11 @@ highest in its first quarter), the check the old bench/long_text.py made
 
     python bench/long_form.py [--minutes 30] [--quick] [--systems job stream piper kokoro_onnx]
 
-``--quick``: ~3 minutes of text. Each system's result is kept in
-bench/out/long_form_parts/ as it finishes, so an interrupted run still
-reports the systems it finished (``--report-only`` rebuilds the report from
-them). Writes bench/out/bench/results/long_form.json, .md and
+``--quick``: ~3 minutes of text. Each system's recording (FLAC), timing and
+scores are kept in bench/out/long_form_parts/ as it finishes, so an
+interrupted run still reports the systems it finished (``--report-only``
+rebuilds the report from them; ``--rescore`` scores the recordings again).
+Writes bench/out/bench/results/long_form.json, .md and
 bench/out/docs/img/long_form.png; with ``--publish`` the tracked
 bench/results/long_form.* and docs/img/long_form.png (bench/out_paths.py).
 """
@@ -280,47 +281,62 @@ class Scorers:
         return result
 
 
-def measure(systems: list[str], text: str, parts: Path) -> None:
+def _save(parts: Path, system: str, x: np.ndarray, sr: int, timing: dict[str, Any]) -> None:
+    """The recording (16-bit FLAC) and its timing, so scoring can be redone (``--rescore``)."""
+    import soundfile as sf
+
+    timing["loadavg_after"] = round(os.getloadavg()[0], 1)
+    audio_s = len(x) / sr if sr else 0.0
+    timing["rtf"] = round(timing["wall_s"] / audio_s, 3) if audio_s else None
+    sf.write(str(parts / f"{system}.flac"), np.clip(x, -1.0, 1.0), sr, subtype="PCM_16")
+    (parts / f"{system}.render.json").write_text(json.dumps(timing, indent=1, default=float))
+    print(f"{system}: {audio_s / 60:.1f} min of audio, {timing}", flush=True)
+
+
+def _failed(parts: Path, system: str, why: str) -> None:
+    (parts / f"{system}.json").write_text(json.dumps({"system": system, "error": why}))
+    print(f"{system}: not run: {why}", flush=True)
+
+
+def render(systems: list[str], text: str, parts: Path) -> None:
+    """Each system speaks ``text``; its recording and timing are kept in ``parts``."""
     import tempfile
 
-    scorers = Scorers()
     parts.mkdir(parents=True, exist_ok=True)
     routes = [s for s in systems if s in ("job", "stream")]
-    peer_systems = [s for s in systems if s not in routes]
-    recordings: list[tuple[str, np.ndarray, int, dict[str, Any]]] = []
-
-    def keep(system: str, x: np.ndarray, sr: int, timing: dict[str, Any]) -> None:
-        timing["loadavg_after"] = round(os.getloadavg()[0], 1)
-        audio_s = len(x) / sr if sr else 0.0
-        timing["rtf"] = round(timing["wall_s"] / audio_s, 3) if audio_s else None
-        print(f"{system}: {audio_s / 60:.1f} min of audio, {timing}", flush=True)
-        scored = scorers.score(x, sr, text)
-        part = {"system": system, "sample_rate": sr, **timing, **scored}
-        (parts / f"{system}.json").write_text(json.dumps(part, indent=1, default=float))
-        print(f"{system}: WER {scored['wer']}, wrote {parts / system}.json", flush=True)
-
     if routes:
         with server() as running:
             for system in routes:
-                x, sr, timing = render_route(system, running, text)
-                recordings.append((system, x, sr, timing))
-        # Scored after the server stopped, so Whisper and CAM++ do not slow its routes.
-        for system, x, sr, timing in recordings:
-            keep(system, x, sr, timing)
+                _save(parts, system, *render_route(system, running, text))
     with tempfile.TemporaryDirectory(prefix="voxclone-long-form-") as work:
-        for system in peer_systems:
+        for system in (s for s in systems if s not in routes):
             why = peer_missing(system)
             if why is not None:
-                (parts / f"{system}.json").write_text(json.dumps({"system": system, "error": why}))
+                _failed(parts, system, why)
                 continue
             try:
-                x, sr, timing = render_peer(system, text, Path(work))
+                _save(parts, system, *render_peer(system, text, Path(work)))
             except (RuntimeError, OSError) as exc:
-                (parts / f"{system}.json").write_text(
-                    json.dumps({"system": system, "error": str(exc)})
-                )
-                continue
-            keep(system, x, sr, timing)
+                _failed(parts, system, str(exc))
+
+
+def score(systems: list[str], text: str, parts: Path) -> None:
+    """Score the kept recordings (after rendering, so Whisper and CAM++ never
+    share the cores with a render being timed)."""
+    import soundfile as sf
+
+    scorers: Scorers | None = None
+    for system in systems:
+        timing_file = parts / f"{system}.render.json"
+        if not timing_file.exists():
+            continue
+        scorers = scorers or Scorers()
+        x, sr = sf.read(str(parts / f"{system}.flac"), dtype="float32")
+        scored = scorers.score(x, int(sr), text)
+        timing = json.loads(timing_file.read_text())
+        part = {"system": system, "sample_rate": int(sr), **timing, **scored}
+        (parts / f"{system}.json").write_text(json.dumps(part, indent=1, default=float))
+        print(f"{system}: WER {scored['wer']}, wrote {parts / system}.json", flush=True)
 
 
 # -- the report --------------------------------------------------------------------------
@@ -454,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", type=Path, default=PARTS, help="per-system results")
     parser.add_argument("--report-only", action="store_true", help="report the parts kept")
     parser.add_argument(
+        "--rescore", action="store_true", help="score the kept recordings again, then report"
+    )
+    parser.add_argument(
         "--publish", action="store_true", help="write bench/results and docs/img, not bench/out"
     )
     parser.add_argument("--worker", choices=("kokoro_onnx", "piper"), help=argparse.SUPPRESS)
@@ -468,10 +487,13 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/long_form.py" + (
         " --quick" if args.quick else f" --minutes {minutes:g}" if minutes != 30 else ""
     )
-    if not args.report_only:
+    if not (args.report_only or args.rescore):
         for system in args.systems:
-            (args.parts / f"{system}.json").unlink(missing_ok=True)
-        measure(args.systems, text, args.parts)
+            for suffix in (".json", ".render.json", ".flac"):
+                (args.parts / f"{system}{suffix}").unlink(missing_ok=True)
+        render(args.systems, text, args.parts)
+    if not args.report_only:
+        score(args.systems, text, args.parts)
     meta = {
         "minutes": minutes,
         "words": len(text.split()),
