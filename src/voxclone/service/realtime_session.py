@@ -133,8 +133,35 @@ class _Context:
         self.ended = False  # no more text will come
         self.task: asyncio.Task[None] | None = None
         self.idle: asyncio.TimerHandle | None = None
-        self.render_done = asyncio.Event()
-        self.render_done.set()
+        # The clause renders still pumping audio (at most two: the clause being
+        # sent and the next one, started ahead): a barge-in waits for them.
+        self.renders: set[asyncio.Future[None]] = set()
+
+    async def renders_stopped(self) -> None:
+        while self.renders:
+            await asyncio.wait(set(self.renders))
+
+
+_Part = tuple[np.ndarray, list[WordTime]]
+
+
+@dataclass
+class _ClauseRender:
+    """One clause's render: its parts as they come, and when it first had audio."""
+
+    ready_at: float  # when the clause's text was complete (perf_counter)
+    parts: asyncio.Queue[_Part | None]
+    pumped: asyncio.Future[None]  # the worker thread that hands the parts over
+    first_part: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def started_speaking(self) -> None:
+        """Until its first part arrived or its render ended (it may have none)."""
+        first: asyncio.Future[Any] = asyncio.ensure_future(self.first_part.wait())
+        either: list[asyncio.Future[Any]] = [first, self.pumped]
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            first.cancel()
 
 
 class RealtimeSession:
@@ -253,7 +280,7 @@ class RealtimeSession:
         ctx.clauses.put_nowait(None)
         self.stats.cancelled += 1
         await self._emit({"isFinal": True}, ctx, force=True)
-        await ctx.render_done.wait()
+        await ctx.renders_stopped()
         self.stats.cancel_to_stop_s.append(time.perf_counter() - asked)
 
     async def end(self, context_id: str | None = None) -> None:
@@ -308,10 +335,19 @@ class RealtimeSession:
             raise _Gone from None
 
     async def _speak(self, ctx: _Context) -> None:
+        """Speak the context's clauses in order. The next clause's render
+        starts as soon as the current one has its first audio, not when it
+        has finished: rendered one after the other, each clause's first
+        render (~0.4 s on an idle 2-core host) was a gap in the playback
+        (bench/realtime.py's underruns at one session)."""
+        ahead: asyncio.Task[_ClauseRender | None] | None = None
         try:
-            while (item := await ctx.clauses.get()) is not None and not ctx.closed:
-                clause, ready_at = item
-                await self._speak_clause(ctx, clause, ready_at)
+            current = await self._next_clause(ctx, None)
+            while current is not None:
+                ahead = asyncio.create_task(self._next_clause(ctx, current))
+                await self._send_clause(ctx, current)
+                current = await ahead
+                ahead = None
             if not ctx.closed:
                 tail = ctx.encoder.finish()
                 if tail:
@@ -324,31 +360,54 @@ class RealtimeSession:
                 self._failure = exc
                 await self._emit({"message": exc.message, **exc.to_body()}, ctx)
         finally:
+            if ahead is not None:  # a failure or a gone client: stop the clause started ahead
+                ctx.cancel.set()
+                ahead.cancel()  # it may be waiting for text that will never come
+                await asyncio.gather(ahead, return_exceptions=True)
+                await ctx.renders_stopped()
             ctx.encoder.close()
 
-    async def _speak_clause(self, ctx: _Context, clause: str, ready_at: float) -> None:
+    async def _next_clause(
+        self, ctx: _Context, previous: _ClauseRender | None
+    ) -> _ClauseRender | None:
+        """The next clause's render, started once ``previous`` has begun
+        speaking (so it never delays that clause's first audio); None at the
+        end of the context's text or once it is closed."""
+        item = await ctx.clauses.get()
+        if item is None or ctx.closed:
+            return None
+        if previous is not None:
+            await previous.started_speaking()
+            if ctx.closed:
+                return None
+        clause, ready_at = item
         speech = self._speech
         req = speech.request(self.request(clause))
         deadline = time.monotonic() + self.limits.clause_deadline_s
         terms = AdmissionTerms(deadline, must_finish=False, first_audio_s=None)
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[np.ndarray, list[WordTime]] | None] = asyncio.Queue()
+        parts: asyncio.Queue[_Part | None] = asyncio.Queue()
 
-        def put(item: tuple[np.ndarray, list[WordTime]] | None) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+        def put(item: _Part | None) -> None:
+            loop.call_soon_threadsafe(parts.put_nowait, item)
 
-        ctx.render_done.clear()
         with speech.admission(req, terms, stream=True) as checked:
-            _, parts = await anyio.to_thread.run_sync(
+            _, rendered = await anyio.to_thread.run_sync(
                 lambda: speech.stream_captioned(
                     req, cancelled=ctx.cancel.is_set, deadline=deadline, admission=checked
                 )
             )
-        render = loop.run_in_executor(None, _pump, parts, ctx.cancel, put)
-        render.add_done_callback(lambda _: ctx.render_done.set())
+        pumped = loop.run_in_executor(None, _pump, rendered, ctx.cancel, put)
+        ctx.renders.add(pumped)
+        pumped.add_done_callback(ctx.renders.discard)
+        return _ClauseRender(ready_at, parts, pumped)
+
+    async def _send_clause(self, ctx: _Context, clause: _ClauseRender) -> None:
+        speech = self._speech
         offset_s = 0.0
         first = True
-        while (item := await queue.get()) is not None:
+        while (item := await clause.parts.get()) is not None:
+            clause.first_part.set()
             audio, words = item
             if ctx.closed:
                 continue  # barge-in: drain what the render still hands over, send nothing
@@ -359,15 +418,15 @@ class RealtimeSession:
                 continue
             if first and data:
                 first = False
-                self.stats.first_audio_s.append(time.perf_counter() - ready_at)
+                self.stats.first_audio_s.append(time.perf_counter() - clause.ready_at)
             await self._emit(_audio_message(data, alignment), ctx)
-        await render  # re-raises a render's failure (not a cancel)
+        await clause.pumped  # re-raises a render's failure (not a cancel)
 
 
 def _pump(
     parts: Iterator[tuple[bytes, list[WordTime]]],
     cancel: threading.Event,
-    put: Callable[[tuple[np.ndarray, list[WordTime]] | None], None],
+    put: Callable[[_Part | None], None],
 ) -> None:
     """In a worker thread: the clause's PCM parts (int16 at the engine rate)
     as float audio, until the end or a cancel."""
