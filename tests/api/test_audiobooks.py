@@ -5,6 +5,7 @@ new "server" on the same database after the first died mid-book, and the 4xx."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import time
@@ -91,6 +92,16 @@ def test_a_book_over_http_chapter_marks_manifest_and_one_chapter_rerendered(
         assert c.get(f"/v1/audiobooks/{book['id']}", headers=bob).status_code == 404
         done = _wait(c, book["id"], alice)
         assert done["state"] == "succeeded", done
+        # The progress stream makes the M4B before it says done (the download
+        # is then the stored file, not an assembly inside the request).
+        with c.stream("GET", f"/v1/audiobooks/{book['id']}/events", headers=alice) as s:
+            lines = list(s.iter_lines())
+        events = [line for line in lines if line.startswith(("event:", ":"))]
+        assert events[-2:] == [": assembling the book", "event: done"], events
+        ids = "|".join(ch["job_id"] for ch in done["chapters"])
+        digest = hashlib.sha256(ids.encode()).hexdigest()[:16]
+        blobs = app.state.runtime.speech_jobs.blobs
+        assert blobs.exists(f"audiobooks/{book['id']}/{digest}.m4b.json")
         audio = c.get(f"/v1/audiobooks/{book['id']}/audio", headers=alice)
         assert audio.status_code == 200 and audio.headers["content-type"] == "audio/mp4"
         marks, duration = _chapters_of(audio.content, "m4b", tmp_path)

@@ -43,6 +43,7 @@ router = APIRouter(tags=["audiobooks"])
 BOOK_FILE_FIELD = "file"
 _MAX_FORM_FIELDS = 16
 SSE_POLL_S = 1.0
+SSE_KEEPALIVE_S = 5.0
 
 
 class AudiobookFields(BaseModel):
@@ -349,6 +350,13 @@ async def _events(runtime: Runtime, book_id: str, owner: str | None) -> AsyncIte
             if seen.get(c.n) != key:
                 seen[c.n] = key
                 yield f"event: chapter\ndata: {c.model_dump_json()}\n\n".encode()
+        if view.state == "succeeded":
+            # The M4B is made now, so the download that follows is instant; a
+            # comment every few seconds keeps the stream (and proxies) awake.
+            assembly = books.start_assembly(book_id, owner)
+            while assembly.is_alive():
+                yield b": assembling the book\n\n"
+                await asyncio.to_thread(assembly.join, SSE_KEEPALIVE_S)
         if view.state in ("succeeded", "failed"):
             yield f"event: done\ndata: {out.model_dump_json()}\n\n".encode()
             return
