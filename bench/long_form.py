@@ -38,6 +38,7 @@ bench/results/long_form.* and docs/img/long_form.png (bench/out_paths.py).
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import math
@@ -48,6 +49,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -157,14 +159,21 @@ def run_job(url: str, text: str) -> tuple[np.ndarray, int, dict[str, Any]]:
     return x, int(sr), {"rendered_s": round(rendered, 1), "attempts": job.get("attempts")}
 
 
-def run_stream(url: str, text: str) -> tuple[np.ndarray, int, dict[str, Any]]:
+def pcm_audio(pcm: bytes) -> np.ndarray:
+    """int16 little-endian PCM as float32 (a trailing odd byte dropped)."""
+    return np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float32) / 32768.0
+
+
+def run_stream(url: str, text: str, partial: Path) -> tuple[np.ndarray, int, dict[str, Any]]:
+    """The stream read to its end; every piece is also appended to ``partial`` as it
+    comes, so a run stopped part-way still has the minutes streamed so far."""
     import httpx
 
     body = {"text": text, "stream": True, "format": "pcm", "sample_rate": RATE}
-    pieces: list[bytes] = []
     first: float | None = None
     started = time.perf_counter()
     with (
+        open(partial, "wb") as kept,
         httpx.Client(base_url=url, timeout=httpx.Timeout(120.0, read=600.0)) as client,
         client.stream("POST", "/v1/tts", json=body) as answer,
     ):
@@ -172,10 +181,23 @@ def run_stream(url: str, text: str) -> tuple[np.ndarray, int, dict[str, Any]]:
         for piece in answer.iter_bytes():
             if piece and first is None:
                 first = time.perf_counter() - started
-            pieces.append(piece)
-    pcm = b"".join(pieces)
-    x = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float32) / 32768.0
+            kept.write(piece)
+            kept.flush()
+    x = pcm_audio(partial.read_bytes())
+    partial.unlink()
     return x, RATE, {"first_audio_s": round(first or math.nan, 2)}
+
+
+def salvage_stream(parts: Path) -> bool:
+    """Keep the part of a stopped stream that arrived (``--salvage-stream``)."""
+    partial = parts / "stream.pcm"
+    if not partial.exists():
+        return False
+    x = pcm_audio(partial.read_bytes())
+    begun = json.loads(partial.with_suffix(".started.json").read_text())
+    seconds = partial.stat().st_mtime - begun.pop("t0")  # to the last piece that arrived
+    _save(parts, "stream", x, RATE, {**begun, "partial": True, "wall_s": round(seconds, 1)})
+    return True
 
 
 @contextmanager
@@ -195,9 +217,14 @@ def _when() -> dict[str, Any]:
     }
 
 
-def render_route(system: str, running: Any, text: str) -> tuple[np.ndarray, int, dict[str, Any]]:
-    route = run_job if system == "job" else run_stream
+def render_route(
+    system: str, running: Any, text: str, parts: Path
+) -> tuple[np.ndarray, int, dict[str, Any]]:
+    partial = parts / "stream.pcm"
+    route = run_job if system == "job" else functools.partial(run_stream, partial=partial)
     when = _when()
+    if system == "stream":  # what --salvage-stream needs to time a stopped stream
+        partial.with_suffix(".started.json").write_text(json.dumps({**when, "t0": time.time()}))
     started = time.perf_counter()
     with RssSampler(running.process) as sampler:
         x, sr, extra = route(running.url, text)
@@ -298,16 +325,25 @@ def _failed(parts: Path, system: str, why: str) -> None:
     print(f"{system}: not run: {why}", flush=True)
 
 
-def render(systems: list[str], text: str, parts: Path) -> None:
+def render(systems: list[str], text: str, parts: Path, *, together: bool = False) -> None:
     """Each system speaks ``text``; its recording and timing are kept in ``parts``."""
     import tempfile
 
     parts.mkdir(parents=True, exist_ok=True)
     routes = [s for s in systems if s in ("job", "stream")]
-    if routes:
+    if routes and together:
+        # Both routes at once on one server: on 2 cores shared with other work
+        # (nice 10) one route alone got ~30 % of a core; two busy engine
+        # threads get about twice that. Times and peak RSS are then shared.
+        with server() as running, ThreadPoolExecutor(len(routes)) as pool:
+            futures = {s: pool.submit(render_route, s, running, text, parts) for s in routes}
+            for system, future in futures.items():
+                x, sr, timing = future.result()
+                _save(parts, system, x, sr, {**timing, "together": routes})
+    elif routes:
         with server() as running:
             for system in routes:
-                _save(parts, system, *render_route(system, running, text))
+                _save(parts, system, *render_route(system, running, text, parts))
     with tempfile.TemporaryDirectory(prefix="voxclone-long-form-") as work:
         for system in (s for s in systems if s not in routes):
             why = peer_missing(system)
@@ -470,6 +506,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", type=Path, default=PARTS, help="per-system results")
     parser.add_argument("--report-only", action="store_true", help="report the parts kept")
     parser.add_argument(
+        "--together", action="store_true", help="run the job and the stream at the same time"
+    )
+    parser.add_argument(
+        "--salvage-stream",
+        action="store_true",
+        help="score what a stopped run's stream delivered (bench/out/long_form_parts/stream.pcm)",
+    )
+    parser.add_argument(
         "--rescore", action="store_true", help="score the kept recordings again, then report"
     )
     parser.add_argument(
@@ -487,11 +531,13 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/long_form.py" + (
         " --quick" if args.quick else f" --minutes {minutes:g}" if minutes != 30 else ""
     )
-    if not (args.report_only or args.rescore):
+    if args.salvage_stream and not salvage_stream(args.parts):
+        raise SystemExit(f"no partial stream in {args.parts}")
+    if not (args.report_only or args.rescore or args.salvage_stream):
         for system in args.systems:
-            for suffix in (".json", ".render.json", ".flac"):
+            for suffix in (".json", ".render.json", ".flac", ".pcm", ".started.json"):
                 (args.parts / f"{system}{suffix}").unlink(missing_ok=True)
-        render(args.systems, text, args.parts)
+        render(args.systems, text, args.parts, together=args.together)
     if not args.report_only:
         score(args.systems, text, args.parts)
     meta = {
