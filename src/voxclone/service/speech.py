@@ -3,7 +3,7 @@
 The same object serves HTTP, the CLI and Ray Serve replicas. This module
 holds the use cases (a whole file, a stream, captions, admission); the steps
 live beside it: ``speech_request.py`` (the request and result values),
-``speech_resolve.py`` (voice, language, lexicon, cache key),
+``request_resolver.py`` (voice, language, lexicon, cache key),
 ``speech_plan.py`` (text and SSML to chunks), ``speech_render.py`` (chunks
 through the scheduler to joined audio), ``speech_encode.py`` (bytes),
 ``pricing.py`` (what a request costs, its admission), ``render_stats.py``.
@@ -31,6 +31,7 @@ from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.output_length import held_to
 from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPrice, SpeechPricer
 from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.request_resolver import RequestResolver
 from voxclone.service.speech_admission import (
     SpeechAdmission,
     release,
@@ -53,7 +54,6 @@ from voxclone.service.speech_request import (
     SpeechResult,
     ssml_warnings,
 )
-from voxclone.service.speech_resolve import RequestResolver
 from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.audio.encode import content_type, encode, parse_format
 from voxclone.synth.audio.watermark import WATERMARK_ID
