@@ -1,7 +1,7 @@
 """Long-form: a 30-minute public-domain text, start to end, through the product.
 
-The text (bench/data/alice_ch1-3.txt, chapters I-III of *Alice's Adventures
-in Wonderland*, cut to ``--minutes`` at ~150 words a minute) goes through a
+The text (bench/data/alice_ch1-4.txt, chapters I-IV of *Alice's Adventures
+in Wonderland*, cut to ``--minutes`` at the default voice's ~200 words a minute) goes through a
 real server (``voxclone.devserver``, default settings, caches off so nothing
 is replayed) two ways:
 
@@ -66,8 +66,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import RATE_LIMIT_OFF, READY_TIMEOUT_S, bench_home, rss_mb, save_figure  # noqa: E402
 from long_form_audio import analyse  # noqa: E402
 
-TEXT_FILE = ROOT / "bench" / "data" / "alice_ch1-3.txt"
-WORDS_PER_MINUTE = 150  # an audiobook pace; the default voice speaks ~160-170
+TEXT_FILE = ROOT / "bench" / "data" / "alice_ch1-4.txt"
+WORDS_PER_MINUTE = 200  # the default voice's pace: 458 words took 2.3 min through a job
 QUICK_MINUTES = 3.0
 SYSTEMS = ("job", "stream", "piper", "kokoro_onnx")  # cheapest peer first
 PARTS = ROOT / "bench" / "out" / "long_form_parts"
@@ -85,7 +85,7 @@ SERVER_ENV = {
 
 # -- the text ----------------------------------------------------------------------------
 def load_text(minutes: float, path: Path = TEXT_FILE) -> str:
-    """Whole paragraphs of the book, enough for ``minutes`` at ~150 words a minute
+    """Whole paragraphs of the book, enough for ``minutes`` at ~200 words a minute
     (all of it when it is shorter); ``#`` lines are its header, not text."""
     lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
     paragraphs = [p.strip() for p in "\n".join(lines).split("\n\n") if p.strip()]
@@ -395,7 +395,7 @@ def markdown(result: dict[str, Any]) -> str:
     rows = result["systems"]
     lines = [
         f"{meta['words']} words ({meta['chars']} characters) of *Alice's Adventures in "
-        f"Wonderland* (public domain, bench/data/alice_ch1-3.txt) on {meta['cores']} cores "
+        f"Wonderland* (public domain, bench/data/alice_ch1-4.txt) on {meta['cores']} cores "
         "shared with other work (each system's start and the load average around it are in "
         "the second table). Windows of ~28 s cut at pauses; WER by Whisper "
         "tiny.en; similarity: CAM++ cosine of each window to the first; drift = slope per "
