@@ -207,6 +207,15 @@ def test_a_killed_server_resumes_the_book_rendering_only_missing_chapters(
             "Chapter 2",
             "Chapter 3",
         ]
+    # A voice chapter 3 speaks with is deleted: its job is revoked and the
+    # assembled book, which holds that speech too, is purged with its audio.
+    digest = hashlib.sha256("|".join(ids).encode()).hexdigest()[:16]
+    assembled = f"audiobooks/{view.record.id}/{digest}.m4b"
+    assert blobs.exists(assembled) and blobs.exists(assembled + ".json")
+    store.link_voices(ids[2], ["v_deleted"])
+    assert jobs.revoke_voice_jobs(["v_deleted"]) == [ids[2]]
+    assert not blobs.exists(assembled) and not blobs.exists(assembled + ".json")
+    assert books.get(view.record.id, "reader").state == "failed"
     store.close()
 
 

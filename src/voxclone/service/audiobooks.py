@@ -328,7 +328,9 @@ class Audiobooks:
         )
         chapters = []
         for p in prepared:
-            job, _ = self._jobs.enqueue_dialogue(p, self._dialogues)
+            job, _ = self._jobs.enqueue_dialogue(
+                p, self._dialogues, purge_with=f"{BOOK_BLOB_PREFIX}{record.id}/"
+            )
             chapters.append({"job_id": job.id, "casting": casting.to_json()})
         self._store.update(
             record.id, state="running", message="audiobook", result={"chapters": chapters}
@@ -397,7 +399,9 @@ class Audiobooks:
         prepared = self._prepare(
             n, Chapter(text["title"], text["text"]), casting, view.record.owner, view.unmarked
         )
-        job, _ = self._jobs.enqueue_dialogue(prepared, self._dialogues)
+        job, _ = self._jobs.enqueue_dialogue(
+            prepared, self._dialogues, purge_with=f"{BOOK_BLOB_PREFIX}{book_id}/"
+        )
         links = list((view.record.result or {})["chapters"])
         links[n] = {"job_id": job.id, "casting": casting.to_json()}
         self._store.update(book_id, result={"chapters": links})

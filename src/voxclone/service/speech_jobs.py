@@ -76,6 +76,10 @@ JOB_BLOB_PREFIX = "jobs/"
 # Where a job's payload keeps its estimate ({"units", "output_s"}), priced
 # when it was queued; its render is held to it (service/output_length.py).
 ESTIMATE_FIELD = "estimate"
+# A blob prefix of files made from a job's audio (an audiobook's assembled
+# M4B: service/audiobooks.py), purged with the job's own audio when a voice it
+# speaks with is deleted: the deletion leaves none of that voice's speech.
+PURGE_WITH_FIELD = "purge_with"
 # A job's audio stays in memory up to this size, then goes to a temporary file.
 SPOOL_MEMORY_BYTES = 16 << 20
 
@@ -215,13 +219,20 @@ class SpeechJobs:
         dialogues: Dialogues,
         *,
         idempotency_key: str | None = None,
+        purge_with: str | None = None,
     ) -> tuple[JobRecord, bool]:
         """Queue a dialogue already checked and priced (an audiobook prices all
-        its chapters before it queues any: service/audiobooks.py)."""
+        its chapters before it queues any: service/audiobooks.py).
+        ``purge_with``: a blob prefix (ending in /) of files made from this
+        job's audio, purged with it if its voice is deleted."""
         dialogue = prepared.dialogue
         if dialogue.owner is None:
             raise ValueError("a speech job needs an owner")
         payload = dialogue.to_payload()
+        if purge_with is not None:
+            if not purge_with.endswith("/") or purge_with.count("/") < 2:
+                raise ValueError("purge_with is a blob folder like 'audiobooks/<id>/'")
+            payload[PURGE_WITH_FIELD] = purge_with
         payload[ESTIMATE_FIELD] = {
             "units": sum(t.service.text_size(t.request) for t in prepared.turns),
             "output_s": round(prepared.output_s, 1),
@@ -295,6 +306,9 @@ class SpeechJobs:
             self._publish(job)
             try:
                 self._blobs.delete_prefix(blob_key(job))
+                derived = (job.payload or {}).get(PURGE_WITH_FIELD)
+                if isinstance(derived, str) and derived.endswith("/") and derived.count("/") > 1:
+                    self._blobs.delete_prefix(derived)
             except Exception as exc:  # unreachable store: the purge stays owed
                 log.warning("audio purge of a revoked job postponed: %s", type(exc).__name__)
                 continue
