@@ -390,6 +390,26 @@ LABELS = {
 }
 
 
+def verdicts(rows: dict[str, Any]) -> list[str]:
+    """One sentence per voxclone route: is WER and speaker drift bounded, in numbers."""
+    out = []
+    for name in ("job", "stream"):
+        r = rows.get(name)
+        if not r or "error" in r:
+            continue
+        w, s = r["wer_drift"], r["similarity_drift"]
+        cut = " (stopped early: what had streamed)" if r.get("partial") else ""
+        out.append(
+            f"- {LABELS[name]}{cut}: over {r['audio_s'] / 60:.1f} min, window WER "
+            f"{_f(w.get('min'))}-{_f(w.get('max'))} (first 5 min {_f(w.get('first_5min'))}, "
+            f"last 5 min {_f(w.get('last_5min'))}, slope {_f(w.get('slope_per_10min'), 4)} "
+            f"per 10 min); every window's similarity to the first >= {_f(s.get('min'))} "
+            f"(first 5 min {_f(s.get('first_5min'))}, last 5 min {_f(s.get('last_5min'))}, "
+            f"slope {_f(s.get('slope_per_10min'), 4)} per 10 min)."
+        )
+    return out
+
+
 def markdown(result: dict[str, Any]) -> str:
     meta = result["meta"]
     rows = result["systems"]
@@ -419,14 +439,17 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {_f(s.get('slope_per_10min'), 4)} | {_f(lufs.get('range'), 2)} "
             f"({_f(r.get('lufs_std'), 2)}) |"
         )
+    lines += ["", *verdicts(rows)]
     lines += [
         "",
         "Joins, time and memory (gaps: silences of 80 ms or more under -50 dBFS; "
-        "edge step: largest sample jump within 5 ms of a silence edge, a click above 0.1):",
+        "edge step: largest sample jump within 5 ms of a silence edge; steps >= 0.1 full "
+        "scale count those loud enough to be a click, an upper bound, as a plosive after a "
+        "pause also starts steeply):",
         "",
         "| system | started | load avg | wall min | RTF | first audio s | peak RSS MB "
         "| RSS growth MB | gaps /min | gap median s | p95 s | max s (at min) | gaps >= 2 s "
-        "| edge step p99 | clicks |",
+        "| edge step p99 | steps >= 0.1 |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in rows.items():
