@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -400,3 +401,28 @@ def test_a_waived_key_gets_an_unmarked_book(make_app: Any) -> None:
         assert detect.status_code == 200, detect.text
         assert detect.json()["watermarked"] is False
         c.delete(f"/v1/audiobooks/{r.json()['id']}", headers=waived)
+
+
+def test_an_expired_chapter_takes_the_assembled_book_with_it(runtime: Any, tmp_path: Path) -> None:
+    # No render needed: the chapters end cancelled, and retention sweeps them.
+    store = SqlJobStore(tmp_path / "jobs.sqlite3")
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    jobs = SpeechJobs(queue=store, speech=runtime.speech, blobs=blobs, events=JobEvents())
+    books = Audiobooks(
+        store=store,
+        jobs=jobs,
+        speech=runtime.speech,
+        limits=BookLimits(max_output_s=600, max_text_chars=10_000, max_book_output_s=3600),
+    )
+    try:
+        book = parse_book(b"Chapter 1\nOne.\n\nChapter 2\nTwo.", "text", max_chars=1000)
+        view = books.submit(book, Casting("clear_female"), owner="frank")
+        stale = f"audiobooks/{view.record.id}/old.m4b"
+        blobs.put(stale, b"m4b bytes", content_type="audio/mp4")
+        books.cancel(view.record.id, "frank")
+        later = datetime.now(UTC) + timedelta(seconds=jobs.config.retention_s + 60)
+        assert jobs.sweep_expired(now=later) == 2
+        assert not blobs.exists(stale)
+        assert books.get(view.record.id, "frank").state == "failed"  # its chapters are gone
+    finally:
+        store.close()

@@ -254,8 +254,16 @@ class SpeechJobs:
         lease and stops; audio it stores after this is removed by it."""
         job = self._queue.delete(job_id, owner)
         if job.kind == SPEECH_JOB_KIND and job.payload is not None:
-            self._blobs.delete_prefix(blob_key(job))
+            self._purge(job)
         return job
+
+    def _purge(self, job: JobRecord) -> None:
+        """The job's audio and the files made from it (PURGE_WITH_FIELD): an
+        audiobook's M4B does not outlive a chapter deleted, expired or revoked."""
+        self._blobs.delete_prefix(blob_key(job))
+        derived = (job.payload or {}).get(PURGE_WITH_FIELD)
+        if isinstance(derived, str) and derived.endswith("/") and derived.count("/") > 1:
+            self._blobs.delete_prefix(derived)
 
     def serves(self, key: str) -> bool:
         """Whether ``key`` is still a succeeded job's audio made with voices that
@@ -305,10 +313,7 @@ class SpeechJobs:
                 continue  # deleted meanwhile, audio with it
             self._publish(job)
             try:
-                self._blobs.delete_prefix(blob_key(job))
-                derived = (job.payload or {}).get(PURGE_WITH_FIELD)
-                if isinstance(derived, str) and derived.endswith("/") and derived.count("/") > 1:
-                    self._blobs.delete_prefix(derived)
+                self._purge(job)
             except Exception as exc:  # unreachable store: the purge stays owed
                 log.warning("audio purge of a revoked job postponed: %s", type(exc).__name__)
                 continue
