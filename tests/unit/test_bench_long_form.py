@@ -126,3 +126,22 @@ def test_report_states_what_did_not_run(tmp_path: Path) -> None:
     assert "| Piper joe (1 thread) | not run: not installed: piper |" in md
     assert result["systems"]["piper"]["error"].startswith("not installed")
     assert not (tmp_path / "docs" / "img" / "long_form.png").exists()  # nothing to plot
+
+
+def test_a_stopped_stream_keeps_the_minutes_that_arrived(tmp_path: Path) -> None:
+    import json
+    import time
+
+    import soundfile as sf
+
+    pcm = (np.sin(np.arange(24_000 * 3) / 10.0) * 8000).astype("<i2").tobytes()
+    (tmp_path / "stream.pcm").write_bytes(pcm)
+    begun = {"date": "2026-12-06 12:00Z", "loadavg_before": 3.0, "t0": time.time() - 60}
+    (tmp_path / "stream.started.json").write_text(json.dumps(begun))
+    assert long_form.salvage_stream(tmp_path)
+    x, sr = sf.read(str(tmp_path / "stream.flac"))
+    assert sr == 24_000 and len(x) == 24_000 * 3
+    timing = json.loads((tmp_path / "stream.render.json").read_text())
+    assert timing["partial"] is True and 55 <= timing["wall_s"] <= 70
+    assert timing["rtf"] == pytest.approx(timing["wall_s"] / 3.0, rel=0.01)
+    assert not long_form.salvage_stream(tmp_path / "elsewhere")
