@@ -137,7 +137,8 @@ _BODY_DOC: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/AudiobookFields"}},
+            # Inline (no $ref): the model is read by hand, so FastAPI lists no schema for it.
+            "application/json": {"schema": AudiobookFields.model_json_schema()},
             "multipart/form-data": {
                 "schema": {
                     "properties": {
