@@ -298,11 +298,17 @@ class Scorers:
         self.transcriber = Transcriber()
         self.listener = make_listener(CAMPLUS, models_dir=Settings().models_dir)
 
-    def score(self, x: np.ndarray, sr: int, text: str) -> dict[str, Any]:
+    def score(self, x: np.ndarray, sr: int, text: str, *, partial: bool = False) -> dict[str, Any]:
         from voxclone.synth.audio.quality import integrated_loudness
 
         result = analyse(
-            x, sr, text, self.transcriber.transcribe, self.listener.embed, integrated_loudness
+            x,
+            sr,
+            text,
+            self.transcriber.transcribe,
+            self.listener.embed,
+            integrated_loudness,
+            open_end=partial,
         )
         result["listener"] = self.listener.name
         return result
@@ -368,8 +374,8 @@ def score(systems: list[str], text: str, parts: Path) -> None:
             continue
         scorers = scorers or Scorers()
         x, sr = sf.read(str(parts / f"{system}.flac"), dtype="float32")
-        scored = scorers.score(x, int(sr), text)
         timing = json.loads(timing_file.read_text())
+        scored = scorers.score(x, int(sr), text, partial=bool(timing.get("partial")))
         part = {"system": system, "sample_rate": int(sr), **timing, **scored}
         (parts / f"{system}.json").write_text(json.dumps(part, indent=1, default=float))
         print(f"{system}: WER {scored['wer']}, wrote {parts / system}.json", flush=True)

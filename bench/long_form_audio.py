@@ -111,12 +111,16 @@ def _hyp_to_ref(ref: list[str], hyp: list[str]) -> list[int]:
     return where
 
 
-def window_wer(reference: str, heard: Sequence[str]) -> list[dict[str, Any]]:
+def window_wer(
+    reference: str, heard: Sequence[str], *, open_end: bool = False
+) -> list[dict[str, Any]]:
     """Per window: its share of the reference, the words heard, errors and WER.
 
     The reference is split where each window's first heard word aligns, so
     every reference word belongs to exactly one window (a window Whisper heard
-    nothing in gets the words up to the next one's start: all deletions)."""
+    nothing in gets the words up to the next one's start: all deletions).
+    ``open_end``: the recording stopped part-way (a stream cut at a deadline),
+    so the reference ends where the last heard word aligns, not at its end."""
     ref = normalize_for_wer(reference)
     hyps = [normalize_for_wer(text) for text in heard]
     flat = [word for words in hyps for word in words]
@@ -132,9 +136,10 @@ def window_wer(reference: str, heard: Sequence[str]) -> list[dict[str, Any]]:
             start = where[offset - 1] + 1 if offset else 0
         starts.append(min(len(ref), max(start, starts[-1])) if starts else 0)
         offset += len(words)
+    last = where[-1] + 1 if open_end and where else len(ref)
     rows = []
     for index, words in enumerate(hyps):
-        end = starts[index + 1] if index + 1 < len(hyps) else len(ref)
+        end = starts[index + 1] if index + 1 < len(hyps) else max(last, starts[index])
         part = ref[starts[index] : end]
         errors = edit_distance(part, words)
         rows.append(
@@ -225,12 +230,14 @@ def analyse(
     transcribe: Callable[[np.ndarray, int], str],
     embed: Callable[[np.ndarray, int], np.ndarray],
     loudness: Callable[[np.ndarray, int], float],
+    *,
+    open_end: bool = False,
 ) -> dict[str, Any]:
     """Windows with WER, speaker similarity to the first window and LUFS; their
     drift; and the gaps of the whole recording."""
     windows = cut_windows(x, sr)
     heard = [transcribe(x[w.start : w.end], sr) for w in windows]
-    wers = window_wer(text, heard)
+    wers = window_wer(text, heard, open_end=open_end)
     vectors = [np.asarray(embed(x[w.start : w.end], sr), dtype=np.float64) for w in windows]
     first = vectors[0] / (np.linalg.norm(vectors[0]) or 1.0)
     rows = []

@@ -145,3 +145,12 @@ def test_a_stopped_stream_keeps_the_minutes_that_arrived(tmp_path: Path) -> None
     assert timing["partial"] is True and 55 <= timing["wall_s"] <= 70
     assert timing["rtf"] == pytest.approx(timing["wall_s"] / 3.0, rel=0.01)
     assert not long_form.salvage_stream(tmp_path / "elsewhere")
+
+
+def test_a_recording_cut_short_is_scored_against_the_text_it_reached() -> None:
+    reference = "one two three four five six seven eight nine ten eleven twelve"
+    heard = ["one two three four", "five six seven eight"]
+    # Closed: the unspoken rest counts as deletions in the last window.
+    assert [r["errors"] for r in audio.window_wer(reference, heard)] == [0, 4]
+    cut = audio.window_wer(reference, heard, open_end=True)
+    assert [r["errors"] for r in cut] == [0, 0] and sum(r["ref_words"] for r in cut) == 8
