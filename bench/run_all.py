@@ -76,7 +76,8 @@ SCRIPTS: tuple[Script, ...] = (
     ),
     Script("soak", "bench/soak.py", (), None, 900),
     # 30 minutes of a book through the job and streaming routes and the peers,
-    # drift per ~28 s window (issue 50): ~1.5-2 h on 2 busy cores.
+    # drift per ~28 s window (issue 50): ~45 min on 2 idle cores (RTF ~0.3 per
+    # render), hours when they are shared (RTF ~4 at load 7: docs/benchmarks.md).
     Script("long_form", "bench/long_form.py", (), None, 3 * 3600),
     # Every built-in voice in its language (DNSMOS, WER, rate, pitch): ~15 min.
     Script("voice_table", "bench/voice_table.py", (), None, 3600),
