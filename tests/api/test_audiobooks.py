@@ -266,6 +266,11 @@ def test_bad_books_are_4xx_naming_the_field_and_limit(make_app: Any, app_runtime
             },
             headers=headers,
         )
+        fast = c.post(
+            "/v1/audiobooks",
+            json={"text": "Hi.", "voice": "clear_female", "speed": 9.0},
+            headers=headers,
+        )
         both = post_file(b"Hi.", "a.txt", text="Hi.")
         ok_epub = post_file(
             make_epub([("a.xhtml", _xhtml("<h1>A</h1><p>Hello there.</p>"))]),
@@ -285,6 +290,7 @@ def test_bad_books_are_4xx_naming_the_field_and_limit(make_app: Any, app_runtime
     assert long_book.status_code == 413, long_book.text
     assert error["field"] == "file" and error["limit"] == 30.0
     assert "max_book_output_s" in error["message"]
+    assert fast.status_code == 422 and fast.json()["error"]["field"] == "speed", fast.text
     assert both.status_code == 422 and both.json()["error"]["field"] == "file"
     assert ok_epub.status_code == 202, ok_epub.text
 

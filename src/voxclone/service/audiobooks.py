@@ -544,6 +544,8 @@ def _in_chapter(
     if m and m.group(2) == "voice":
         speaker = turns[int(m.group(1))].speaker
         field_name = "voice" if speaker == NARRATOR else f"cast.{speaker}"
+    elif m and m.group(2) == "speed":
+        field_name = "speed"
     else:
         field_name = f"chapters[{n}]"
     message = f"chapter {n} ({chapter.title[:60]}): {exc.message}"
