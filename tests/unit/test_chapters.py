@@ -22,7 +22,9 @@ def _opf(items: list[tuple[str, str]]) -> str:
     manifest = "".join(
         f'<item id="{i}" href="{href}" media-type="application/xhtml+xml"/>' for i, href in items
     )
-    spine = "".join(f'<itemref idref="{i}"/>' for i, _ in items)
+    # A document named notes*.xhtml is out of the reading order (linear="no").
+    linear = {True: ' linear="no"', False: ""}
+    spine = "".join(f'<itemref idref="{i}"{linear["notes" in href]}/>' for i, href in items)
     return f"""<?xml version="1.0"?>
 <package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
   <metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>A Small Book</dc:title>
@@ -60,6 +62,8 @@ def test_epub_chapters_in_spine_order_with_heading_titles() -> None:
             ("cover.xhtml", _xhtml('<img src="c.jpg"/>')),
             ("one.xhtml", _xhtml("<h1>The Start</h1><p>It began.</p><p>Then &amp; more.</p>")),
             ("two.xhtml", _xhtml("<p>No heading here.</p>", title="Second")),
+            ("notes.xhtml", _xhtml("<h1>Notes</h1><p>1. A footnote.</p>")),
+            ("nav.xhtml", _xhtml("<nav><ol><li>The Start</li><li>Second</li></ol></nav>")),
         ]
     )
     assert sniff_kind(data, "book.epub") == "epub"

@@ -297,6 +297,8 @@ def parse_epub(data: bytes) -> Book:
     }
     chapters: list[Chapter] = []
     for ref in opf.iter(f"{_OPF_NS}itemref"):
+        if ref.get("linear") == "no":
+            continue  # out of the reading order (notes, answers): not read in sequence
         href, media = manifest.get(ref.get("idref"), ("", ""))
         if not href or media not in _XHTML_TYPES:
             continue
