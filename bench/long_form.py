@@ -233,28 +233,35 @@ def render_route(
 
 
 # -- the peers (each in its own process, so its peak RSS is its own) ---------------------
-def peer_audio(system: str, text: str) -> tuple[np.ndarray, int]:
+def peer_audio(system: str, text: str) -> tuple[np.ndarray, int, float]:
+    """The peer's recording of ``text``, its rate, and the seconds its model took to load."""
     import peers
 
+    started = time.perf_counter()
     if system == "kokoro_onnx":
         candidate = peers.KokoroOnnxCandidate(peers._model_path())
+        load_s = time.perf_counter() - started
         audio, sr = candidate._kokoro.create(text, voice="voxclone_default", lang="en-us")
-        return np.asarray(audio, dtype=np.float32), int(sr)
+        return np.asarray(audio, dtype=np.float32), int(sr), load_s
     voice = peers.PiperCandidate()
+    load_s = time.perf_counter() - started
     chunks = [chunk.audio_int16_array for chunk in voice._voice.synthesize(text)]
     x = np.concatenate(chunks).astype(np.float32) / 32768.0 if chunks else np.zeros(0, np.float32)
-    return x, voice.sample_rate
+    return x, voice.sample_rate, load_s
 
 
 def worker(system: str, text_file: Path, wav: Path) -> dict[str, Any]:
+    """Runs in the peer's own process: wall time excludes the model load (as the
+    server's routes exclude its start-up)."""
     import soundfile as sf
 
     started = time.perf_counter()
-    x, sr = peer_audio(system, text_file.read_text())
-    seconds = time.perf_counter() - started
+    x, sr, load_s = peer_audio(system, text_file.read_text())
+    seconds = time.perf_counter() - started - load_s
     sf.write(str(wav), x, sr, subtype="FLOAT")
     return {
         "wall_s": round(seconds, 1),
+        "load_s": round(load_s, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
     }
 
