@@ -178,7 +178,7 @@ def test_a_killed_server_resumes_the_book_rendering_only_missing_chapters(
 
     text = "Chapter 1\nOne.\n\nChapter 2\nTwo.\n\nChapter 3\nThree.\n"
     store, jobs, books = server("first")
-    view = books.submit(
+    view, _ = books.submit(
         parse_book(text.encode(), "text", max_chars=1000), Casting("clear_female"), owner="reader"
     )
     ids = [ch.job.id for ch in view.chapters if ch.job]
@@ -334,6 +334,23 @@ def test_cli_audiobook_epub_to_m4b_through_a_server(
         chapters = json.loads(manifest.read_text())["chapters"]
         assert [c["title"] for c in chapters] == ["Morning", "Evening"]
         assert all(c["duration_s"] > 0.5 for c in chapters)
+        # The same command again follows the same book: nothing is rendered twice.
+        code = cli.main(
+            [
+                "audiobook",
+                str(book),
+                "--voice",
+                "clear_male",
+                "-o",
+                str(tmp_path / "again.m4b"),
+                "--server",
+                server.url,
+            ]
+        )
+        again = capsys.readouterr().err
+        assert code == 0, again
+        assert err.split("book ", 1)[1].split(":")[0] == again.split("book ", 1)[1].split(":")[0]
+        assert (tmp_path / "again.m4b").read_bytes() == out.read_bytes()
         # A bad book: one line naming the problem, no traceback.
         bad = tmp_path / "bad.epub"
         bad.write_bytes(b"PK\x03\x04 not a zip")
@@ -422,7 +439,7 @@ def test_an_expired_chapter_takes_the_assembled_book_with_it(runtime: Any, tmp_p
     )
     try:
         book = parse_book(b"Chapter 1\nOne.\n\nChapter 2\nTwo.", "text", max_chars=1000)
-        view = books.submit(book, Casting("clear_female"), owner="frank")
+        view, _ = books.submit(book, Casting("clear_female"), owner="frank")
         stale = f"audiobooks/{view.record.id}/old.m4b"
         blobs.put(stale, b"m4b bytes", content_type="audio/mp4")
         books.cancel(view.record.id, "frank")
@@ -432,3 +449,25 @@ def test_an_expired_chapter_takes_the_assembled_book_with_it(runtime: Any, tmp_p
         assert books.get(view.record.id, "frank").state == "failed"  # its chapters are gone
     finally:
         store.close()
+
+
+def test_the_same_idempotency_key_is_the_same_book(app: FastAPI) -> None:
+    headers = _key(app, "gina")
+    body = {"text": "Chapter 1\nOnce.\n\nChapter 2\nTwice.", "voice": "clear_female"}
+    with TestClient(app) as c:
+        first = c.post("/v1/audiobooks", json=body, headers={**headers, "Idempotency-Key": "b1"})
+        again = c.post("/v1/audiobooks", json=body, headers={**headers, "Idempotency-Key": "b1"})
+        other = c.post(
+            "/v1/audiobooks",
+            json={**body, "voice": "clear_male"},
+            headers={**headers, "Idempotency-Key": "b1"},
+        )
+        assert first.status_code == 202 and again.status_code == 200, again.text
+        assert again.json()["id"] == first.json()["id"]
+        # The same chapters' jobs, not a second render of the book.
+        assert [ch["job_id"] for ch in again.json()["chapters"]] == [
+            ch["job_id"] for ch in first.json()["chapters"]
+        ]
+        assert other.status_code == 409
+        assert other.json()["error"]["field"] == "Idempotency-Key"
+        assert c.delete(f"/v1/audiobooks/{first.json()['id']}", headers=headers).status_code == 204

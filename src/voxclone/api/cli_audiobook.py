@@ -14,6 +14,7 @@ in-process render, since a book of hours needs the server's durable jobs.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -42,6 +43,12 @@ def add_audiobook_parser(sub: Any) -> None:
     p.add_argument("--manifest", metavar="FILE", help="also write the chapters' manifest (JSON)")
     p.add_argument("--book-id", dest="book_id", help="wait for and fetch a book already sent")
     p.add_argument(
+        "--new",
+        action="store_true",
+        help="render the book again even if this command sent it before (by default the same "
+        "file and options follow the book already on the server)",
+    )
+    p.add_argument(
         "--server",
         metavar="URL",
         help="the voxclone server (default: the configured local one, http://127.0.0.1:8000; "
@@ -68,9 +75,13 @@ def cmd_audiobook(args: argparse.Namespace, settings: Settings) -> int:
             form.append(("quotes", "true"))
         if args.speed is not None:
             form.append(("speed", str(args.speed)))
-        book = call_json(
-            url, "POST", "/v1/audiobooks", form=form, files=[("file", path.name, path.read_bytes())]
-        )
+        data = path.read_bytes()
+        # The same book and options are the same book on the server (its
+        # Idempotency-Key): running the command again after Ctrl-C or a lost
+        # connection follows the book already rendering instead of a second one.
+        digest = hashlib.sha256(data + json.dumps(form).encode()).hexdigest()[:32]
+        key = None if args.new else f"audiobook-{digest}"
+        book = _send(url, form, (path.name, data), key)
         book_id = book["id"]
         print(f"book {book_id}: {len(book['chapters'])} chapters queued on {url}", file=sys.stderr)
     try:
@@ -101,6 +112,25 @@ def cmd_audiobook(args: argparse.Namespace, settings: Settings) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _send(
+    url: str, form: list[tuple[str, str]], file: tuple[str, bytes], key: str | None
+) -> dict[str, Any]:
+    """POST the book (multipart) with its Idempotency-Key; the book's JSON."""
+    from voxclone.api.cli_remote import _opened, _request, multipart, retrying
+
+    body, content_type = multipart(form, [("file", *file)])
+
+    def once() -> dict[str, Any]:
+        request = _request(url, "/v1/audiobooks", "POST", body, content_type, None)
+        if key is not None:
+            request.add_header("Idempotency-Key", key)
+        with _opened(request, url) as response:
+            answer: dict[str, Any] = json.load(response)
+            return answer
+
+    return retrying(once)
 
 
 def _follow(url: str, book_id: str) -> dict[str, Any]:

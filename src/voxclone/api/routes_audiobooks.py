@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Header, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -26,6 +26,7 @@ from voxclone.api.auth import TTSCaller
 from voxclone.api.body_guard import FORM_KINDS, PARSED_JSON, MediaKind, media_kind, unsupported
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.input_guard import NOT_JSON
+from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput
@@ -215,23 +216,43 @@ async def _parse(request: Request) -> tuple[AudiobookFields, bytes | None, str |
     openapi_extra=_BODY_DOC,
 )
 async def create_audiobook(
-    request: Request, response: Response, principal: TTSCaller, runtime: RuntimeDep
+    request: Request,
+    response: Response,
+    principal: TTSCaller,
+    runtime: RuntimeDep,
+    idempotency_key: Annotated[
+        str | None,
+        Header(description=f"the same key returns the same book (<= {IDEMPOTENCY_KEY_MAX} chars)"),
+    ] = None,
 ) -> AudiobookOut:
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
+        raise InvalidInput(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
+            field="Idempotency-Key",
+            limit=IDEMPOTENCY_KEY_MAX,
+        )
     fields, data, filename = await _parse(request)
     raw = data if data is not None else (fields.text or "").encode()
     kind: BookKind = fields.kind or sniff_kind(raw, filename)
     books = audiobooks(runtime)
     casting = Casting(fields.voice, fields.cast, fields.quotes, fields.speed)
 
-    def submit() -> BookView:
+    def submit() -> tuple[BookView, bool]:
         book = parse_book(raw, kind, max_chars=runtime.settings.max_book_chars)
         if fields.title:
             book = type(book)(fields.title, book.chapters)
         return books.submit(
-            book, casting, owner=principal.owner, fmt=fields.format, unmarked=principal.unmarked
+            book,
+            casting,
+            owner=principal.owner,
+            fmt=fields.format,
+            unmarked=principal.unmarked,
+            idempotency_key=idempotency_key,
         )
 
-    view = await run_in_threadpool(submit)
+    view, created = await run_in_threadpool(submit)
+    if not created:
+        response.status_code = status.HTTP_200_OK
     response.headers["Location"] = f"/v1/audiobooks/{view.record.id}"
     return book_out(view)
 

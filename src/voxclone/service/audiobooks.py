@@ -149,6 +149,8 @@ class BookView:
     @property
     def state(self) -> str:
         states = {c.state for c in self.chapters}
+        if not states:
+            return "queued"  # its chapters are being queued (an Idempotency-Key retry)
         if states == {"succeeded"}:
             return "succeeded"
         if "running" in states or "queued" in states:
@@ -292,12 +294,21 @@ class Audiobooks:
         return self._jobs.blobs
 
     def submit(
-        self, book: Book, casting: Casting, *, owner: str, fmt: str = "m4b", unmarked: bool = False
-    ) -> BookView:
+        self,
+        book: Book,
+        casting: Casting,
+        *,
+        owner: str,
+        fmt: str = "m4b",
+        unmarked: bool = False,
+        idempotency_key: str | None = None,
+    ) -> tuple[BookView, bool]:
         """Check and price every chapter (4xx naming it), the whole book
-        against ``max_book_output_s``, then queue a job per chapter.
-        ``unmarked``: the caller's key is waived from the watermark (every
-        chapter, re-renders too, keeps the waiver of the key that sent the book)."""
+        against ``max_book_output_s``, then queue a job per chapter; (the
+        book, created). ``unmarked``: the caller's key is waived from the
+        watermark (every chapter, re-renders too, keeps the waiver of the key
+        that sent the book). The same ``idempotency_key`` with the same book
+        and casting is the book it made the first time (a 409 with another)."""
         if fmt not in BOOK_FORMATS:
             raise InvalidInput(
                 f"format must be one of {', '.join(BOOK_FORMATS)}", field="format", value=fmt
@@ -319,13 +330,18 @@ class Audiobooks:
             "title": book.title,
             "format": fmt,
             "casting": casting.to_json(),
-            "estimate_s": round(seconds, 1),
             UNMARKED_FIELD: unmarked,
             "chapters": [{"title": c.title, "text": c.text} for c in book.chapters],
         }
-        record, _ = self._store.enqueue(
-            kind=AUDIOBOOK_KIND, owner=owner, payload=payload, max_attempts=1
+        record, created = self._store.enqueue(
+            kind=AUDIOBOOK_KIND,
+            owner=owner,
+            payload=payload,
+            max_attempts=1,
+            idempotency_key=idempotency_key,
         )
+        if not created:
+            return self.get(record.id, owner), False
         chapters = []
         for p in prepared:
             job, _ = self._jobs.enqueue_dialogue(
@@ -333,9 +349,12 @@ class Audiobooks:
             )
             chapters.append({"job_id": job.id, "casting": casting.to_json()})
         self._store.update(
-            record.id, state="running", message="audiobook", result={"chapters": chapters}
+            record.id,
+            state="running",
+            message="audiobook",
+            result={"chapters": chapters, "estimate_s": round(seconds, 1)},
         )
-        return self.get(record.id, owner)
+        return self.get(record.id, owner), True
 
     def _check(self, casting: Casting, owner: str) -> None:
         """The casting's shape, and every cast voice resolved: one no chapter
@@ -404,7 +423,7 @@ class Audiobooks:
         )
         links = list((view.record.result or {})["chapters"])
         links[n] = {"job_id": job.id, "casting": casting.to_json()}
-        self._store.update(book_id, result={"chapters": links})
+        self._store.update(book_id, result={**(view.record.result or {}), "chapters": links})
         if old.job is not None:
             self._jobs.delete(old.job.id, None)  # its audio with it
         self.blobs.delete_prefix(f"{BOOK_BLOB_PREFIX}{book_id}/")
