@@ -6,7 +6,8 @@ durable job there, so the book is rendered by the server, not this process:
 the command follows the chapters' progress (``/events``, one line per chapter
 as it ends) and then writes the M4B with its chapter marks (``--manifest``:
 the chapters' titles, start times and durations as JSON). Ctrl-C leaves the
-book rendering; ``voxclone audiobook --book ID -o book.m4b`` fetches it later.
+book rendering; the same command again (an Idempotency-Key made from the file
+and options) or ``voxclone audiobook --book-id ID -o book.m4b`` follows it.
 A server that cannot be reached is one line on stderr: there is no
 in-process render, since a book of hours needs the server's durable jobs.
 """
@@ -88,8 +89,8 @@ def cmd_audiobook(args: argparse.Namespace, settings: Settings) -> int:
         book = _follow(url, book_id)
     except KeyboardInterrupt:
         print(
-            f"voxclone: the book keeps rendering on the server; fetch it later with "
-            f"'voxclone audiobook --book-id {book_id} -o {args.output}'",
+            f"voxclone: the book keeps rendering on the server; the same command again, "
+            f"or 'voxclone audiobook --book-id {book_id} -o {args.output}', fetches it",
             file=sys.stderr,
         )
         raise
