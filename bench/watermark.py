@@ -440,7 +440,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"The speed search's best score on all {len(every)} of these: max "
         f"{fp['search_max']:.2f}, p99 {fp['search_p99']:.2f} ({fp['search_flagged']} at or "
         f"above its threshold {fp['search_threshold']}: margin "
-        f"{fp['search_threshold'] - fp['search_max']:.2f}).",
+        f"{fp['search_threshold'] - fp['search_max']:.2f}"
+        + ("; every one flagged above is the plain read's)." if not fp["search_flagged"] else ")."),
         "",
         f"{result.get('carried', '')}Quality, unmarked -> marked: DNSMOS P.808 "
         f"{q['unmarked']['p808']:.3f} -> "
@@ -529,7 +530,13 @@ def main() -> int:
         result["carried"] = f"Quality and first audio: from the run of {when[:16]}Z. "
 
     result["load_after"] = os.getloadavg()
-    result["unmarked_reads"] = {"speeds": list(watermark_search.SPEEDS), "reads": SCORES}
+    # The unmarked reads that came nearest the search's threshold, per speed
+    # (the tail sets it; all of them would be ~10k lines of JSON).
+    top = sorted(SCORES, key=lambda r: -max(r["speeds"]))[:20]
+    result["unmarked_reads_top20"] = {
+        "speeds": [round(s, 4) for s in watermark_search.SPEEDS],
+        "reads": [{**r, "speeds": [round(v, 4) for v in r["speeds"]]} for r in top],
+    }
     write_result(RESULTS_DIR / "watermark.json", result, markdown(result))
     return 0
 
