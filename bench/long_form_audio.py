@@ -71,8 +71,11 @@ def cut_windows(
     windows: list[Window] = []
     start = 0
     while len(x) - start > (window_s + search_s) * sr:
-        lo = int((start / sr + window_s - search_s) / FRAME_S)
-        hi = int((start / sr + window_s + search_s) / FRAME_S)
+        # In whole frames of ``frame`` samples: at 22,050 Hz a frame is 220
+        # samples, 9.977 ms, and counting it as 10 ms put the cuts 3.7 s early by
+        # minute 27 (Piper's windows shrank to 21 s).
+        lo = int((start + (window_s - search_s) * sr) / frame)
+        hi = int((start + (window_s + search_s) * sr) / frame)
         best = lo + int(np.argmin(quiet[lo:hi]))
         end = best * frame + frame // 2
         windows.append(Window(start, end))

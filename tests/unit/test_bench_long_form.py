@@ -40,6 +40,17 @@ def test_windows_cover_the_recording_and_are_cut_in_pauses() -> None:
         assert abs(float(x[w.end])) == 0.0  # the cut falls in a pause, not in speech
 
 
+def test_windows_keep_their_length_at_a_rate_whose_frame_is_not_10_ms() -> None:
+    # 22,050 Hz (Piper): a 10 ms frame is 220.5 samples, rounded to 220.
+    rate = 22_050
+    t = np.arange(rate * 1800) / rate
+    x = (0.3 * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
+    x[(t % 2.0) >= 1.7] = 0.0  # a pause every 2 s
+    windows = audio.cut_windows(x, rate)
+    lengths = [(w.end - w.start) / rate for w in windows[:-1]]
+    assert min(lengths) >= 25.0 and max(lengths) <= 31.0
+
+
 def test_a_short_tail_joins_the_last_window() -> None:
     x = _speech_like(62.0, [(t + 1.7, 0.3) for t in range(0, 62, 2)])
     windows = audio.cut_windows(x, SR)
