@@ -20,6 +20,7 @@ import soundfile as sf
 from voxclone.service import provenance
 from voxclone.synth.audio import watermark, watermark_search
 from voxclone.synth.audio.resample import resample
+from voxclone.synth.audio.timescale import time_stretch
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RATE = 24_000
@@ -53,6 +54,21 @@ def mark() -> watermark.PerthMark:
 @pytest.fixture(scope="module")
 def marked(mark: watermark.PerthMark) -> np.ndarray:
     return mark.embed(_recording(DATA / "librispeech_1088-129236-0000.wav"), RATE)
+
+
+@pytest.mark.parametrize("tempo", [0.9, 1.1])
+def test_a_tempo_change_that_keeps_the_pitch_is_read_plainly(
+    mark: watermark.PerthMark, marked: np.ndarray, tempo: float
+) -> None:
+    """The other "0.9x": faster or slower speech at the same pitch (WSOLA,
+    as a player's speed control or the product's own speed does). The mark
+    sits in the spectrum of each frame, which this keeps: the plain read
+    finds it, no search needed."""
+    changed = time_stretch(marked, RATE, tempo)
+    assert abs(changed.size / marked.size - 1 / tempo) < 0.02
+    report = provenance.detect(_wav(changed), max_bytes=1 << 24, max_seconds=60.0)
+    assert report.watermarked and report.payload is not None
+    assert "speed" not in report.payload  # found by the plain read
 
 
 @pytest.mark.parametrize("speed", [0.9, 1.1])
