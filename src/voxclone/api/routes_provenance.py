@@ -43,7 +43,9 @@ class DetectionOut(BaseModel):
     watermarked: bool = Field(description="PerTh's watermark was found")
     confidence: float = Field(description="the detector's score in [0, 1]; >= 0.5 is marked")
     payload: dict[str, str] | None = Field(
-        description="which mark was found (PerTh's mark carries no bits); null when none"
+        description="which mark was found (PerTh's mark carries no bits) and, when it "
+        "was read only at another playback speed (0.89x-1.13x), that speed as 'speed'; "
+        "null when none"
     )
     manifest: ManifestOut = Field(description="the file's C2PA manifest, verified offline")
 
