@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -165,3 +166,24 @@ def test_a_recording_cut_short_is_scored_against_the_text_it_reached() -> None:
     assert [r["errors"] for r in audio.window_wer(reference, heard)] == [0, 4]
     cut = audio.window_wer(reference, heard, open_end=True)
     assert [r["errors"] for r in cut] == [0, 0] and sum(r["ref_words"] for r in cut) == 8
+
+
+def test_a_failed_route_keeps_the_other_routes_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancelled job beside a finished stream lost the stream's 30 minutes."""
+    import contextlib
+    import json
+
+    def route(system: str, running: object, text: str, parts: Path) -> tuple[Any, int, dict]:
+        if system == "job":
+            raise RuntimeError("speech job ended cancelled: None")
+        return np.zeros(24_000, np.float32), 24_000, {"wall_s": 2.0}
+
+    monkeypatch.setattr(long_form, "server", lambda: contextlib.nullcontext(None))
+    monkeypatch.setattr(long_form, "render_route", route)
+    for together in (True, False):
+        long_form.render(["job", "stream"], "text", tmp_path, together=together)
+        assert (tmp_path / "stream.flac").exists()
+        assert "cancelled" in json.loads((tmp_path / "job.json").read_text())["error"]
+        (tmp_path / "stream.flac").unlink()
