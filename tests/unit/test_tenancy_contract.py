@@ -402,9 +402,7 @@ def _refine_once(
     # The refine wiring, with a cloner that offers nothing.
     svc._refinements._pipeline = CloningPipeline(
         SimpleNamespace(  # type: ignore[arg-type]
-            alternatives=lambda *a, **k: [],
-            prosody_alternatives=lambda *a, **k: [],
-            atlas=None,  # the stock check's; never asked with probe=None
+            alternatives=lambda *a, **k: [], prosody_alternatives=lambda *a, **k: []
         ),
         probe=None,
     )

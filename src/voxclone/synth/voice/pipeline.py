@@ -24,6 +24,7 @@ object, so what is measured is what the product does.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -207,15 +208,9 @@ class CloningPipeline:
         self._follow_rate = follow_rate
         self._stock_check = stock_check
         self._auditioner = auditioner
-        # The built-ins heard like the clone (its encoder and tone match); there
-        # with the check off too, for the benchmarks and studies that hear them.
-        self._stock = StockCheck(
-            cloner.atlas,
-            probe=probe,
-            tone_for=self.tone_for,
-            hear=self.heard_similarity,
-            preference=stock_preference,
-        )
+        self._stock_preference = stock_preference
+        self._stock: StockCheck | None = None
+        self._stock_lock = threading.Lock()  # warm-up thread and enrollments ask at once
 
     @property
     def cloner(self) -> InstantCloner:
@@ -228,7 +223,20 @@ class CloningPipeline:
     @property
     def stock(self) -> StockCheck:
         """The stock check (synth/voice/stock_check.py), heard like this pipeline hears."""
-        return self._stock
+        # The built-ins heard like the clone (its encoder and tone match); there
+        # with the check off too, for the benchmarks and studies that hear them.
+        # Built when first asked: a cloner without an atlas (a plug-in's, a
+        # test's stand-in) still clones when nothing asks for the built-ins.
+        with self._stock_lock:
+            if self._stock is None:
+                self._stock = StockCheck(
+                    self._cloner.atlas,
+                    probe=self._probe,
+                    tone_for=self.tone_for,
+                    hear=self.heard_similarity,
+                    preference=self._stock_preference,
+                )
+            return self._stock
 
     def closest_stock(
         self, voice_print: VoicePrint, language: str | None = None
@@ -363,12 +371,12 @@ class CloningPipeline:
             tone = self.tone_for(spectrum, voice.probe)
         comparison = None
         if self._stock_check:
-            comparison = self._stock.compare(
+            comparison = self.stock.compare(
                 voice_print, voice, tone, spectrum, language=language, allow_stock=allow_stock
             )
         moved = None
         if comparison is not None and comparison.replaced:
-            candidates = self._stock.move(voice_print, comparison.best, voice, spectrum)
+            candidates = self.stock.move(voice_print, comparison.best, voice, spectrum)
             moved = closest_moved(candidates)
             tone = moved.tone
             voice = SpokenVoice(
@@ -434,7 +442,7 @@ class CloningPipeline:
         """The built-ins' probe sentences rendered now, when the stock check is
         on (:meth:`StockCheck.warm_probes`)."""
         if self._stock_check:
-            self._stock.warm_probes()
+            self.stock.warm_probes()
 
     def heard_similarity(
         self, voice_print: VoicePrint, probe: np.ndarray, tone: ToneFilter | None
