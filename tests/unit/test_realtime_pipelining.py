@@ -71,21 +71,28 @@ class OverlapRouter:
         return None, parts()
 
 
+TWO_CLAUSES = "The first clause is here. The second one follows it. "
+
+
+def _session(router: OverlapRouter, sent: list[dict[str, Any]]) -> RealtimeSession:
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    return RealtimeSession(
+        router,  # type: ignore[arg-type]
+        Voice(voice="clear_female", owner="local"),
+        parse_output_format("pcm_24000"),
+        send,
+    )
+
+
 def test_the_next_clause_renders_while_the_current_one_is_still_rendering() -> None:
     router = OverlapRouter()
     sent: list[dict[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
     async def session() -> None:
-        talk = RealtimeSession(
-            router,  # type: ignore[arg-type]
-            Voice(voice="clear_female", owner="local"),
-            parse_output_format("pcm_24000"),
-            send,
-        )
-        talk.text("", "The first clause is here. The second one follows it. ", flush=True)
+        talk = _session(router, sent)
+        talk.text("", TWO_CLAUSES, flush=True)
         await asyncio.wait_for(talk.end(), timeout=10)
 
     asyncio.run(session())
@@ -99,23 +106,13 @@ def test_a_barge_in_stops_the_clause_started_ahead_too() -> None:
     router = OverlapRouter()
     sent: list[dict[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
     async def session() -> None:
-        talk = RealtimeSession(
-            router,  # type: ignore[arg-type]
-            Voice(voice="clear_female", owner="local"),
-            parse_output_format("pcm_24000"),
-            send,
-        )
-        talk.text("", "The first clause is here. The second one follows it. ", flush=True)
+        talk = _session(router, sent)
+        talk.text("", TWO_CLAUSES, flush=True)
         while not router.second_started.is_set():
             await asyncio.sleep(0.01)
         await asyncio.wait_for(talk.close_context(""), timeout=5)
-        assert not talk.has_context("") or all(f.done() for f in talk.context("").renders), (
-            "a clause render outlived the barge-in"
-        )
+        assert all(f.done() for f in talk.context("").renders), "a render outlived the barge-in"
 
     asyncio.run(session())
     assert sent[-1] == {"isFinal": True}

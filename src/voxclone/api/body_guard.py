@@ -33,15 +33,28 @@ from typing import Any
 
 from fastapi import params
 from fastapi.routing import APIRoute
+from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
 
 from voxclone.api.errors import voxclone_error_response
 from voxclone.api.header_guard import header_values
 from voxclone.api.input_guard import NOT_JSON, UnsafeJSON, check_json
-from voxclone.errors import BadRequest, PayloadTooLarge, UnsupportedMedia
+from voxclone.errors import BadRequest, InvalidInput, PayloadTooLarge, UnsupportedMedia
 
 # Where the guard leaves a JSON body it parsed, in the request's state.
 PARSED_JSON = "voxclone_parsed_json"
+
+
+async def json_body(request: Request) -> Any:
+    """A route's JSON body: the one the guard parsed (and checked), parsed
+    here only when it could not (not JSON: a 400 naming the body) or did not run."""
+    raw = request.scope.get("state", {}).get(PARSED_JSON, NOT_JSON)
+    if raw is NOT_JSON:
+        try:
+            raw = await request.json()
+        except ValueError:
+            raise InvalidInput("the request body is not valid JSON", field="body") from None
+    return raw
 
 
 class MediaKind(enum.Enum):

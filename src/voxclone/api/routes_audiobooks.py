@@ -23,10 +23,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import TTSCaller
-from voxclone.api.body_guard import FORM_KINDS, PARSED_JSON, MediaKind, media_kind, unsupported
+from voxclone.api.body_guard import FORM_KINDS, MediaKind, json_body, media_kind, unsupported
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.input_guard import NOT_JSON
-from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX
+from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX, checked_idempotency_key
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput
@@ -188,12 +187,7 @@ async def _parse(request: Request) -> tuple[AudiobookFields, bytes | None, str |
                     'cast must be a JSON object {"Name": "voice"}', field="cast"
                 ) from None
     elif kind is MediaKind.JSON:
-        raw = request.scope.get("state", {}).get(PARSED_JSON, NOT_JSON)
-        if raw is NOT_JSON:
-            try:
-                raw = await request.json()
-            except ValueError:
-                raise InvalidInput("the request body is not valid JSON", field="body") from None
+        raw = await json_body(request)
     else:
         raise unsupported(content_type, FORM_KINDS | {MediaKind.JSON})
     try:
@@ -225,12 +219,7 @@ async def create_audiobook(
         Header(description=f"the same key returns the same book (<= {IDEMPOTENCY_KEY_MAX} chars)"),
     ] = None,
 ) -> AudiobookOut:
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
-        raise InvalidInput(
-            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
-            field="Idempotency-Key",
-            limit=IDEMPOTENCY_KEY_MAX,
-        )
+    idempotency_key = checked_idempotency_key(idempotency_key)
     fields, data, filename = await _parse(request)
     raw = data if data is not None else (fields.text or "").encode()
     kind: BookKind = fields.kind or sniff_kind(raw, filename)

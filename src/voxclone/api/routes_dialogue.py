@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX, job_out
+from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX, checked_idempotency_key, job_out
 from voxclone.api.schemas import DialogueFields, DialogueRequest, JobOut
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.assembly import Runtime
@@ -163,12 +163,7 @@ async def create_dialogue_job(
         Header(description=f"the same key returns the same job (<= {IDEMPOTENCY_KEY_MAX} chars)"),
     ] = None,
 ) -> JobOut:
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
-        raise InvalidInput(
-            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
-            field="Idempotency-Key",
-            limit=IDEMPOTENCY_KEY_MAX,
-        )
+    idempotency_key = checked_idempotency_key(idempotency_key)
     spoken = dialogue_of(body, principal.owner, unmarked=principal.unmarked)
     jobs = runtime.speech_jobs
     service = dialogues(runtime)

@@ -41,6 +41,19 @@ SSE_KEEPALIVE_S = 15.0
 SSE_POLL_S = 1.0
 IDEMPOTENCY_KEY_MAX = 200
 
+
+def checked_idempotency_key(value: str | None) -> str | None:
+    """``Idempotency-Key`` as sent (jobs, dialogue jobs, books): a 400 naming
+    it when it is not 1 to IDEMPOTENCY_KEY_MAX characters."""
+    if value is not None and not 1 <= len(value) <= IDEMPOTENCY_KEY_MAX:
+        raise InvalidInput(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
+            field="Idempotency-Key",
+            limit=IDEMPOTENCY_KEY_MAX,
+        )
+    return value
+
+
 _EXTENSION_TYPES = {file_extension(fmt): content_type(fmt) for fmt in AudioFormat}
 
 
@@ -102,12 +115,7 @@ async def create_speech_job(
         ),
     ] = None,
 ) -> JobOut:
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= IDEMPOTENCY_KEY_MAX:
-        raise InvalidInput(
-            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
-            field="Idempotency-Key",
-            limit=IDEMPOTENCY_KEY_MAX,
-        )
+    idempotency_key = checked_idempotency_key(idempotency_key)
     req = SpeechRequest(
         text=body.text,
         voice=body.voice,

@@ -14,10 +14,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import Principal, TTSCaller
-from voxclone.api.body_guard import FORM_KINDS, PARSED_JSON, MediaKind, media_kind, unsupported
+from voxclone.api.body_guard import FORM_KINDS, MediaKind, json_body, media_kind, unsupported
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep, get_voice_service
-from voxclone.api.input_guard import NOT_JSON
 from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import SpeechFields, TTSRequest
@@ -188,14 +187,7 @@ async def _parse_body(
             consent = {k: str(fields.pop(k)) for k in CONSENT_FIELDS if k in fields}
         raw: Any = fields
     elif kind is MediaKind.JSON:
-        # The body guard parsed (and checked) it; parsed again only when it
-        # could not (not JSON: the 400 below) or did not run.
-        raw = request.scope.get("state", {}).get(PARSED_JSON, NOT_JSON)
-        if raw is NOT_JSON:
-            try:
-                raw = await request.json()
-            except ValueError:
-                raise InvalidInput("the request body is not valid JSON", field="body") from None
+        raw = await json_body(request)
         reference = None
         consent = {}
     else:
