@@ -402,14 +402,7 @@ class Audiobooks:
         lexicon fix the same voice reads the fixed words); the other chapters
         are kept and the book is assembled again on its next download."""
         view = self.get(book_id, owner)
-        if not 0 <= n < len(view.chapters):
-            raise NotFound(
-                f"the book has chapters 0 to {len(view.chapters) - 1}",
-                field="n",
-                limit=len(view.chapters) - 1,
-                value=n,
-            )
-        old = view.chapters[n]
+        old = _chapter(view, n)
         if old.job is not None and not old.job.done:
             raise Conflict(f"chapter {n} is still {old.job.state}", field="n")
         casting = casting or old.casting
