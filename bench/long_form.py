@@ -492,6 +492,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {_f(g.get('max_s'))} ({_f(g.get('max_at_min'), 1)}) | {_f(g.get('long_gaps'))} "
             f"| {_f(g.get('edge_step_p99'), 4)} | {_f(g.get('clicks'))} |"
         )
+    notes = [f"- {LABELS.get(n, n)}: {r['note']}" for n, r in rows.items() if r.get("note")]
+    lines += ["", *notes] if notes else []
     return "\n".join(lines) + "\n"
 
 
