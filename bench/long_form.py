@@ -447,6 +447,8 @@ def markdown(result: dict[str, Any]) -> str:
         "tiny.en; similarity: CAM++ cosine of each window to the first; drift = slope per "
         "10 min, max-min, and first 5 min -> last 5 min.",
         "",
+        *verdicts(rows),
+        "",
         "| system | audio min | WER | WER first 5 -> last 5 min | WER slope /10 min "
         "| WER max-min | similarity min | similarity first 5 -> last 5 | similarity slope "
         "/10 min | LUFS max-min (std) |",
@@ -465,7 +467,6 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {_f(s.get('slope_per_10min'), 4)} | {_f(lufs.get('range'), 2)} "
             f"({_f(r.get('lufs_std'), 2)}) |"
         )
-    lines += ["", *verdicts(rows)]
     lines += [
         "",
         "Joins, time and memory (gaps: silences of 80 ms or more under -50 dBFS; "

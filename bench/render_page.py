@@ -646,6 +646,7 @@ KNOWN_MARKDOWN = {
     "load",
     "voice_table",
     "watermark",
+    "long_form",
     "speed_curve",  # its own section ("Speed curve"), not again under "Other results"
 }
 
@@ -659,7 +660,12 @@ BUDGETS = {
     "controls": 30,
     "load": 22,
     "speed_curve": 14,
+    "long_form": 12,
 }
+
+
+def _existing(path: Path) -> Path | None:
+    return path if path.exists() else None
 
 
 def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
@@ -728,6 +734,12 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         section_users(dated, runs, plots["users"], out_page),
         # Issue 49: PerTh's robustness, false positives, quality change and cost.
         section("Watermark", "watermark"),
+        # Issue 50: 30 minutes of a book, drift of WER, speaker and loudness.
+        section(
+            "Long form: 30 minutes of a book",
+            "long_form",
+            image(out_page, _existing(img_dir / "long_form.png"), "long-form drift per window"),
+        ),
     ]
     page = "\n".join(s for s in sections if s)
     rest = sorted(n for n in set(markdown) - KNOWN_MARKDOWN if not page_parts.is_study_result(n))
