@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import pytest
 
 from voxclone.service.realtime_audio import parse_output_format
 from voxclone.service.realtime_session import RealtimeSession, Voice
@@ -41,8 +40,10 @@ class OverlapRouter:
 
     sample_rate = RATE
 
-    def __init__(self) -> None:
+    def __init__(self, *, hold_first: bool = True) -> None:
+        self.hold_first = hold_first
         self.started: list[str] = []
+        self.fast_starts: list[bool] = []
         self.second_started = threading.Event()
         self.cancelled_at_end: list[bool] = []
 
@@ -54,13 +55,20 @@ class OverlapRouter:
         yield None
 
     def stream_captioned(
-        self, req: _Resolved, *, cancelled: Any, deadline: float, admission: Any
+        self,
+        req: _Resolved,
+        *,
+        cancelled: Any,
+        deadline: float,
+        admission: Any,
+        fast_start: bool = True,
     ) -> tuple[None, Iterator[tuple[bytes, list[Any]]]]:
         text = req.request.text
         self.started.append(text)
+        self.fast_starts.append(fast_start)
         if len(self.started) == 2:
             self.second_started.set()
-        first_clause = len(self.started) == 1
+        first_clause = len(self.started) == 1 and self.hold_first
 
         def parts() -> Iterator[tuple[bytes, list[Any]]]:
             yield PART, []
@@ -97,6 +105,9 @@ def test_the_next_clause_renders_while_the_current_one_is_still_rendering() -> N
 
     asyncio.run(session())
     assert router.started == ["The first clause is here.", "The second one follows it."]
+    # Only the first clause is cut short for its first audio: the second
+    # renders behind audio still playing, as whole sentences.
+    assert router.fast_starts == [True, False]
     audio = [m for m in sent if m.get("audio")]
     assert len(audio) == 4  # both clauses' two parts, in order
     assert sent[-1] == {"isFinal": True}
@@ -118,5 +129,20 @@ def test_a_barge_in_stops_the_clause_started_ahead_too() -> None:
     assert sent[-1] == {"isFinal": True}
 
 
-if __name__ == "__main__":  # pragma: no cover
-    pytest.main([__file__])
+def test_after_a_pause_that_let_the_audio_run_out_the_next_clause_starts_fast() -> None:
+    """An agent that stops to think (a tool call) and goes on: its listener
+    hears nothing, so the next clause's first chunk is cut short again."""
+    router = OverlapRouter(hold_first=False)
+    sent: list[dict[str, Any]] = []
+
+    async def session() -> None:
+        talk = _session(router, sent)
+        talk.text("", "Let me look that up. ", flush=True)
+        while len([m for m in sent if m.get("audio")]) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # its 0.2 s of audio has played out
+        talk.text("", "Here it is. ", flush=True)
+        await asyncio.wait_for(talk.end(), timeout=10)
+
+    asyncio.run(session())
+    assert router.fast_starts == [True, True]

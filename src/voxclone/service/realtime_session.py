@@ -136,6 +136,8 @@ class _Context:
         # The clause renders still pumping audio (at most two: the clause being
         # sent and the next one, started ahead): a barge-in waits for them.
         self.renders: set[asyncio.Future[None]] = set()
+        # When the client's audio runs out if it plays what it got in real time.
+        self.played_until = 0.0
 
     async def renders_stopped(self) -> None:
         while self.renders:
@@ -143,6 +145,12 @@ class _Context:
 
 
 _Part = tuple[np.ndarray, list[WordTime]]
+
+# A clause whose listener has less audio than this left to play gets a short
+# first chunk (3 words, ~0.4 s to render on an idle 2-core host); with more,
+# it renders whole sentences: a sentence's render (~0.4 s per second of its
+# audio) then fits inside what is still playing.
+FAST_START_BELOW_S = 1.0
 
 
 @dataclass
@@ -380,6 +388,14 @@ class RealtimeSession:
             await previous.started_speaking()
             if ctx.closed:
                 return None
+        # A short first chunk only where the listener would wait for it: the
+        # context's first clause, or one after a pause that let its audio run
+        # out. Cut short behind audio still playing, the rest of the sentence
+        # had to render within the 3 words' ~0.8 s: an underrun in most
+        # sentences (bench/realtime.py, 2 per session at 1 session).
+        fast_start = previous is None or (
+            previous.pumped.done() and ctx.played_until - time.perf_counter() < FAST_START_BELOW_S
+        )
         clause, ready_at = item
         speech = self._speech
         req = speech.request(self.request(clause))
@@ -394,7 +410,11 @@ class RealtimeSession:
         with speech.admission(req, terms, stream=True) as checked:
             _, rendered = await anyio.to_thread.run_sync(
                 lambda: speech.stream_captioned(
-                    req, cancelled=ctx.cancel.is_set, deadline=deadline, admission=checked
+                    req,
+                    cancelled=ctx.cancel.is_set,
+                    deadline=deadline,
+                    admission=checked,
+                    fast_start=fast_start,
                 )
             )
         pumped = loop.run_in_executor(None, _pump, rendered, ctx.cancel, put)
@@ -420,6 +440,8 @@ class RealtimeSession:
                 first = False
                 self.stats.first_audio_s.append(time.perf_counter() - clause.ready_at)
             await self._emit(_audio_message(data, alignment), ctx)
+            seconds = audio.size / speech.sample_rate
+            ctx.played_until = max(ctx.played_until, time.perf_counter()) + seconds
         await clause.pumped  # re-raises a render's failure (not a cancel)
 
 

@@ -342,9 +342,12 @@ class SpeechService:
         cancelled: Callable[[], bool] | None = None,
         deadline: float | None = None,
         admission: Admit = None,
+        fast_start: bool = True,
     ) -> tuple[str, Iterator[tuple[bytes, list[WordTime]]]]:
         """Validate now, then (content type, iterator of (encoded audio, the
-        words whose speech has been sent by the end of that audio))."""
+        words whose speech has been sent by the end of that audio)).
+        ``fast_start``: the first chunk cut short for first audio (False when
+        the listener still has audio to play: whole sentences, fewer seams)."""
         r = self.request(req)
         r.resolve()  # resolved (and checked) before the admission is held
         with released_on_failure(admission):
@@ -353,7 +356,7 @@ class SpeechService:
             taken = self._admission.take(r, terms, stream=True)
         pieces = self.render_pieces(
             r,
-            fast_start=True,
+            fast_start=fast_start,
             cancelled=cancelled,
             admission=taken,
             words=track,
