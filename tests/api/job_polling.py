@@ -7,7 +7,6 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-import httpx
 from fastapi.testclient import TestClient
 
 ENDED = frozenset({"succeeded", "failed", "cancelled"})
@@ -39,10 +38,9 @@ def job_audio(client: TestClient, body: dict[str, Any], headers: dict[str, str])
     return job_download(client, body, headers).content
 
 
-def job_download(
-    client: TestClient, body: dict[str, Any], headers: dict[str, str]
-) -> httpx.Response:
-    """:func:`job_audio`'s download itself, headers and all."""
+def job_download(client: TestClient, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """:func:`job_audio`'s download itself, headers and all (the TestClient's
+    response: httpx2's where starlette finds it installed, else httpx's)."""
     r = client.post("/v1/jobs/speech", json=body, headers=headers)
     assert r.status_code == 202, r.text
     job = wait_for_job(client, r.json()["id"], headers)

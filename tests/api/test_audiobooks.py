@@ -61,7 +61,7 @@ def _wait(c: TestClient, book_id: str, headers: dict[str, str], timeout_s: float
     raise AssertionError(f"book never ended: {book}")
 
 
-def _chapters_of(data: bytes, suffix: str, tmp_path: Path) -> tuple[list[dict[str, Any]], float]:
+def _chapters_of(data: bytes, suffix: str, tmp_path: Path) -> tuple[list[Any], float]:
     path = tmp_path / f"read_back.{suffix}"
     path.write_bytes(data)
     with av.open(str(path)) as f:
