@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.synth.audio.join import audible_bounds
-from voxclone.synth.voice.asr import normalize_for_wer
+from voxclone.synth.voice.asr import normalize_for_wer, word_edits
 
 WINDOW_S = 28.0  # Whisper hears 30 s at once; a cut may move the end by SEARCH_S
 SEARCH_S = 3.0
@@ -88,17 +88,6 @@ def cut_windows(
     return windows
 
 
-def edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
-    """Word-level Levenshtein distance."""
-    previous = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, start=1):
-        current = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, start=1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h))
-        previous = current
-    return previous[-1]
-
-
 def _hyp_to_ref(ref: list[str], hyp: list[str]) -> list[int]:
     """For each heard word, the reference position it lines up with."""
     where = [0] * len(hyp)
@@ -144,7 +133,7 @@ def window_wer(
     for index, words in enumerate(hyps):
         end = starts[index + 1] if index + 1 < len(hyps) else max(last, starts[index])
         part = ref[starts[index] : end]
-        errors = edit_distance(part, words)
+        errors = word_edits(part, words)
         rows.append(
             {
                 "ref_words": len(part),

@@ -54,6 +54,7 @@ from voxclone.synth.engine.kokoro.standard_voices import (  # noqa: E402
     CHARACTER_VOICES,
     LANGUAGE_LETTERS,
 )
+from voxclone.synth.voice.asr import word_edits  # noqa: E402
 
 RATE = 24_000
 DNSMOS_RATE = 16_000
@@ -243,16 +244,6 @@ def _normalized(text: str, language: str) -> str:
     return " ".join(text.split())
 
 
-def _edits(ref: list[str], hyp: list[str]) -> int:
-    previous = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, start=1):
-        current = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, start=1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h))
-        previous = current
-    return previous[-1]
-
-
 def error_rate(reference: str, heard: str, language: str) -> float:
     """WER (CER for :data:`CER_LANGUAGES`) of ``heard`` against ``reference``,
     punctuation and case ignored, the sentence's number word equal to its digit."""
@@ -263,7 +254,7 @@ def error_rate(reference: str, heard: str, language: str) -> float:
         ref_units, hyp_units = list(ref.replace(" ", "")), list(hyp.replace(" ", ""))
     else:
         ref_units, hyp_units = ref.split(), hyp.split()
-    return _edits(ref_units, hyp_units) / max(1, len(ref_units))
+    return word_edits(ref_units, hyp_units) / max(1, len(ref_units))
 
 
 def _readings(text: str) -> list[str]:

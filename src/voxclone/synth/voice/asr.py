@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +40,18 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     hyp = normalize_for_wer(hypothesis)
     if not ref:
         return 0.0 if not hyp else 1.0
+    return word_edits(ref, hyp) / len(ref)
+
+
+def word_edits(ref: Sequence[str], hyp: Sequence[str]) -> int:
+    """Levenshtein distance between two word (or character) sequences."""
     previous = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, start=1):
         current = [i] + [0] * len(hyp)
         for j, h in enumerate(hyp, start=1):
             current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h))
         previous = current
-    return previous[-1] / len(ref)
+    return previous[-1]
 
 
 def bundled_whisper_path() -> Path:
