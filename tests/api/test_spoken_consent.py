@@ -64,7 +64,9 @@ def _render(c: TestClient, cache: dict[tuple[str, str], bytes], text: str, voice
 def _phrase(c: TestClient) -> dict[str, Any]:
     r = c.post("/v1/consent/phrases")
     assert r.status_code == 200, r.text
-    return r.json()
+    # What the page counts down from (the Date header lagged: 10:01 shown).
+    assert 590.0 < r.json()["expires_in_s"] <= 600.0
+    return r.json()  # type: ignore[no-any-return]
 
 
 def _enroll(c: TestClient, sample: bytes, clip: bytes | None, phrase_id: str | None, **form: Any):

@@ -3,6 +3,7 @@ and the consent clip a voice was enrolled with, for its owner."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,10 @@ class ConsentPhraseOut(BaseModel):
     phrase_id: str
     text: str
     expires_at: str  # ISO-8601 UTC
+    # Seconds left when this answer was made: a page counts down from it with
+    # its own clock (the Date header is whole seconds and, from a busy event
+    # loop, can lag more than one: the countdown showed 10:01 of 10 minutes).
+    expires_in_s: float
     consent_mode: str
 
 
@@ -39,6 +44,7 @@ async def issue_phrase(request: Request, principal: VoiceWriter) -> ConsentPhras
         phrase_id=phrase.id,
         text=phrase.text,
         expires_at=datetime.fromtimestamp(phrase.expires_at, UTC).isoformat(),
+        expires_in_s=round(max(0.0, phrase.expires_at - time.time()), 3),
         consent_mode=request.app.state.settings.consent_mode,
     )
 

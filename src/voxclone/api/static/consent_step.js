@@ -109,13 +109,11 @@ async function getPhrase() {
   try {
     const response = await step.apiFetch("v1/consent/phrases", { method: "POST" });
     const body = await response.json();
-    // The expiry is the server's clock: count down from the gap between its
-    // Date header and expires_at, so a client clock that is off does not matter.
-    // Date is whole seconds (up to 1 s behind when sent): +1 s, never promising
-    // more time than is left (the test saw 10:01 without it).
-    const dated = Date.parse(response.headers.get("Date") || "");
-    const serverNow = Number.isNaN(dated) ? Date.now() : dated + 1000;
-    const ttlMs = Date.parse(body.expires_at) - serverNow;
+    // The expiry is the server's clock: count down the seconds it says are left
+    // (expires_in_s), so a client clock that is off does not matter. Not from
+    // its Date header: whole seconds, and from a busy server more than one
+    // behind (the countdown showed 10:01 of a 10-minute phrase).
+    const ttlMs = body.expires_in_s * 1000;
     dropPhrase(false);
     step.phrase = { id: body.phrase_id, text: body.text, expiresAt: Date.now() + ttlMs };
     $("consent-phrase").textContent = body.text;
