@@ -134,3 +134,24 @@ def test_gradients_reach_the_style(copy_and_onnx: tuple[object, object, dict[str
     assert style.grad is not None
     assert float(style.grad[:128].abs().sum()) > 0  # timbre half: the decoder's AdaIN
     assert float(style.grad[128:].abs().sum()) > 0  # prosody half: F0 and energy
+
+
+def test_the_timbre_search_split_renders_what_render_renders(
+    copy_and_onnx: tuple[object, object, dict[str, int]],
+) -> None:
+    """The deep refine computes the decoder's inputs once per sentence and
+    decodes each step's timbre: that must be the same audio as a whole render,
+    and its gradient must reach the timbre half."""
+    copy, _, vocab = copy_and_onnx
+    g2p = MultiG2P(vocab)
+    tokens = g2p.token_ids(g2p.phonemize("Hi there.", "en-us"))
+    style = torch.from_numpy(style_row(next(iter(load_packs().values())), len(tokens)).copy())
+    with torch.no_grad():
+        whole = copy.render(tokens, style)  # type: ignore[attr-defined]
+        inputs = copy.decoder_inputs(tokens, style)  # type: ignore[attr-defined]
+    timbre = style[:128].clone().requires_grad_(True)
+    split = copy.decode(inputs, timbre)  # type: ignore[attr-defined]
+    assert torch.equal(inputs.frames, whole.frames)
+    assert torch.allclose(split.detach(), whole.audio, atol=1e-5)
+    (split**2).mean().backward()
+    assert timbre.grad is not None and float(timbre.grad.abs().sum()) > 0

@@ -120,6 +120,16 @@ class Render:
     frames: torch.Tensor  # frames per token, boundary tokens included (600 samples each)
 
 
+@dataclass
+class DecoderInputs:
+    """The decoder's inputs for one sentence, before the timbre half."""
+
+    asr: torch.Tensor  # text features on the frame grid [1, 512, frames]
+    f0: torch.Tensor  # predicted pitch curve [1, 2 * frames]
+    energy: torch.Tensor  # predicted energy curve [1, 2 * frames]
+    frames: torch.Tensor  # frames per token, boundary tokens included
+
+
 class TorchKokoro:
     """The copy: ``render(tokens, style, speed)`` keeps the graph for backward."""
 
@@ -143,6 +153,22 @@ class TorchKokoro:
 
         KModel.forward_with_tokens's steps (it runs under no_grad and always
         predicts the durations), for one unpadded sequence."""
+        inputs = self.decoder_inputs(tokens, style, speed, frames=frames)
+        return Render(
+            audio=self.decode(inputs, style.reshape(-1)[TIMBRE_DIMS]), frames=inputs.frames
+        )
+
+    def decoder_inputs(
+        self,
+        tokens: list[int] | tuple[int, ...],
+        style: torch.Tensor,
+        speed: float = 1.0,
+        *,
+        frames: torch.Tensor | None = None,
+    ) -> DecoderInputs:
+        """Everything before the decoder: it depends on the tokens and the
+        style's prosody half only, so a search over the timbre half computes it
+        once per sentence (with grad where ``style`` requires it)."""
         import torch
 
         m: Any = self.model
@@ -167,8 +193,13 @@ class TorchKokoro:
         en = d.transpose(-1, -2) @ alignment
         f0, energy = m.predictor.F0Ntrain(en, prosody)
         asr = m.text_encoder(ids, lengths, mask) @ alignment
-        audio = m.decoder(asr, f0, energy, ref[:, TIMBRE_DIMS])
-        return Render(audio=audio.reshape(-1), frames=frames)
+        return DecoderInputs(asr=asr, f0=f0, energy=energy, frames=frames)
+
+    def decode(self, inputs: DecoderInputs, timbre: torch.Tensor) -> torch.Tensor:
+        """[samples] audio from :meth:`decoder_inputs` and a [128] timbre half."""
+        m: Any = self.model
+        audio = m.decoder(inputs.asr, inputs.f0, inputs.energy, timbre.reshape(1, -1))
+        return audio.reshape(-1)
 
 
 def _kokoro_model_module() -> types.ModuleType:
