@@ -29,7 +29,9 @@ from voxclone.service.voices_admission import enrollment_cancel_check
 from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 
 if TYPE_CHECKING:
+    from voxclone.synth.voice.asr import Transcriber
     from voxclone.synth.voice.atlas import VoiceAtlas
+    from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
     from voxclone.synth.voice.encoder import SpeakerEncoder
 
 REFINE_SENTENCES = (
@@ -78,6 +80,65 @@ def _spoken_consent_check(
     names = [GE2E] + ([CAMPLUS] if installed_weights(settings.models_dir) else [])
     listeners = [make_listener(n, models_dir=settings.models_dir, encoder=encoder) for n in names]
     return SpokenConsentCheck(transcribe, listeners)
+
+
+def _deep_refiner(
+    settings: Settings,
+    kit: StyleCloning,
+    tokens: Callable[[str], tuple[int, ...]],
+    speak: Callable[[tuple[int, ...], np.ndarray], np.ndarray],
+    encoder: SpeakerEncoder,
+    transcriber: Transcriber,
+    engine_rate: int,
+) -> tuple[DeepVoiceRefiner | None, str | None]:
+    """The deep refine (synth/voice/deep_voice.py) where the engine has a
+    differentiable copy and this install has torch; else (None, why not).
+    Nothing heavy happens here: the copy and listeners are built on first use."""
+    if not settings.deep_refine:
+        return None, "turned off (VOXCLONE_DEEP_REFINE=false)"
+    if kit.differentiable is None:
+        return None, kit.differentiable_missing or "the style engine has no differentiable copy"
+    from voxclone.synth.voice.asr import word_error_rate
+    from voxclone.synth.voice.campplus_weights import installed_weights
+    from voxclone.synth.voice.deep_refine import DeepRefineConfig
+    from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
+    from voxclone.synth.voice.listener import CAMPLUS, make_listener
+    from voxclone.synth.voice.quality_report import CONFIRM_SENTENCE, TEST_SENTENCE
+
+    build_copy = kit.differentiable
+    models_dir = settings.models_dir
+    hear: dict[str, Callable[[np.ndarray], np.ndarray]] = {"ge2e": encoder.embed}
+    weights = {"ge2e": 1.0}
+    if installed_weights(models_dir) is not None:
+        campplus = make_listener(CAMPLUS, models_dir=models_dir, encoder=encoder)
+        hear["campplus"] = lambda x16k: campplus.embed(x16k, 16_000)
+        weights["campplus"] = 1.0
+
+    def build() -> tuple[object, dict[str, object]]:
+        from voxclone.synth.voice.differentiable_listeners import DifferentiableListeners
+
+        listeners = DifferentiableListeners.load(models_dir)
+        return build_copy(), {n: f for n, f in listeners.embedders().items() if n in hear}
+
+    accept_texts = (TEST_SENTENCE, CONFIRM_SENTENCE)
+    packs = np.stack(
+        [np.asarray(p, np.float32).reshape(p.shape[0], -1) for p in kit.packs.values()]
+    )
+    refiner = DeepVoiceRefiner(
+        build=build,  # type: ignore[arg-type]
+        packs=packs,
+        probe_tokens=[tokens(t) for t in REFINE_SENTENCES],
+        accept_tokens=[tokens(t) for t in accept_texts],
+        accept_texts=accept_texts,
+        speak=speak,
+        hear=hear,
+        transcribe=transcriber.transcribe,
+        word_error_rate=word_error_rate,
+        engine_rate=engine_rate,
+        config=DeepRefineConfig(steps=settings.deep_refine_steps, listener_weights=weights),
+        threads=settings.deep_refine_threads,
+    )
+    return refiner, None
 
 
 def build_voice_service(
@@ -139,7 +200,8 @@ def build_voice_service(
     style = next(
         (s for s in stacks.values() if s.engine.capabilities.clone_method == "style"), None
     )
-    cloner = refiner = reporter = calibrator = None
+    cloner = refiner = reporter = calibrator = deep = None
+    deep_missing: str | None = "no style engine is loaded"
     if style is not None:
         # Everything model-specific comes from the engine (Engine.cloning).
         kit = style.engine.cloning()
@@ -190,6 +252,15 @@ def build_voice_service(
             engine_rate=style.engine.capabilities.sample_rate,
         )
         reporter = reporter_for(style, language)
+        deep, deep_missing = _deep_refiner(
+            settings,
+            kit,
+            tokens,
+            synth_background,
+            encoder,
+            transcriber,
+            style.engine.capabilities.sample_rate,
+        )
         if settings.clone_pitch_calibration:
             calibrator = PitchCalibrator(atlas, reporter.probe, reporter.sample_rate)
     prompt_engines = {
@@ -224,6 +295,9 @@ def build_voice_service(
         purge=purge,
         revoke_jobs=revoke_jobs,
         refine_budget_s=settings.refine_budget_s,
+        deep_refiner=deep,
+        deep_refine_missing=deep_missing,
+        refine_method=settings.refine_method,
         quality_reporter=reporter,
         pitch_calibrator=calibrator,
         follow_rate=settings.clone_follow_rate,

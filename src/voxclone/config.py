@@ -227,6 +227,22 @@ class Settings(BaseSettings):
     # (dev speakers, judge: one of five switched to another intonation, +0.160).
     refine_prosody_auditions: int = 8
     refine_search: bool = False
+    # The deep refine (issue 47): the timbre descended on through a
+    # differentiable Kokoro toward the reference as CAM++ and GE2E hear it,
+    # accepted only when heard closer on other sentences. Needs the [deep]
+    # extra (torch, CPU build); without it `method: "deep"` is refused with the
+    # reason and /readyz?capability=cloning says so. ~10 s and ~1.6 GB to build
+    # the copy on the first deep refine; steps x ~7 s on 2 cores (two refine
+    # sentences, studies/results/deep_refine_gain.md).
+    deep_refine: bool = True
+    deep_refine_steps: int = Field(default=10, ge=1, le=200)
+    # torch's threads for it: serving shares the cores (the descent runs at
+    # background priority only in the engine's queue sense: torch has its own pool).
+    deep_refine_threads: int = Field(default=1, ge=1, le=64)
+    # What an enrollment's `refine=true` (and a refine request naming no method)
+    # runs: "atlas" (auditions) or "deep" (falls back to "atlas" where the deep
+    # refine is not installed).
+    refine_method: Literal["atlas", "deep"] = "atlas"
     # Move a clone's prosody half until its probe sentence has the reference's
     # median F0 (synth/voice/pitch_calibration.py): one to two extra probe renders.
     clone_pitch_calibration: bool = True

@@ -26,6 +26,7 @@ class FakeVoiceService:
         self.voices: dict[str, VoiceRecord] = {}
         self.jobs: dict[str, JobRecord] = {}
         self.enrolled: list[Any] = []
+        self.refine_methods: list[str | None] = []
         self.inline_consents: list[tuple[str, Any]] = []
         self._ids = itertools.count(1)
 
@@ -139,8 +140,14 @@ class FakeVoiceService:
         del self.voices[voice_id]
         return DeletedVoice(record=voice, purge_pending=False, deleted_at="2026-12-06T00:00:00Z")
 
-    def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
+    def start_refine(
+        self, voice_id: str, owner: str, budget_s: float | None = None, method: str | None = None
+    ) -> JobRecord:
+        self.refine_methods.append(method)
         return self._new_job(self.get(voice_id, owner))
+
+    # The fake has no differentiable engine.
+    deep_refine_missing = "the fake voice service has no deep refine"
 
     def get_job(self, job_id: str, owner: str) -> JobRecord:
         job = self.jobs.get(job_id)

@@ -20,6 +20,8 @@ MISSING = "resemblyzer's pretrained.pt is missing: run make install"
 
 
 class _VoicesWithoutModels:
+    deep_refine_missing = "no cloning models"
+
     def warmup(self) -> None:
         raise ModelAssetError(MISSING)
 

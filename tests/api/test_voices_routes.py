@@ -120,6 +120,18 @@ def test_refine_job_and_cancel(client: TestClient, fake: FakeVoiceService) -> No
     assert cancelled["state"] == "cancelled"
 
 
+def test_refine_passes_the_method_and_refuses_an_unknown_one(
+    client: TestClient, fake: FakeVoiceService
+) -> None:
+    voice = _enroll(client).json()
+    url = f"/v1/voices/{voice['id']}/refine"
+    assert client.post(url, json={"method": "deep"}).status_code == 202
+    assert client.post(url).status_code == 202
+    assert fake.refine_methods == ["deep", None]  # None: the server's VOXCLONE_REFINE_METHOD
+    r = client.post(url, json={"method": "magic"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "method"
+
+
 def test_job_events_stream_progress_until_done(client: TestClient, fake: FakeVoiceService) -> None:
     voice = _enroll(client).json()
     job_id = client.post(f"/v1/voices/{voice['id']}/refine").json()["id"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,7 +59,7 @@ def _packs(seed: int = 1, n: int = 6) -> np.ndarray:
     return np.repeat(base, ROWS, axis=1)  # every row alike: one voice at every length
 
 
-def _listener(seed: int) -> Callable[[torch.Tensor], torch.Tensor]:
+def _listener(seed: int) -> Callable[[Any], Any]:
     projection = torch.from_numpy(
         np.random.default_rng(seed).standard_normal((SAMPLES, 16)).astype(np.float32)
     )
@@ -149,3 +150,82 @@ def test_the_tone_step_filters_as_the_tone_filter_does() -> None:
     expected = tone.apply(audio, 24_000)
     got = tone_post(tone.taps(24_000))(torch.from_numpy(audio)).numpy()
     assert np.abs(got - expected).max() < 1e-4
+
+
+class _RepeatModel:
+    """decode = each timbre value held for 3 samples: what a listener that
+    averages those 3 samples hears is the timbre itself."""
+
+    def decoder_inputs(self, tokens, style, speed=1.0, *, frames=None):  # type: ignore[no-untyped-def]
+        return _Inputs(frames=frames)
+
+    def decode(self, inputs, timbre):  # type: ignore[no-untyped-def]
+        return timbre.reshape(-1).repeat_interleave(3)
+
+
+def _deep_voice(
+    transcribe: Callable[[np.ndarray, int], str] | None = None, steps: int = 30
+) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+    from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
+
+    packs = _packs(n=8)
+
+    def speak(tokens: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
+        row = np.asarray(pack).reshape(-1, 256)[0, :128]
+        return np.repeat(row, 3).astype(np.float32)  # the engine's render, 24 kHz
+
+    def hear(x16k: np.ndarray) -> np.ndarray:  # 16 kHz: each timbre value holds 2 samples
+        return x16k[: 256 - 256 % 2].reshape(-1, 2).mean(axis=1)
+
+    refiner = DeepVoiceRefiner(
+        build=lambda: (_RepeatModel(), {"ge2e": lambda a: a.reshape(-1, 3).mean(dim=1)}),
+        packs=packs,
+        probe_tokens=[(1, 2, 3)],
+        accept_tokens=[(4, 5), (6, 7)],
+        accept_texts=["one two", "three four"],
+        speak=speak,
+        hear={"ge2e": hear},
+        transcribe=transcribe,
+        word_error_rate=lambda ref, hyp: 0.0 if ref == hyp else 1.0,
+        config=DeepRefineConfig(
+            steps=steps, learning_rate=0.02, prior_weight=0.0, listener_weights={"ge2e": 1.0}
+        ),
+    )
+    start = packs[0].copy()
+    reference = {"ge2e": packs[5, 0, :128].copy()}
+    return refiner, start, reference
+
+
+def test_a_deep_refine_heard_closer_on_other_sentences_is_kept() -> None:
+    refiner, start, reference = _deep_voice()
+    progress: list[float] = []
+    outcome = refiner.refine(start, reference, None, on_progress=progress.append)
+    assert outcome.improved
+    assert outcome.after["ge2e"] > outcome.before["ge2e"] + 0.01
+    assert not np.allclose(outcome.pack, start)
+    assert progress[-1] == 1.0 and progress == sorted(progress)
+
+
+def test_a_deep_refine_that_garbles_the_words_is_not_kept() -> None:
+    texts = iter(["one two", "three four"])  # the start's two renders read right
+
+    def transcribe(audio: np.ndarray, rate: int) -> str:
+        return next(texts, "mumble")
+
+    refiner, start, reference = _deep_voice(transcribe)
+    outcome = refiner.refine(start, reference, None)
+    assert outcome.after["ge2e"] > outcome.before["ge2e"]  # closer, but
+    assert not outcome.improved and np.array_equal(outcome.pack, start)
+    assert outcome.wer_after == 1.0 and any("WER" in n for n in outcome.notes)
+
+
+def test_a_voice_already_at_the_reference_is_kept_as_it_was() -> None:
+    refiner, start, _ = _deep_voice(steps=3)
+    outcome = refiner.refine(start, {"ge2e": start[0, :128].copy()}, None)
+    assert not outcome.improved and np.array_equal(outcome.pack, start)
+
+
+def test_the_enrollment_keeps_only_the_other_listeners_view_of_the_reference() -> None:
+    refiner, _, _ = _deep_voice()
+    # GE2E's reference is the voice's stored print: nothing more to keep.
+    assert refiner.reference_embeddings([np.ones(512, np.float32)]) == {}

@@ -89,6 +89,14 @@ def _store_outages(runtime: Runtime) -> tuple[dict[str, str], dict[str, str]]:
     return states, outages
 
 
+def _deep_refine_state(runtime: Runtime) -> str:
+    voices = runtime.voices
+    if voices is None:
+        return "unavailable (cloning is off)"
+    missing = voices.deep_refine_missing
+    return "available" if missing is None else f"unavailable ({missing})"
+
+
 @router.get("/readyz", summary="Readiness: speech (default) or cloning models loaded and warmed")
 async def readyz(
     request: Request,
@@ -129,6 +137,8 @@ async def readyz(
         detail["models"] = models_detail(runtime)
         # "perth", "off", or "unavailable (what to install)": speech is served unmarked.
         detail["watermark"] = watermark.state(runtime.settings.watermark)
+        # "available", or why `method: "deep"` refines are refused here (issue 47).
+        detail["deep_refine"] = _deep_refine_state(runtime)
         return JSONResponse(
             {"status": "ready", "detail": detail},
             headers={LIBRARY_HEADER: runtime_library_id(runtime)},

@@ -340,5 +340,6 @@ async def refine_voice(
 ) -> JobOut:
     voices = get_voice_service(request)
     budget = body.budget_s if body else None
-    job = await run_in_threadpool(voices.start_refine, voice_id, principal.owner, budget)
+    method = body.method if body else None
+    job = await run_in_threadpool(voices.start_refine, voice_id, principal.owner, budget, method)
     return JobOut.of(job)

@@ -188,10 +188,26 @@ class RenameVoiceRequest(BaseModel):
     name: str
 
 
+# Quality entries the service keeps for itself: the reference as the deep
+# refine's listeners heard it (a biometric embedding, like the print, which
+# no answer carries either) and the timbre offset it found.
+STORED_ONLY_QUALITY = frozenset({"listener_embeddings", "timbre_offset"})
+
+
 class RefineRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    budget_s: Number | None = Field(None, gt=0, description="search time budget in seconds")
+    budget_s: Number | None = Field(
+        None, gt=0, description="search time budget in seconds (method 'atlas')"
+    )
+    method: Literal["atlas", "deep"] | None = Field(
+        None,
+        description="'atlas': audition atlas voices within the budget; 'deep': descend on "
+        "the voice's timbre through a differentiable copy of the engine toward the "
+        "reference, kept only when heard closer on other sentences (needs the server's "
+        "[deep] extra: /readyz?capability=cloning says whether it has it). Default: "
+        "the server's VOXCLONE_REFINE_METHOD.",
+    )
 
 
 class JobOut(BaseModel):
@@ -267,7 +283,9 @@ class VoiceOut(BaseModel):
             source=voice.source,
             created_at=voice.created_at,
             updated_at=voice.updated_at,
-            quality=dict(voice.quality or {}),
+            quality={
+                k: v for k, v in (voice.quality or {}).items() if k not in STORED_ONLY_QUALITY
+            },
             has_reference_audio=has_reference,
             engine=voice.engine,
             model_id=voice.model_id,

@@ -75,6 +75,7 @@ from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.clone import InstantCloner
+from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
 from voxclone.synth.voice.pipeline import CloningPipeline
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.prosody import pitch_stats
@@ -125,6 +126,9 @@ class VoiceService:
         enroll_queue: int = 4,
         spoken_consent: SpokenConsentCheck | None = None,
         consent_clips: ConsentClips | None = None,
+        deep_refiner: DeepVoiceRefiner | None = None,
+        deep_refine_missing: str | None = None,
+        refine_method: str = "atlas",
     ) -> None:
         """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
         (None when no style engine is loaded); ``style_engine`` names it in the
@@ -133,8 +137,11 @@ class VoiceService:
         ``enroll_slots`` enrollments render at once and ``enroll_queue`` more
         wait their turn (service/voices_admission.py). ``spoken_consent``
         checks consent clips and ``consent_clips`` keeps them with the voice
-        (service/spoken_consent.py; None: spoken consent is refused)."""
+        (service/spoken_consent.py; None: spoken consent is refused).
+        ``deep_refiner``: the deep refine (None: ``deep_refine_missing`` says
+        why); ``refine_method``: what a refine naming no method runs."""
         self._store = store
+        self._deep_refiner = deep_refiner
         self._spoken_consent = spoken_consent
         self._consent_clips = consent_clips
         self.consent_phrases = ConsentPhrases(clock=clock)
@@ -175,6 +182,9 @@ class VoiceService:
             on_voice_changed=on_voice_changed,
             budget_s=refine_budget_s,
             workers=refine_workers,
+            deep=deep_refiner,
+            deep_unavailable=deep_refine_missing,
+            default_method=refine_method,
         )
         self._recordings = AddedRecordings(
             store=store,
@@ -378,6 +388,12 @@ class VoiceService:
                 language=req.language,
             )
         quality = clone_quality(self._reporter, pipeline, references, cloned)
+        if self._deep_refiner is not None:
+            # The deep refine's other listeners need the reference as they hear
+            # it; no audio is kept (CAM++ ~0.1 s per 10 s clip).
+            quality["listener_embeddings"] = self._deep_refiner.reference_embeddings(
+                [r.samples16k for r in references]
+            )
         stop_if_gone()
         if req.keep_clone:
             quality["keep_clone"] = True  # so that adding a recording keeps it too
@@ -697,8 +713,15 @@ class VoiceService:
             return None
 
     # -- refinement ---------------------------------------------------------------
-    def start_refine(self, voice_id: str, owner: str, budget_s: float | None = None) -> JobRecord:
-        return self._refinements.start(voice_id, owner, budget_s)
+    def start_refine(
+        self, voice_id: str, owner: str, budget_s: float | None = None, method: str | None = None
+    ) -> JobRecord:
+        return self._refinements.start(voice_id, owner, budget_s, method)
+
+    @property
+    def deep_refine_missing(self) -> str | None:
+        """Why this server cannot deep-refine (None: it can)."""
+        return self._refinements.deep_unavailable
 
     def get_job(self, job_id: str, owner: str) -> JobRecord:
         return self._voice_jobs.get(job_id, owner)

@@ -33,7 +33,7 @@ subclasses it and overrides what it supports.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -202,6 +202,12 @@ class StyleCloning:
     # The language the cloner's probe and refinement sentences (English text)
     # are read in; None: "en-us" where the tokenizer has it, else its first.
     probe_language: str | None = None
+    # Builds a differentiable (torch) copy of the engine for the deep refine
+    # (synth/voice/deep_refine.py: ``decoder_inputs`` / ``decode``); None: the
+    # engine has none, or this install lacks what it needs (then
+    # ``differentiable_missing`` says what).
+    differentiable: Callable[[], object] | None = None
+    differentiable_missing: str | None = None
 
 
 def builtin_comparison(

@@ -187,13 +187,15 @@ def normalize_volume(wav: np.ndarray, target_dbfs: float = TARGET_DBFS) -> np.nd
     return wav * (10 ** (change / 20))
 
 
-def trim_long_silences(wav: np.ndarray) -> np.ndarray:
-    """Drop pauses longer than ~0.2 s (webrtcvad, mode 3, 30 ms windows,
-    smoothed over 8 windows, speech widened by 3 windows each side)."""
+def speech_mask(wav: np.ndarray) -> np.ndarray:
+    """The samples :func:`trim_long_silences` keeps: pauses longer than ~0.2 s
+    dropped (webrtcvad, mode 3, 30 ms windows, smoothed over 8 windows, speech
+    widened by 3 windows each side); the tail short of a window is dropped."""
     import webrtcvad  # small C extension; imported on first use
 
-    wav = wav[: len(wav) - len(wav) % VAD_WINDOW]
-    pcm = np.round(wav * INT16_MAX).astype(np.int16).tobytes()
+    keep = np.zeros(len(wav), dtype=bool)
+    whole = len(wav) - len(wav) % VAD_WINDOW
+    pcm = np.round(wav[:whole] * INT16_MAX).astype(np.int16).tobytes()
     vad = webrtcvad.Vad(3)
     step = VAD_WINDOW * 2  # bytes
     flags = np.array(
@@ -201,7 +203,8 @@ def trim_long_silences(wav: np.ndarray) -> np.ndarray:
         dtype=np.float64,
     )
     if flags.size == 0:
-        return wav
+        keep[:whole] = True
+        return keep
     width = VAD_AVERAGE_WIDTH
     padded = np.concatenate((np.zeros((width - 1) // 2), flags, np.zeros(width // 2)))
     sums = np.cumsum(padded)
@@ -210,7 +213,13 @@ def trim_long_silences(wav: np.ndarray) -> np.ndarray:
     # A dilation by VAD_MAX_SILENCE + 1 windows, centred (3 on each side).
     reach = np.ones(VAD_MAX_SILENCE + 1)
     widened = np.convolve(voiced.astype(np.float64), reach, mode="same") > 0.5
-    return wav[np.repeat(widened, VAD_WINDOW)]
+    keep[:whole] = np.repeat(widened, VAD_WINDOW)
+    return keep
+
+
+def trim_long_silences(wav: np.ndarray) -> np.ndarray:
+    """``wav`` without its long pauses (:func:`speech_mask`)."""
+    return wav[speech_mask(wav)]
 
 
 def preprocess(audio: np.ndarray) -> np.ndarray:

@@ -162,7 +162,9 @@ class KokoroEngine(EngineBase):
         """Kokoro's shipped atlas, fitted pick tables and comparison voices (cloning.py)."""
         from voxclone.synth.engine.kokoro.cloning import kokoro_cloning
 
-        return kokoro_cloning(self.atlas_packs())
+        return kokoro_cloning(
+            self.atlas_packs(), model_path=self.assets.model_path, vocab=self.assets.vocab
+        )
 
     def missing_assets(self) -> list[MissingAsset]:
         """The standard voice packs when they are not installed (synth/engine/asset_status.py)."""
