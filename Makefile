@@ -12,7 +12,7 @@ APT_PKGS := redis-server chromium iproute2 util-linux postgresql
 # Only `make image` needs these (CI's `make test` does not build images).
 IMAGE_APT_PKGS := podman runc debootstrap
 
-.PHONY: run serve test test-fast lint bench bench-quick install test-deps bench-deps voice-packs \
+.PHONY: run serve test test-fast lint bench bench-quick install test-deps deep-deps bench-deps voice-packs \
 	system-deps clean mutants \
 	image image-base image-deps image-wheels image-run image-stop image-smoke
 
@@ -57,6 +57,12 @@ $(TEST_STAMP): $(STAMP)
 		$(PIP) --no-deps kokoro==0.9.4 && \
 		echo "==> test tools installed in $$(( $$(date +%s) - start )) s"
 	touch $(TEST_STAMP)
+
+# The deep refine (issue 47) on a server: torch (CPU) and Kokoro's model code,
+# which `make install` leaves out; already there after `make test-deps`.
+deep-deps: $(STAMP)
+	@echo "==> installing the deep refine's torch (CPU) and Kokoro's model code ([deep] extra, ~0.8 GB)"
+	$(PIP) -e ".[deep]" && $(PIP) --no-deps kokoro==0.9.4
 
 $(BENCH_STAMP): $(STAMP)
 	@echo "==> installing the benchmark comparisons ([bench] extra)"

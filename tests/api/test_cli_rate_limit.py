@@ -104,3 +104,24 @@ def test_calls_retry_a_429_after_its_retry_after(fake: FakeVoiceService, live_se
             for _ in range(4):
                 call_json(server.url, "GET", "/v1/voices", patience_s=0)
         assert refused.value.status == 429 and refused.value.retry_after == 1.0
+
+
+def test_clone_deep_asks_the_server_for_a_deep_refine(
+    fake: FakeVoiceService,
+    live_server: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("VOXCLONE_HOME", str(tmp_path / "cli-home"))
+    clip = tmp_path / "ada.wav"
+    clip.write_bytes(b"RIFF" + b"\0" * 400)
+    with live_server() as server:
+        code = cli.main(
+            ["clone", str(clip), "--name", "ada", "--consent", "--deep"]
+            + ["--server", server.url, "--json"]
+        )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert fake.refine_methods == ["deep"]  # --deep implies --refine
+    assert json.loads(out.out)["source"] == "refined"

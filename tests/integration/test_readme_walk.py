@@ -60,6 +60,12 @@ NOT_RUN: dict[str, str] = {
     "tests/container/test_image_smoke.py",
     "scripts/container/podman.sh logs voxclone": "needs the container `make image-run` starts",
     "make test": "runs the whole suite, this test included",
+    "make deep-deps": "installs torch and Kokoro's model code; the test environment has "
+    "them from make test-deps",
+    ".venv/bin/voxclone clone reference.wav --name alice --consent --deep": "a deep refine "
+    "takes ~2 minutes on 2 cores, past a command's budget here; "
+    "tests/integration/test_deep_refine_service.py runs one through the service and "
+    "tests/api/test_cli_rate_limit.py checks that --deep asks the server for it",
     ".venv/bin/pip install -e '.[pocket]'": "changes the environment under test (needs an index)",
     ".venv/bin/voxclone models import pocket-tts ./pocket-files --config english": (
         "needs Pocket TTS weights from Kyutai's hub (internet, terms to accept)"

@@ -59,6 +59,12 @@ def add_clone_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--refine", action="store_true", help="also run the background refinement and wait"
     )
     p.add_argument(
+        "--deep",
+        action="store_true",
+        help="refine by descending on the voice's timbre through the model toward the "
+        "recording (needs the [deep] extra; implies --refine)",
+    )
+    p.add_argument(
         "--budget", type=float, help="refine time budget in seconds (default from settings)"
     )
     p.add_argument(
@@ -178,8 +184,9 @@ def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> 
             f"in {time.perf_counter() - started:.1f} s",
             file=sys.stderr,
         )
-        if args.refine:
-            job = service.start_refine(record.id, args.owner, args.budget)
+        if args.refine or args.deep:
+            method = "deep" if args.deep else None
+            job = service.start_refine(record.id, args.owner, args.budget, method)
             try:
                 job = _wait(service, job.id, args.owner)
             except KeyboardInterrupt:
@@ -256,8 +263,10 @@ def _clone_via_server(args: argparse.Namespace, settings: Settings, clips: list[
     if args.wait and report is not None:
         job = wait_job(url, report["id"], "measuring")
         print(f"quality report {job['state']}: {job['message']}", file=sys.stderr)
-    if args.refine:
-        body = {} if args.budget is None else {"budget_s": args.budget}
+    if args.refine or args.deep:
+        body: dict[str, object] = {} if args.budget is None else {"budget_s": args.budget}
+        if args.deep:
+            body["method"] = "deep"
         job = call_json(url, "POST", f"/v1/voices/{voice['id']}/refine", body=body)
         job = wait_job(url, job["id"], "refining")
         print(f"refine {job['state']}: {job['message']}", file=sys.stderr)
