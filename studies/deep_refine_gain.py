@@ -87,10 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "studies" / "results" / "deep_refine_gain"
     )
+    parser.add_argument(
+        "--final-test-score",
+        action="store_true",
+        help="score the test split (only), once, with settings chosen on fit + validation",
+    )
     args = parser.parse_args(argv)
     splits = {s.strip() for s in args.split.split(",")}
-    if "test" in splits:
-        parser.error("the test split is scored once, at the end of a change, not here")
+    if args.final_test_score:
+        splits = {"test"}
+        if args.out == parser.get_default("out"):
+            args.out = args.out.with_name("deep_refine_gain_test")
+    elif "test" in splits:
+        parser.error("the test split is scored once (--final-test-score), not here")
 
     import torch
 

@@ -245,6 +245,10 @@ class VoiceService:
         try:
             reference = self._load_reference(vowel_wav())
             self._pipeline_or_fail().voice_print([reference])
+            if self._deep_refiner is not None:
+                # CAM++'s graph (an enrollment keeps its view of the reference)
+                # loads here, not in the first clone's answer.
+                self._deep_refiner.reference_embeddings([reference.samples16k])
         except VoxcloneError as exc:  # the clip was refused: only the warm-up is lost
             log.warning("clone warm-up clip refused: %s", exc.message)
         self._pipeline_or_fail().warm_stock_probes()
