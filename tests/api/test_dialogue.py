@@ -231,3 +231,12 @@ def test_cli_dialogue_script_and_cast_through_a_server(
     assert err.strip().count("\n") == 0
     assert "line 6: 'Carol' is not in the cast" in err
     assert not (tmp_path / "x.wav").exists()
+
+
+def test_a_dialogue_job_refuses_an_overlong_idempotency_key(app: FastAPI) -> None:
+    with TestClient(app) as c:
+        r = c.post(
+            "/v1/jobs/dialogue", json={"turns": TURNS}, headers={"Idempotency-Key": "k" * 201}
+        )
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["field"] == "Idempotency-Key"

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Header, Request, Response, status
+from fastapi import APIRouter, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -25,7 +25,7 @@ from starlette.datastructures import UploadFile
 from voxclone.api.auth import TTSCaller
 from voxclone.api.body_guard import FORM_KINDS, MediaKind, json_body, media_kind, unsupported
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX, checked_idempotency_key
+from voxclone.api.routes_jobs import IdempotencyKey
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput
@@ -214,12 +214,8 @@ async def create_audiobook(
     response: Response,
     principal: TTSCaller,
     runtime: RuntimeDep,
-    idempotency_key: Annotated[
-        str | None,
-        Header(description=f"the same key returns the same book (<= {IDEMPOTENCY_KEY_MAX} chars)"),
-    ] = None,
+    idempotency_key: IdempotencyKey,
 ) -> AudiobookOut:
-    idempotency_key = checked_idempotency_key(idempotency_key)
     fields, data, filename = await _parse(request)
     raw = data if data is not None else (fields.text or "").encode()
     kind: BookKind = fields.kind or sniff_kind(raw, filename)

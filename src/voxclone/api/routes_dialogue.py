@@ -13,14 +13,14 @@ import base64
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_jobs import IDEMPOTENCY_KEY_MAX, checked_idempotency_key, job_out
+from voxclone.api.routes_jobs import IdempotencyKey, job_out
 from voxclone.api.schemas import DialogueFields, DialogueRequest, JobOut
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.assembly import Runtime
@@ -158,12 +158,8 @@ async def create_dialogue_job(
     response: Response,
     principal: TTSCaller,
     runtime: RuntimeDep,
-    idempotency_key: Annotated[
-        str | None,
-        Header(description=f"the same key returns the same job (<= {IDEMPOTENCY_KEY_MAX} chars)"),
-    ] = None,
+    idempotency_key: IdempotencyKey,
 ) -> JobOut:
-    idempotency_key = checked_idempotency_key(idempotency_key)
     spoken = dialogue_of(body, principal.owner, unmarked=principal.unmarked)
     jobs = runtime.speech_jobs
     service = dialogues(runtime)

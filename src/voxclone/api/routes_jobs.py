@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import JobCaller, Principal, TTSCaller
@@ -52,6 +52,23 @@ def checked_idempotency_key(value: str | None) -> str | None:
             limit=IDEMPOTENCY_KEY_MAX,
         )
     return value
+
+
+def _idempotency_key(
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            description="the same key from the same caller returns the same job (or book) "
+            f"instead of a second one (at most {IDEMPOTENCY_KEY_MAX} characters)"
+        ),
+    ] = None,
+) -> str | None:
+    return checked_idempotency_key(idempotency_key)
+
+
+# The header every route that queues work takes (jobs, dialogue jobs, books),
+# declared and checked once.
+IdempotencyKey = Annotated[str | None, Depends(_idempotency_key)]
 
 
 _EXTENSION_TYPES = {file_extension(fmt): content_type(fmt) for fmt in AudioFormat}
@@ -107,15 +124,8 @@ async def create_speech_job(
     response: Response,
     principal: TTSCaller,
     runtime: RuntimeDep,
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            description="the same key from the same caller returns the same job "
-            f"(at most {IDEMPOTENCY_KEY_MAX} characters)"
-        ),
-    ] = None,
+    idempotency_key: IdempotencyKey,
 ) -> JobOut:
-    idempotency_key = checked_idempotency_key(idempotency_key)
     req = SpeechRequest(
         text=body.text,
         voice=body.voice,
