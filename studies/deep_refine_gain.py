@@ -52,6 +52,7 @@ from clone_eval import (  # noqa: E402
     recording_statistics,
     utterances_by_speaker,
 )
+from voice_table import Dnsmos  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.cloning_setup import REFINE_SENTENCES  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
@@ -146,10 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     refiner = DeepRefiner(model, listeners.embedders(), TimbrePrior(packs), config)
     asr = Transcriber()
 
-    def speak(style: np.ndarray, tone: ToneFilter | None) -> list[np.ndarray]:
+    dnsmos = Dnsmos()
+    heard24: dict[str, np.ndarray] = {}
+
+    def speak(style: np.ndarray, tone: ToneFilter | None, arm: str) -> list[np.ndarray]:
         clips = [engine.synthesize([SynthItem(t, style, 1.0)])[0] for t in eval_tokens]
         if tone is not None:
             clips = [tone.apply(c, RATE) for c in clips]
+        heard24[arm] = np.concatenate(clips)  # ~9 s: one DNSMOS window
         return [soxr.resample(c, RATE, 16_000).astype(np.float32) for c in clips]
 
     detector = SpeechDetector()
@@ -175,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         cpu_s = time.process_time() - cpu0
         deep_pack = result.pack(record.style)
-        sentences = {"instant": speak(record.style, tone), "deep": speak(deep_pack, tone)}
+        sentences = {
+            "instant": speak(record.style, tone, "instant"),
+            "deep": speak(deep_pack, tone, "deep"),
+        }
         held = [e for e in by_speaker[speaker] if e["file"] != enrollment.entry["file"]]
         row: dict[str, Any] = {
             "speaker": speaker,
@@ -186,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
             "refine_cpu_s": round(cpu_s, 1),
             "best_step": result.best_step,
             "offset_norm": round(float(np.linalg.norm(result.offset)), 4),
+            # The offset itself: the refined voice is the enrollment's (deterministic)
+            # plus this, so a later measurement (DNSMOS, another listener) needs no rerun.
+            "offset": [round(float(x), 6) for x in result.offset],
             "probe_similarity_first": result.steps[0].similarity,
             "probe_similarity_best": result.steps[result.best_step].similarity,
             "prior_first": result.steps[0].prior,
@@ -209,13 +220,15 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 4,
             )
+        for arm, audio24 in heard24.items():
+            row[f"{arm}_p808"] = round(dnsmos.score(audio24)["p808"], 3)
         rows.append(row)
         print(json.dumps(row), flush=True)
         voices.delete(record.id, "study")
     runtime.close()
 
     summary: dict[str, Any] = {"speakers": len(rows), "host_load_1min": round(load, 2)}
-    for key in [f"{a}_{n}" for a in ARMS for n in (*encoders.names, "wer")]:
+    for key in [f"{a}_{n}" for a in ARMS for n in (*encoders.names, "wer", "p808")]:
         summary[key] = round(float(np.mean([r[key] for r in rows])), 4)
     for name in encoders.names:
         gains = [r[f"deep_{name}"] - r[f"instant_{name}"] for r in rows]
@@ -253,13 +266,13 @@ def markdown(result: dict[str, Any]) -> str:
         "same-sex stranger, 1 = another real recording). Host load at the start "
         f"{s['host_load_1min']}.",
         "",
-        "| voice | judge | GE2E | CAM++ | WER |",
-        "|---|---|---|---|---|",
+        "| voice | judge | GE2E | CAM++ | WER | DNSMOS P.808 |",
+        "|---|---|---|---|---|---|",
     ]
     for arm in ARMS:
         lines.append(
             f"| {arm} | {s[f'{arm}_judge']:.3f} | {s[f'{arm}_ge2e']:.3f} | "
-            f"{s[f'{arm}_campplus']:.3f} | {s[f'{arm}_wer']:.1%} |"
+            f"{s[f'{arm}_campplus']:.3f} | {s[f'{arm}_wer']:.1%} | {s[f'{arm}_p808']:.2f} |"
         )
     lines.append("")
     for n in ("judge", "ge2e", "campplus"):
