@@ -240,9 +240,11 @@ class Settings(BaseSettings):
     # background priority only in the engine's queue sense: torch has its own pool).
     deep_refine_threads: int = Field(default=1, ge=1, le=64)
     # What an enrollment's `refine=true` (and a refine request naming no method)
-    # runs: "atlas" (auditions) or "deep" (falls back to "atlas" where the deep
-    # refine is not installed).
-    refine_method: Literal["atlas", "deep"] = "atlas"
+    # runs: "deep" (falls back to "atlas" where the deep refine is not
+    # installed) or "atlas" (auditions, which have not made clones closer since
+    # they became blends; the deep refine did on every fit and validation
+    # speaker: studies/results/deep_refine_gain.md).
+    refine_method: Literal["atlas", "deep"] = "deep"
     # Move a clone's prosody half until its probe sentence has the reference's
     # median F0 (synth/voice/pitch_calibration.py): one to two extra probe renders.
     clone_pitch_calibration: bool = True

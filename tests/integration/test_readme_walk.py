@@ -22,8 +22,8 @@ Commands that cannot run in a test are in ``NOT_RUN`` with the reason; a README
 command that is in neither table fails :func:`test_every_readme_command_is_walked_or_listed`
 (fast, no server), so the README cannot gain a command nobody ran. The server
 refines clones with 2 auditions instead of 24 and a 10 s budget instead of 180 s
-(``VOXCLONE_REFINE_*``) to keep the walk short; that changes what ``--refine``
-finds, not whether it runs.
+and runs the auditions rather than the deep refine (``VOXCLONE_REFINE_*``) to
+keep the walk short; that changes what ``--refine`` finds, not whether it runs.
 """
 
 from __future__ import annotations
@@ -454,6 +454,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
         "VOXCLONE_REFINE_AUDITIONS": "2",
         "VOXCLONE_REFINE_PROSODY_AUDITIONS": "1",
         "VOXCLONE_REFINE_BUDGET_S": "10",
+        # The auditions: a deep refine takes minutes (test_deep_refine_service.py).
+        "VOXCLONE_REFINE_METHOD": "atlas",
     }
     try:
         with running_server(home, env, launcher=SERVE_LAUNCHER, timeout_s=240) as server:

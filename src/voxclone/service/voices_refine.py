@@ -221,31 +221,14 @@ class Refinements:
             timbre_offset=[round(float(x), 6) for x in outcome.offset],
             refine=summary,
         )
-        try:
-            updated = self._store.update_style(
-                record.id,
-                record.owner,
-                style=outcome.pack,
-                quality=quality,
-                source="refined",
-                tone_db=record.tone_db,
-                if_version=record.version,
-            )
-        except VoiceChanged as exc:
-            jobs.finish(
-                job_id,
-                state="cancelled",
-                message="the voice changed while it was being refined (a recording was "
-                "added); its newer version stands: refine again to refine that one",
-                result={"voice_id": record.id, "version": exc.value},
-            )
-            return
-        self._on_voice_changed(record.id)
-        jobs.finish(
+        self._store_refined(
             job_id,
-            state="succeeded",
-            message="deep refined",
-            result={**result, "version": updated.version, "refine": summary},
+            record,
+            outcome.pack,
+            quality,
+            record.tone_db,
+            "deep refined",
+            {**result, "refine": summary},
         )
 
     def _refiner(self, budget_s: float) -> StyleRefiner:
@@ -335,11 +318,26 @@ class Refinements:
                 "notes": result.notes,
             },
         )
+        self._store_refined(job_id, record, result.style, quality, tone_db, "refined", outcome)
+
+    def _store_refined(
+        self,
+        job_id: str,
+        record: VoiceRecord,
+        style: np.ndarray,
+        quality: dict[str, object],
+        tone_db: np.ndarray | None,
+        message: str,
+        result: dict[str, object],
+    ) -> None:
+        """Store a refinement's voice as the next version and finish its job,
+        unless the voice changed while it ran."""
+        jobs = self._jobs
         try:
             updated = self._store.update_style(
                 record.id,
                 record.owner,
-                style=result.style,
+                style=style,
                 quality=quality,
                 source="refined",
                 tone_db=tone_db,
@@ -360,8 +358,8 @@ class Refinements:
         jobs.finish(
             job_id,
             state="succeeded",
-            message="refined",
-            result={**outcome, "version": updated.version},
+            message=message,
+            result={**result, "version": updated.version},
         )
 
     @staticmethod
