@@ -68,6 +68,7 @@ def test_a_deep_refine_job_descends_and_reports_what_was_heard(tmp_path: Path) -
         assert refine["steps"] == 2
         assert set(refine["heard_before"]) == set(refine["heard_after"]) >= {"ge2e"}
         after = voices.get(record.id, "local")
+        assert after.style is not None and record.style is not None
         if result["improved"]:
             assert after.version == record.version + 1 and after.source == "refined"
             assert len(after.quality["timbre_offset"]) == 128

@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -39,8 +39,6 @@ from voxclone.errors import Cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
-
-    from voxclone.synth.engine.kokoro.torch_model import DecoderInputs, TorchKokoro
 
 TIMBRE = slice(0, 128)
 # Shrinkage of the packs' covariance toward its diagonal: with 54 packs the
@@ -51,6 +49,24 @@ PRIOR_SHRINK = 0.3
 EmbedFn = Callable[["torch.Tensor"], "torch.Tensor"]
 # Applied to every render before the listeners hear it (the voice's tone filter).
 PostFn = Callable[["torch.Tensor"], "torch.Tensor"]
+
+
+class DifferentiableModel(Protocol):
+    """An engine's differentiable copy (``StyleCloning.differentiable``; Kokoro's
+    is synth/engine/kokoro/torch_model.py): the decoder's inputs for a sentence
+    from the tokens and the style's prosody half, then audio from those inputs
+    and a timbre half, with the graph kept for backward."""
+
+    def decoder_inputs(
+        self,
+        tokens: list[int] | tuple[int, ...],
+        style: torch.Tensor,
+        speed: float = 1.0,
+        *,
+        frames: torch.Tensor | None = None,
+    ) -> Any: ...
+
+    def decode(self, inputs: Any, timbre: torch.Tensor) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -128,7 +144,7 @@ class TimbrePrior:
 
 @dataclass
 class _Probe:
-    inputs: DecoderInputs
+    inputs: Any  # the model's decoder inputs for the probe
     timbre: torch.Tensor  # the start pack's timbre half at this probe's row
     mean: torch.Tensor
     precision: torch.Tensor
@@ -139,7 +155,7 @@ class DeepRefiner:
 
     def __init__(
         self,
-        model: TorchKokoro,
+        model: DifferentiableModel,
         listeners: Mapping[str, EmbedFn],
         prior: TimbrePrior,
         config: DeepRefineConfig | None = None,
