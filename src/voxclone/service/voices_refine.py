@@ -164,14 +164,7 @@ class Refinements:
         if record.style is None:
             raise InvalidInput("only voices of a style engine can be refined", field="voice_id")
         jobs.update(job_id, state="running", progress=0.0, message="deep refining")
-        last = [0.0]
-
-        def on_progress(fraction: float) -> None:
-            percent = round(100.0 * fraction, 1)
-            if percent - last[0] >= PROGRESS_STEP or percent >= 100.0:
-                last[0] = percent
-                jobs.update(job_id, progress=min(percent, 99.0), message="deep refining")
-
+        on_progress = self._progress(job_id, "deep refining")
         tone = None if record.tone_db is None else ToneFilter(record.tone_db)
         outcome = deep.refine(
             record.style,
@@ -250,13 +243,10 @@ class Refinements:
         pipeline = self._pipeline
         if pipeline is None:  # start() refuses first; the report queue needs one too
             raise no_style_engine()
-        last = [0.0]
+        report = self._progress(job_id, "refining")
 
         def on_progress(p: RefineProgress) -> None:
-            percent = round(100.0 * p.fraction, 1)
-            if percent - last[0] >= PROGRESS_STEP or percent >= 100.0:
-                last[0] = percent
-                jobs.update(job_id, progress=min(percent, 99.0), message="refining")
+            report(p.fraction)
 
         start = self._start_recipe(record, pipeline)
         refiner = self._refiner(budget_s)
@@ -319,6 +309,19 @@ class Refinements:
             },
         )
         self._store_refined(job_id, record, result.style, quality, tone_db, "refined", outcome)
+
+    def _progress(self, job_id: str, message: str) -> Callable[[float], None]:
+        """A job's progress from a fraction done, written at most every
+        PROGRESS_STEP percent (fewer store writes) and below 100 until it ends."""
+        last = [0.0]
+
+        def report(fraction: float) -> None:
+            percent = round(100.0 * fraction, 1)
+            if percent - last[0] >= PROGRESS_STEP or percent >= 100.0:
+                last[0] = percent
+                self._jobs.update(job_id, progress=min(percent, 99.0), message=message)
+
+        return report
 
     def _store_refined(
         self,
