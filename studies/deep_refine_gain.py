@@ -46,10 +46,7 @@ from _common import write_result  # noqa: E402
 from clone_eval import (  # noqa: E402
     DEFAULT_EVALDATA,
     SENTENCES,
-    Normalizer,
     choose_enrollment,
-    pair_means,
-    recording_statistics,
     utterances_by_speaker,
 )
 from voice_table import Dnsmos  # noqa: E402
@@ -114,15 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
     models_dir = default_models_dir(Path(tempfile.mkdtemp(prefix="deep_refine_home_")))
     encoders = Encoders(models_dir)
-    stats = recording_statistics(encoders.judge, args.evaldata, by_speaker)
-    audio, sexes = stats.audio, stats.sexes
-    real = {"judge": stats.real}
-    normalizers = {"judge": stats.normalizer}
-    for name in encoders.names[1:]:
-        real[name] = {
-            s: [encoders.embed(name, [audio[e["file"]]]) for e in u] for s, u in by_speaker.items()
-        }
-        normalizers[name] = Normalizer(*pair_means(real[name], sexes))
+    audio, sexes, real, normalizers = encoders.scoring(args.evaldata, by_speaker)
 
     home = Path(tempfile.mkdtemp(prefix="deep_refine_"))
     runtime = build_runtime(Settings(home=home, models_dir=models_dir, warm_cloning=False))

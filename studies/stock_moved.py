@@ -100,6 +100,23 @@ class Encoders:
         mean = np.mean([_unit(self._embed[name](c)) for c in clips16], axis=0)
         return _unit(mean)
 
+    def scoring(
+        self, evaldata: Path, by_speaker: dict[str, list[dict[str, Any]]]
+    ) -> tuple[dict[str, np.ndarray], dict[str, str], dict[str, Any], dict[str, Normalizer]]:
+        """Every recording's audio, each speaker's sex (inferred from F0 where the
+        manifest is silent), every recording as each encoder hears it, and each
+        encoder's normalizer (0 = a same-sex stranger, 1 = another real recording)."""
+        stats = recording_statistics(self.judge, evaldata, by_speaker)
+        audio, sexes = stats.audio, stats.sexes
+        real: dict[str, Any] = {"judge": stats.real}
+        normalizers = {"judge": stats.normalizer}
+        for name in self.names[1:]:
+            real[name] = {
+                s: [self.embed(name, [audio[e["file"]]]) for e in u] for s, u in by_speaker.items()
+            }
+            normalizers[name] = Normalizer(*pair_means(real[name], sexes))
+        return audio, sexes, real, normalizers
+
 
 def _unit(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, np.float64).ravel()
@@ -125,16 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     models_dir = default_models_dir(Path(tempfile.mkdtemp(prefix="stock_moved_home_")))
     encoders = Encoders(models_dir)
-    # The judge's statistics, and the sexes (inferred from F0 where the manifest is silent).
-    stats = recording_statistics(encoders.judge, args.evaldata, by_speaker)
-    audio, sexes = stats.audio, stats.sexes
-    real = {"judge": stats.real}
-    normalizers = {"judge": stats.normalizer}
-    for name in encoders.names[1:]:
-        real[name] = {
-            s: [encoders.embed(name, [audio[e["file"]]]) for e in u] for s, u in by_speaker.items()
-        }
-        normalizers[name] = Normalizer(*pair_means(real[name], sexes))
+    audio, sexes, real, normalizers = encoders.scoring(args.evaldata, by_speaker)
 
     home = Path(tempfile.mkdtemp(prefix="stock_moved_"))
     runtime = build_runtime(Settings(home=home, models_dir=models_dir, warm_cloning=False))
