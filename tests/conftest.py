@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import logging
@@ -67,7 +68,13 @@ for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
 # clear_female): one pack-less folder for the session (Kokoro assembled once)
 # keeps them so. Tests of the standard voices read the installed folder
 # (models_location.default_models_dir); tests of the default unset this.
-os.environ.setdefault("VOXCLONE_MODELS_DIR", tempfile.mkdtemp(prefix="voxclone-test-models-"))
+# The folder is removed when the session's process exits: left behind, each run
+# kept Kokoro's 218 MB assembly in /tmp, and 439 runs filled the CI machine's
+# disk (stop 54 failed with "database or disk is full").
+if "VOXCLONE_MODELS_DIR" not in os.environ:
+    _session_models_dir = tempfile.mkdtemp(prefix="voxclone-test-models-")
+    os.environ["VOXCLONE_MODELS_DIR"] = _session_models_dir
+    atexit.register(shutil.rmtree, _session_models_dir, True)
 
 # Fixtures that load the real models; a test using one (directly or through
 # another fixture) is marked ``models`` whatever its file says.
