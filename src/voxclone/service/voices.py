@@ -70,7 +70,7 @@ from voxclone.service.voices_request import (
     load_references,
     no_style_engine,
 )
-from voxclone.service.voices_stored import clone_quality, prompt_quality
+from voxclone.service.voices_stored import clone_quality, prompt_quality, with_listener_prints
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.engine.base import EngineCapabilities
@@ -142,6 +142,7 @@ class VoiceService:
         why); ``refine_method``: what a refine naming no method runs."""
         self._store = store
         self._deep_refiner = deep_refiner
+        self._listener_prints = None if deep_refiner is None else deep_refiner.reference_embeddings
         self._spoken_consent = spoken_consent
         self._consent_clips = consent_clips
         self.consent_phrases = ConsentPhrases(clock=clock)
@@ -192,6 +193,7 @@ class VoiceService:
             reporter=quality_reporter,
             reference_loader=reference_loader,
             on_voice_changed=on_voice_changed,
+            listener_prints=self._listener_prints,
         )
         # The background half of ``wait=False`` enrollments, durable across
         # crashes (service/report_jobs.py); None: this process cannot measure
@@ -208,6 +210,7 @@ class VoiceService:
                 reference_loader=reference_loader,
                 on_voice_changed=on_voice_changed,
                 closing=self._closing,
+                listener_prints=self._listener_prints,
             )
             if self._pipeline is not None and isinstance(jobs, SqlJobStore)
             else None
@@ -392,12 +395,10 @@ class VoiceService:
                 language=req.language,
             )
         quality = clone_quality(self._reporter, pipeline, references, cloned)
-        if self._deep_refiner is not None:
-            # The deep refine's other listeners need the reference as they hear
-            # it; no audio is kept (CAM++ ~0.1 s per 10 s clip).
-            quality["listener_embeddings"] = self._deep_refiner.reference_embeddings(
-                [r.samples16k for r in references]
-            )
+        if wait:
+            # Without waiting, the report job measures them: CAM++ takes up to
+            # ~0.5 s on a long clip, kept out of the time to speakable.
+            with_listener_prints(quality, self._listener_prints, references)
         stop_if_gone()
         if req.keep_clone:
             quality["keep_clone"] = True  # so that adding a recording keeps it too

@@ -5,13 +5,21 @@ recording added by a concurrent request."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from voxclone.errors import InvalidInput, VoiceChanged
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.service.voices_request import load_references, no_style_engine, refuse_blend
-from voxclone.service.voices_stored import clone_quality, stored_print
+from voxclone.service.voices_stored import (
+    LISTENER_PRINTS_KEY,
+    ListenerPrints,
+    clone_quality,
+    pooled_listener_prints,
+    stored_print,
+    with_listener_prints,
+)
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.pipeline import CloningPipeline, VoicePrint, pool_prints
 from voxclone.synth.voice.quality_report import QualityReporter
@@ -29,6 +37,7 @@ class AddedRecordings:
         reporter: QualityReporter | None,
         reference_loader: Callable[[bytes], ReferenceAudio],
         on_voice_changed: Callable[[str], None],
+        listener_prints: ListenerPrints | None = None,
     ) -> None:
         """``pipeline`` and ``reporter`` are the style engine's (None when no
         style engine is loaded)."""
@@ -37,6 +46,7 @@ class AddedRecordings:
         self._reporter = reporter
         self._load_reference = reference_loader
         self._on_voice_changed = on_voice_changed
+        self._listener_prints = listener_prints
 
     def add(self, voice_id: str, owner: str, audio: Sequence[bytes]) -> VoiceRecord:
         """Pool more recordings into a stored voice and clone it again (a new version).
@@ -59,9 +69,10 @@ class AddedRecordings:
         if pipeline is None:
             raise no_style_engine()
         new_print = pipeline.voice_print(references)
+        added = with_listener_prints({}, self._listener_prints, references)
         for attempt in range(ADD_RECORDING_ATTEMPTS):
             try:
-                updated = self._pool_into(pipeline, record, owner, references, new_print)
+                updated = self._pool_into(pipeline, record, owner, references, new_print, added)
                 break
             except VoiceChanged:
                 # Another recording (or a measurement or refinement) landed
@@ -80,6 +91,7 @@ class AddedRecordings:
         owner: str,
         references: Sequence[ReferenceAudio],
         new_print: VoicePrint,
+        added: dict[str, Any],
     ) -> VoiceRecord:
         """Clone ``record``'s stored print pooled with ``new_print``; stored only
         over ``record``'s version."""
@@ -95,6 +107,16 @@ class AddedRecordings:
         quality = clone_quality(self._reporter, pipeline, references, cloned)
         if keep_clone:
             quality["keep_clone"] = True
+        # The deep refine's other listeners hear all the recordings, as the
+        # pooled print does (it would otherwise descend toward the first ones).
+        listener_prints = pooled_listener_prints(
+            record.quality,
+            0.0 if stored is None else stored.speech_seconds,
+            added,
+            new_print.speech_seconds,
+        )
+        if listener_prints:
+            quality[LISTENER_PRINTS_KEY] = listener_prints
         quality["recordings_added"] = int(record.quality.get("recordings_added", 0)) + len(
             references
         )

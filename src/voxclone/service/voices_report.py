@@ -30,7 +30,12 @@ from voxclone.service.report_jobs import (
 from voxclone.service.speech_jobs import default_worker_id
 from voxclone.service.voices_jobs import VoiceJobs
 from voxclone.service.voices_refine import Refinements
-from voxclone.service.voices_stored import clone_quality, stored_print
+from voxclone.service.voices_stored import (
+    ListenerPrints,
+    clone_quality,
+    stored_print,
+    with_listener_prints,
+)
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline
 from voxclone.synth.voice.quality_report import QualityReporter
@@ -74,6 +79,7 @@ class ReportJobs:
         reference_loader: Callable[[bytes], ReferenceAudio],
         on_voice_changed: Callable[[str], None],
         closing: threading.Event,
+        listener_prints: ListenerPrints | None = None,
     ) -> None:
         """``closing`` is the owning service's shutdown flag; ``start`` once
         the service is built (the queue's thread calls back into it)."""
@@ -85,6 +91,7 @@ class ReportJobs:
         self._reporter = reporter
         self._load_reference = reference_loader
         self._on_voice_changed = on_voice_changed
+        self._listener_prints = listener_prints
         self._queue = ReportQueue(
             jobs,
             events,
@@ -150,7 +157,12 @@ class ReportJobs:
             message="measuring the word error rate",
             result=first_result(record.id, self._pipeline, cloned),
         )
-        quality = clone_quality(self._reporter, self._pipeline, references, cloned)
+        quality = with_listener_prints(
+            clone_quality(self._reporter, self._pipeline, references, cloned),
+            self._listener_prints,
+            references,
+            earlier=record.quality,
+        )
         if task.keep_clone:
             quality["keep_clone"] = True
         if task.inputs is None and len(references[0].samples16k) == 0:

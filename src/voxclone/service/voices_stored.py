@@ -4,7 +4,7 @@ speaker print, the style recipe as JSON, the quality report of a style clone
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -142,3 +142,58 @@ def clone_quality(
     if voice.calibration is not None:
         quality["pitch_calibration"] = voice.calibration
     return quality
+
+
+# The deep refine's listeners other than the product encoder, each hearing the
+# enrollment's clips (16 kHz): name -> unit mean embedding
+# (synth/voice/deep_voice.DeepVoiceRefiner.reference_embeddings).
+ListenerPrints = Callable[[Sequence[np.ndarray]], dict[str, list[float]]]
+
+LISTENER_PRINTS_KEY = "listener_embeddings"
+
+
+def with_listener_prints(
+    quality: dict[str, Any],
+    listener_prints: ListenerPrints | None,
+    references: Sequence[ReferenceAudio],
+    *,
+    earlier: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``quality`` with the reference as the deep refine's other listeners hear
+    it: measured on ``references`` when they carry audio, else kept from the
+    ``earlier`` quality (a report job resumed after a crash has no audio).
+    A refine later has no audio to measure them on: none is kept unless asked."""
+    clips = [r.samples16k for r in references if len(r.samples16k)]
+    if listener_prints is not None and clips:
+        measured = listener_prints(clips)
+        if measured:
+            quality[LISTENER_PRINTS_KEY] = measured
+            return quality
+    kept = (earlier or {}).get(LISTENER_PRINTS_KEY)
+    if isinstance(kept, dict) and kept:
+        quality[LISTENER_PRINTS_KEY] = kept
+    return quality
+
+
+def pooled_listener_prints(
+    earlier: dict[str, Any], earlier_seconds: float, added: dict[str, Any], added_seconds: float
+) -> dict[str, list[float]]:
+    """Listener prints of a voice's stored recordings pooled with those of
+    recordings added to it, weighted by speech seconds as the product
+    encoder's print is (pipeline.pool_prints); a listener only one side has
+    is taken as it is."""
+    old = earlier.get(LISTENER_PRINTS_KEY) if isinstance(earlier, dict) else None
+    new = added.get(LISTENER_PRINTS_KEY) if isinstance(added, dict) else None
+    old = old if isinstance(old, dict) else {}
+    new = new if isinstance(new, dict) else {}
+    pooled: dict[str, list[float]] = {}
+    for name in old.keys() | new.keys():
+        if name in old and name in new and earlier_seconds > 0:
+            mean = max(earlier_seconds, 1e-3) * np.asarray(old[name], np.float64) + max(
+                added_seconds, 1e-3
+            ) * np.asarray(new[name], np.float64)
+            unit = mean / max(float(np.linalg.norm(mean)), 1e-12)
+            pooled[name] = [round(float(x), 6) for x in unit]
+        else:
+            pooled[name] = list(new.get(name) or old[name])
+    return pooled
