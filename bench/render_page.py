@@ -504,18 +504,67 @@ def speed_cloning(data: dict[str, Any], runs: dict[str, Any]) -> str:
         float(r["refined"]["refine_s"]) for r in speakers if "refine_s" in r.get("refined", {})
     ]
     if not instant and not refine:
-        return title + missing("clone_eval", runs)
+        return title + missing("clone_eval", runs) + deep_refine_paragraph()
     rows = [
         [name, len(values), fmt(statistics.median(values), 2), fmt(max(values), 2)]
         for name, values in (("instant clone", instant), ("refine", refine))
         if values
     ]
+    latency = data.get("clone_latency", {})
+    speakable = [float(r["answer_s"]) for r in latency.get("rows", []) if r.get("wait") is False]
+    through_api = ""
+    if speakable:
+        meta = latency.get("meta", {})
+        through_api = (
+            f"Through the API (`{command_for('clone_latency', data, runs)}`, "
+            f"{meta.get('date', '?')}, load {fmt(meta.get('loadavg_before'), 1)} before): "
+            f"speakable (`wait=false`, upload included) median "
+            f"{fmt(statistics.median(speakable), 2)} s, max {fmt(max(speakable), 2)} s "
+            f"over {len(speakable)} clips (issue 47: <= 1.5 s on a quiet host).\n\n"
+        )
     return (
         title
         + produced("clone_eval", data, runs)
         + "\n"
         + table(["step", "speakers", "median s", "max s"], rows)
+        + "\n"
+        + through_api
+        + deep_refine_paragraph()
     )
+
+
+DEEP_REFINE_RESULTS = ROOT / "studies" / "results" / "deep_refine_gain_test.json"
+# The same settings run again on the test split to add DNSMOS (it was not
+# recorded in the scored run); its identity figures are a second look, not a choice.
+DEEP_REFINE_DNSMOS = ROOT / "studies" / "results" / "deep_refine_gain_test_dnsmos.json"
+
+
+def deep_refine_paragraph() -> str:
+    """Issue 47's held-out figures, from the study's scored run (docs/studies.md
+    tells the rest); empty when the study has not been run."""
+    try:
+        summary = json.loads(DEEP_REFINE_RESULTS.read_text())["summary"]
+    except (OSError, KeyError, json.JSONDecodeError):
+        return ""
+
+    def arm(name: str) -> str:
+        return f"{summary[f'instant_{name}']:.3f} -> {summary[f'deep_{name}']:.3f}"
+
+    text = (
+        f"Deep refine (issue 47), test split scored once, {summary['speakers']} speakers "
+        f"(normalized): judge {arm('judge')}, GE2E {arm('ge2e')}, CAM++ {arm('campplus')}, "
+        f"WER {summary['instant_wer']:.0%} -> {summary['deep_wer']:.0%}, "
+        f"{summary['refine_s_mean']:.0f} s per voice at load {summary['host_load_1min']:.1f}"
+    )
+    try:
+        again = json.loads(DEEP_REFINE_DNSMOS.read_text())["summary"]
+        text += (
+            f"; DNSMOS P.808 {again['instant_p808']:.2f} -> {again['deep_p808']:.2f} "
+            f"(the same settings run again for it)"
+        )
+    except (OSError, KeyError, json.JSONDecodeError):
+        pass
+    return text + " (docs/studies.md, *Deep refine*; `studies/results/deep_refine_gain_test*`).\n"
 
 
 def section_voice_table(data: dict[str, Any], runs: dict[str, Any], link: str) -> str:
@@ -641,6 +690,7 @@ def demote_headings(markdown: str, levels: int = 2) -> str:
 
 KNOWN_MARKDOWN = {
     "clone_catalog_test",
+    "clone_latency",  # a line under "Instant clone and refine times"
     "listener_eer",
     "controls",
     "load",
