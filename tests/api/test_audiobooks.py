@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from tests.unit.test_chapters import _xhtml, make_epub
 
+from voxclone.errors import InvalidInput
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.key_scopes import SCOPE_UNMARKED
 from voxclone.service.audiobooks import Audiobooks, BookLimits, Casting, chapter_turns
+from voxclone.service.dialogue import Dialogue, Dialogues, Turn
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs
 from voxclone.synth.text.chapters import Chapter, parse_book
@@ -120,6 +123,7 @@ def test_a_book_over_http_chapter_marks_manifest_and_one_chapter_rerendered(
         assert audio.headers["x-voxclone-watermark"] == "perth"
         pcm, rate = sf.read(io.BytesIO(one.content))
         assert len(pcm) / rate == pytest.approx(first["duration_s"], abs=0.05)
+        _check_words(c, book["id"], alice, manifest, BOOK_TEXTS)
 
         # Chapter 0 again with another narrator: chapter 1's job is kept.
         jobs_before = [ch["job_id"] for ch in done["chapters"]]
@@ -136,10 +140,69 @@ def test_a_book_over_http_chapter_marks_manifest_and_one_chapter_rerendered(
         new_manifest = c.get(f"/v1/audiobooks/{book['id']}/manifest", headers=alice).json()
         assert new_manifest["chapters"][0]["voice"] == "clear_male"
         assert new_manifest["chapters"][1]["duration_s"] == second["duration_s"]
+        # The re-rendered chapter's words are its new job's, in its new voice.
+        words = _check_words(c, book["id"], alice, new_manifest, BOOK_TEXTS)
+        assert {w["voice"] for w in words[0]} == {"clear_male"}
+        assert new_manifest["chapters"][0]["words"] == len(words[0])
+        vtt = c.get(f"/v1/audiobooks/{book['id']}/chapters/1/words?format=vtt", headers=alice)
+        assert vtt.status_code == 200 and vtt.text.startswith("WEBVTT")
+        assert "<v Anna>" in vtt.text and "<v Narrator>" in vtt.text
+        srt = c.get(f"/v1/audiobooks/{book['id']}/chapters/0/words?format=srt", headers=alice)
+        assert srt.status_code == 200 and "Narrator: " in srt.text
+        # Bad input: 4xx naming what is wrong, never a 5xx.
+        url = f"/v1/audiobooks/{book['id']}/chapters"
+        missing = c.get(f"{url}/7/words", headers=alice)
+        assert missing.status_code == 404 and missing.json()["error"]["field"] == "n"
+        assert missing.json()["error"]["limit"] == 1
+        assert c.get(f"{url}/0/words?timeline=album", headers=alice).status_code == 422
+        assert c.get(f"{url}/0/words", headers=bob).status_code == 404
         # The old chapter's job went with its audio.
         assert c.get(f"/v1/jobs/{jobs_before[0]}", headers=alice).status_code == 404
         assert c.delete(f"/v1/audiobooks/{book['id']}", headers=alice).status_code == 204
         assert c.get(f"/v1/audiobooks/{book['id']}", headers=alice).status_code == 404
+
+
+# Each chapter's words as read: its title, then its text.
+BOOK_TEXTS = ["One The rain stopped.", 'Two Anna looked up. "It is over," Anna said.']
+
+
+def _bare(text: str) -> list[str]:
+    return [w for w in (t.strip('.,;:!?"“”').lower() for t in text.split()) if w]
+
+
+def _check_words(
+    c: TestClient,
+    book_id: str,
+    headers: dict[str, str],
+    manifest: dict[str, Any],
+    texts: list[str],
+) -> list[list[dict[str, Any]]]:
+    """Each chapter's words read back in both timelines: in order, inside
+    the chapter, its text, the book's time its chapter's start + its own."""
+    out = []
+    for n, (mark, text) in enumerate(zip(manifest["chapters"], texts, strict=True)):
+        url = f"/v1/audiobooks/{book_id}/chapters/{n}/words"
+        own = c.get(url, headers=headers)
+        book = c.get(f"{url}?timeline=book", headers=headers)
+        assert own.status_code == 200 and book.status_code == 200, (own.text, book.text)
+        own_words, book_words = own.json()["words"], book.json()["words"]
+        assert book.json()["start_s"] == mark["start_s"] and own.json()["start_s"] == 0
+        assert _bare(" ".join(w["word"] for w in own_words)) == _bare(text)
+        assert mark["words"] == len(own_words) == len(book_words)
+        starts = [w["start_s"] for w in own_words]
+        assert starts == sorted(starts)
+        for w, b in zip(own_words, book_words, strict=True):
+            assert 0 <= w["start_s"] <= w["end_s"] <= mark["duration_s"] + 0.002, w
+            assert b["start_s"] == pytest.approx(mark["start_s"] + w["start_s"], abs=0.0011)
+            assert b["end_s"] == pytest.approx(mark["start_s"] + w["end_s"], abs=0.0011)
+            assert (b["word"], b["speaker"], b["voice"]) == (w["word"], w["speaker"], w["voice"])
+        assert own_words[0]["speaker"] == "Narrator"
+        out.append(own_words)
+    # The quote is Anna's, in the cast voice; the rest the narrator's.
+    anna = [w for w in out[1] if w["speaker"] == "Anna"]
+    assert _bare(" ".join(w["word"] for w in anna)) == ["it", "is", "over"]
+    assert {w["voice"] for w in anna} == {"clear_male"}
+    return out
 
 
 def test_quoted_speech_goes_to_the_character_named_in_its_paragraph() -> None:
@@ -155,6 +218,36 @@ def test_quoted_speech_goes_to_the_character_named_in_its_paragraph() -> None:
     # Without quotes, or without a name in the paragraph, the narrator reads it all.
     plain = chapter_turns(Chapter("T", '"Hi," she said.'), casting)
     assert {t.voice for t in plain} == {"clear_female"}
+
+
+class _Untimed:
+    """A turn's speech service whose engine cannot time words."""
+
+    def __init__(self, service: Any) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._service, name)
+
+    def word_track(self, _request: Any) -> Any:
+        raise InvalidInput("this engine cannot time words", field="timestamps")
+
+
+def test_a_turn_without_word_times_is_spoken_and_named_not_lost(runtime: Any) -> None:
+    # A chapter's job asks for words; a cast voice on an engine without word
+    # times must not fail the chapter: it is spoken, its turn listed untimed.
+    dialogues = Dialogues(runtime.speech, max_output_s=600, max_text_chars=10_000)
+    turns = (Turn("clear_female", "First words."), Turn("clear_male", "Second words."))
+    p = dialogues.prepare(Dialogue(turns, owner="hana", format="flac"))
+    p = replace(p, turns=(replace(p.turns[0], service=_Untimed(p.turns[0].service)), p.turns[1]))
+    words: list[Any] = []
+    untimed: list[int] = []
+    audio = list(dialogues.render(p, words=words, untimed=untimed))
+    assert untimed == [0] and sum(a.size for a in audio) > p.rate
+    assert [(w.turn, w.word) for w in words] == [(1, "Second"), (1, "words")]
+    with pytest.raises(InvalidInput) as caught:  # without untimed: a 4xx naming the turn
+        list(dialogues.render(p, words=[]))
+    assert caught.value.field == "turns[0].timestamps"
 
 
 def test_a_killed_server_resumes_the_book_rendering_only_missing_chapters(

@@ -1,9 +1,11 @@
 """Audiobooks: ``POST /v1/audiobooks`` (an EPUB, Markdown or text file as
 multipart, or JSON text) queues a book; ``GET /v1/audiobooks/{id}`` shows its
 chapters' progress (``/events``: server-sent events per chapter); ``/audio`` is
-the M4B with chapter marks, ``/manifest`` its chapters' titles, start times and
-durations, ``/chapters/{n}/audio`` one chapter (FLAC); ``POST
-/chapters/{n}/render`` re-renders one chapter. How: service/audiobooks.py.
+the M4B with chapter marks, ``/manifest`` its chapters' titles, start times,
+durations and word counts, ``/chapters/{n}/audio`` one chapter (FLAC),
+``/chapters/{n}/words`` its words with speaker and voice (JSON, SRT or WebVTT;
+``timeline=book`` in the M4B's seconds); ``POST /chapters/{n}/render``
+re-renders one chapter. How: service/audiobooks.py.
 
 Books are per owner like jobs (another owner's book answers 404) and need the
 ``tts`` scope.
@@ -14,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -29,6 +31,7 @@ from voxclone.api.routes_jobs import IdempotencyKey
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput
+from voxclone.service.audiobook_words import Timeline
 from voxclone.service.audiobooks import (
     BOOK_CONTENT_TYPE,
     Audiobooks,
@@ -36,6 +39,7 @@ from voxclone.service.audiobooks import (
     BookView,
     Casting,
 )
+from voxclone.service.dialogue_captions import speaker_srt, speaker_vtt
 from voxclone.synth.text.chapters import BookKind, parse_book, sniff_kind
 
 router = APIRouter(tags=["audiobooks"])
@@ -312,6 +316,38 @@ async def chapter_audio(
     view = await run_in_threadpool(books.get, book_id, principal.owner)
     request.state.unmarked = view.unmarked
     return Response(data, media_type=ctype)
+
+
+@router.get(
+    "/v1/audiobooks/{book_id}/chapters/{n}/words",
+    summary="One chapter's words with speaker and voice (JSON, SRT or WebVTT)",
+    responses={
+        200: {"content": {"application/json": {}, "text/vtt": {}, "application/x-subrip": {}}}
+    },
+)
+async def chapter_words(
+    book_id: str,
+    n: int,
+    principal: TTSCaller,
+    runtime: RuntimeDep,
+    timeline: Annotated[
+        Timeline,
+        Query(description="chapter: seconds of /chapters/{n}/audio; book: of /audio (the M4B)"),
+    ] = "chapter",
+    format: Annotated[  # noqa: A002 - the query parameter's public name
+        Literal["json", "srt", "vtt"], Query(description="json, srt or vtt")
+    ] = "json",
+) -> Response:
+    words = await run_in_threadpool(
+        audiobooks(runtime).chapter_words, book_id, principal.owner, n, timeline
+    )
+    if format == "srt":
+        return Response(
+            speaker_srt(words.speaker_words()), media_type="application/x-subrip; charset=utf-8"
+        )
+    if format == "vtt":
+        return Response(speaker_vtt(words.speaker_words()), media_type="text/vtt; charset=utf-8")
+    return Response(json.dumps(words.to_json()), media_type="application/json")
 
 
 @router.post(

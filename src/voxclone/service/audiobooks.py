@@ -55,6 +55,7 @@ import soundfile as sf
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.job_store import JobRecord, SqlJobStore
+from voxclone.service.audiobook_words import ChapterWords, Timeline, chapter_words
 from voxclone.service.dialogue import (
     MAX_TURN_CHARS,
     MAX_TURNS,
@@ -345,7 +346,10 @@ class Audiobooks:
         chapters = []
         for p in prepared:
             job, _ = self._jobs.enqueue_dialogue(
-                p, self._dialogues, purge_with=f"{BOOK_BLOB_PREFIX}{record.id}/"
+                p,
+                self._dialogues,
+                purge_with=f"{BOOK_BLOB_PREFIX}{record.id}/",
+                record_words=True,
             )
             chapters.append({"job_id": job.id, "casting": casting.to_json()})
         self._store.update(
@@ -412,7 +416,10 @@ class Audiobooks:
             n, Chapter(text["title"], text["text"]), casting, view.record.owner, view.unmarked
         )
         job, _ = self._jobs.enqueue_dialogue(
-            prepared, self._dialogues, purge_with=f"{BOOK_BLOB_PREFIX}{book_id}/"
+            prepared,
+            self._dialogues,
+            purge_with=f"{BOOK_BLOB_PREFIX}{book_id}/",
+            record_words=True,
         )
         links = list((view.record.result or {})["chapters"])
         links[n] = {"job_id": job.id, "casting": casting.to_json()}
@@ -449,6 +456,39 @@ class Audiobooks:
         if chapter.state != "succeeded" or not isinstance(key, str):
             raise Conflict(f"chapter {n} is {chapter.state}, not rendered yet", field="n")
         return self.blobs.get(key), str((chapter.job.result or {}).get("content_type"))  # type: ignore[union-attr]
+
+    def chapter_words(
+        self, book_id: str, owner: str | None, n: int, timeline: Timeline = "chapter"
+    ) -> ChapterWords:
+        """Chapter ``n``'s words, who reads each and in which voice, in the
+        chapter's own seconds (as soon as it is rendered) or the book's (the
+        M4B's clock: the book is assembled first, 409 until every chapter is
+        rendered)."""
+        chapter = _chapter(self.get(book_id, owner), n)
+        result = (chapter.job.result or {}) if chapter.job else {}
+        if chapter.state != "succeeded" or chapter.job is None:
+            raise Conflict(f"chapter {n} is {chapter.state}, not rendered yet", field="n")
+        key = result.get("words_key")
+        if not isinstance(key, str):
+            raise Conflict(
+                f"chapter {n} was rendered before books kept word timings; render it "
+                f"again (POST /v1/audiobooks/{book_id}/chapters/{n}/render)",
+                field="n",
+            )
+        start_s = 0.0
+        if timeline == "book":
+            marks = self.manifest(book_id, owner)["chapters"]
+            if marks[n].get("job_id") != chapter.job.id:  # re-rendered meanwhile
+                raise Conflict(f"chapter {n} changed while it was read; ask again", field="n")
+            start_s = float(marks[n]["start_s"])
+        return chapter_words(
+            chapter.job,
+            self.blobs.get(key),
+            n=n,
+            title=chapter.title,
+            timeline=timeline,
+            start_s=start_s,
+        )
 
     # -- assembly ------------------------------------------------------------------------
     def manifest(self, book_id: str, owner: str | None) -> dict[str, Any]:
@@ -514,7 +554,14 @@ class Audiobooks:
             "format": view.format,
             "duration_s": round(sum(m["duration_s"] + CHAPTER_GAP_S for m in marks), 3),
             "chapters": [
-                {**m, "job_id": j.id, "voice": c.casting.voice}
+                {
+                    **m,
+                    "job_id": j.id,
+                    "voice": c.casting.voice,
+                    # Its words: GET /v1/audiobooks/{id}/chapters/{n}/words
+                    # (service/audiobook_words.py says why not here).
+                    "words": (j.result or {}).get("word_count"),
+                }
                 for m, j, c in zip(marks, jobs, view.chapters, strict=True)
             ],
         }

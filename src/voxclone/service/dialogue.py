@@ -342,12 +342,17 @@ class Dialogues:
         *,
         cancelled: Callable[[], bool] | None = None,
         words: list[SpeakerWord] | None = None,
+        untimed: list[int] | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> Iterator[np.ndarray]:
         """The dialogue's audio at ``p.rate``, a gap then a turn at a time.
         ``admissions``: one per turn (:meth:`admit`); None: each turn takes a
         background one as it starts (a job). With ``words``, each turn's
-        words are appended (output time, speaker) before its audio is yielded."""
+        words are appended (output time, speaker) before its audio is yielded;
+        a turn whose words cannot be had (an engine without word times) is
+        then a 4xx naming it, or, with ``untimed``, spoken without words and
+        its index appended there (an audiobook's chapter is not lost for its
+        captions)."""
         rate = p.rate
         at = 0
         try:
@@ -364,8 +369,10 @@ class Dialogues:
                     try:
                         track = t.service.word_track(t.request)
                     except VoxcloneError as exc:
-                        admission.release()
-                        raise in_turn(i, exc) from None
+                        if untimed is None or exc.status >= 500:
+                            admission.release()
+                            raise in_turn(i, exc) from None
+                        untimed.append(i)
                 audio = _whole(
                     t.service.render_pieces(
                         t.request,
@@ -445,12 +452,17 @@ class Dialogues:
         max_output_s: float,
         progress: Callable[[int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        words: list[SpeakerWord] | None = None,
+        untimed: list[int] | None = None,
     ) -> str:
         """A dialogue job's render: written into ``out`` as it is made, held
-        to ``max_output_s`` (OutputOverEstimate past it). Its content type."""
+        to ``max_output_s`` (OutputOverEstimate past it). Its content type.
+        ``words``/``untimed``: as :meth:`render` (an audiobook chapter's job)."""
 
         def render(_stats: RenderStats) -> Iterator[np.ndarray]:
-            pieces = self.render(p, cancelled=cancelled, progress=progress)
+            pieces = self.render(
+                p, cancelled=cancelled, progress=progress, words=words, untimed=untimed
+            )
             return held_to(pieces, p.rate, max_output_s)
 
         d = p.dialogue

@@ -54,8 +54,10 @@ from voxclone.service.dialogue import (
     Dialogue,
     Dialogues,
     PreparedDialogue,
+    SpeakerWord,
     is_dialogue,
 )
+from voxclone.service.job_words import WORDS_CONTENT_TYPE, dump_words, words_key
 from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_admission import released_at_end
@@ -80,6 +82,9 @@ ESTIMATE_FIELD = "estimate"
 # M4B: service/audiobooks.py), purged with the job's own audio when a voice it
 # speaks with is deleted: the deletion leaves none of that voice's speech.
 PURGE_WITH_FIELD = "purge_with"
+# A dialogue job that records its words (service/job_words.py): an audiobook's
+# chapter, whose words the book serves in its own timeline.
+WORDS_FIELD = "record_words"
 # A job's audio stays in memory up to this size, then goes to a temporary file.
 SPOOL_MEMORY_BYTES = 16 << 20
 
@@ -220,11 +225,13 @@ class SpeechJobs:
         *,
         idempotency_key: str | None = None,
         purge_with: str | None = None,
+        record_words: bool = False,
     ) -> tuple[JobRecord, bool]:
         """Queue a dialogue already checked and priced (an audiobook prices all
         its chapters before it queues any: service/audiobooks.py).
         ``purge_with``: a blob prefix (ending in /) of files made from this
-        job's audio, purged with it if its voice is deleted."""
+        job's audio, purged with it if its voice is deleted. ``record_words``:
+        the job keeps its words' timings (result ``words_key``)."""
         dialogue = prepared.dialogue
         if dialogue.owner is None:
             raise ValueError("a speech job needs an owner")
@@ -233,6 +240,8 @@ class SpeechJobs:
             if not purge_with.endswith("/") or purge_with.count("/") < 2:
                 raise ValueError("purge_with is a blob folder like 'audiobooks/<id>/'")
             payload[PURGE_WITH_FIELD] = purge_with
+        if record_words:
+            payload[WORDS_FIELD] = True
         payload[ESTIMATE_FIELD] = {
             "units": sum(t.service.text_size(t.request) for t in prepared.turns),
             "output_s": round(prepared.output_s, 1),
@@ -437,6 +446,10 @@ class SpeechJobs:
         req = None if dialogue else request_of(job.payload, job.owner)
         total = 1
         done_chars = 0
+        # A dialogue job queued with record_words: its words and its turns
+        # spoken without them (service/job_words.py).
+        words: list[SpeakerWord] | None = [] if dialogue and job.payload.get(WORDS_FIELD) else None
+        untimed: list[int] = []
         chunks = 0
         last_write = 0.0
 
@@ -468,7 +481,9 @@ class SpeechJobs:
 
         try:
             if req is None:
-                ctype = self._render_dialogue(job, spool, progress, cancelled, set_total)
+                ctype = self._render_dialogue(
+                    job, spool, progress, cancelled, set_total, words, untimed
+                )
             else:
                 # Inside the try: the voice may have been deleted since the job was
                 # queued, which ends the job like any other request error.
@@ -516,6 +531,14 @@ class SpeechJobs:
         size = spool.tell()
         spool.seek(0)
         self._blobs.put_file(key, spool, content_type=ctype)
+        timed: dict[str, Any] = {}
+        if words is not None:
+            # Stored before the job says succeeded: a succeeded job's words
+            # are there; its key starts with the audio's, so they go with it.
+            timed = {"words_key": words_key(key), "word_count": len(words)}
+            self._blobs.put(
+                timed["words_key"], dump_words(words, untimed), content_type=WORDS_CONTENT_TYPE
+            )
         # Store, then check (the cache tiers' write-then-verify argument): a
         # delete that revoked the job before this point makes _end fail with
         # LeaseLost; one after it revokes the finished job and deletes the
@@ -532,6 +555,7 @@ class SpeechJobs:
                 "format": file_extension(job.payload.get("format", "wav")),
                 "bytes": size,
                 "attempts": job.attempts,
+                **timed,
             },
         )
         if final is None:
@@ -556,9 +580,12 @@ class SpeechJobs:
         progress: Callable[[int], None],
         cancelled: Callable[[], bool],
         set_total: Callable[[int], None],
+        words: list[SpeakerWord] | None = None,
+        untimed: list[int] | None = None,
     ) -> str:
         """A dialogue job's render into ``spool`` (its characters to
-        ``set_total`` first, for progress); its content type."""
+        ``set_total`` first, for progress; its words into ``words`` when
+        given); its content type."""
         assert job.payload is not None
         # Checked against the limits when it was queued; resolved again here
         # (a voice deleted since fails the job, one replaced is linked).
@@ -573,6 +600,8 @@ class SpeechJobs:
             max_output_s=allowance(float(estimate), self.config.outgrow_floor_s),
             progress=progress,
             cancelled=cancelled,
+            words=words,
+            untimed=untimed if words is not None else None,
         )
         return ctype
 
