@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from tests.unit.test_chapters import _xhtml, make_epub
 
-from voxclone.errors import InvalidInput
+from voxclone.errors import InvalidInput, NotFound
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.key_scopes import SCOPE_UNMARKED
@@ -519,29 +519,103 @@ def test_a_waived_key_gets_an_unmarked_book(make_app: Any) -> None:
         c.delete(f"/v1/audiobooks/{r.json()['id']}", headers=waived)
 
 
-def test_an_expired_chapter_takes_the_assembled_book_with_it(runtime: Any, tmp_path: Path) -> None:
-    # No render needed: the chapters end cancelled, and retention sweeps them.
+def _books(runtime: Any, tmp_path: Path, retention_s: float) -> tuple[Any, Any, Any, Any]:
+    """(store, blobs, speech jobs, books) on a database of their own."""
     store = SqlJobStore(tmp_path / "jobs.sqlite3")
     blobs = LocalBlobStore(tmp_path / "blobs")
-    jobs = SpeechJobs(queue=store, speech=runtime.speech, blobs=blobs, events=JobEvents())
+    jobs = SpeechJobs(
+        queue=store,
+        speech=runtime.speech,
+        blobs=blobs,
+        events=JobEvents(),
+        config=SpeechJobConfig(retention_s=retention_s),
+    )
     books = Audiobooks(
         store=store,
         jobs=jobs,
         speech=runtime.speech,
         limits=BookLimits(max_output_s=600, max_text_chars=10_000, max_book_output_s=3600),
     )
+    return store, blobs, jobs, books
+
+
+TWO_CHAPTERS = b"Chapter 1\nOne.\n\nChapter 2\nTwo."
+
+
+def test_expired_chapters_take_the_book_row_and_its_files_with_them(
+    runtime: Any, tmp_path: Path
+) -> None:
+    # No render needed: the chapters end cancelled, and retention sweeps them.
+    store, blobs, jobs, books = _books(runtime, tmp_path, 7 * 24 * 3600.0)
     try:
-        book = parse_book(b"Chapter 1\nOne.\n\nChapter 2\nTwo.", "text", max_chars=1000)
+        book = parse_book(TWO_CHAPTERS, "text", max_chars=1000)
         view, _ = books.submit(book, Casting("clear_female"), owner="frank")
         stale = f"audiobooks/{view.record.id}/old.m4b"
         blobs.put(stale, b"m4b bytes", content_type="audio/mp4")
         books.cancel(view.record.id, "frank")
+        # A book whose chapters still wait in the queue is kept however old.
+        waiting, _ = books.submit(book, Casting("clear_female"), owner="frank")
         later = datetime.now(UTC) + timedelta(seconds=jobs.config.retention_s + 60)
-        assert jobs.sweep_expired(now=later) == 2
+        assert jobs.sweep_expired(now=later) == 3  # two chapters, then their book
         assert not blobs.exists(stale)
-        assert books.get(view.record.id, "frank").state == "failed"  # its chapters are gone
+        with pytest.raises(NotFound) as gone:
+            books.get(view.record.id, "frank")
+        assert gone.value.status == 404 and gone.value.field == "book_id"
+        assert "expired" in gone.value.message and "7 days" in gone.value.message
+        with pytest.raises(NotFound):  # the row itself, not only the view
+            store.get(view.record.id, None)
+        assert books.get(waiting.record.id, "frank").state == "queued"
+        assert jobs.sweep_expired(now=later) == 0
     finally:
         store.close()
+
+
+def test_a_book_without_chapters_past_the_retention_is_gone_at_its_next_get(
+    runtime: Any, tmp_path: Path
+) -> None:
+    # Its chapters deleted (DELETE /v1/jobs/{id}, or swept by a replica whose
+    # sweep stopped before the books): the GET does not wait for a sweep.
+    store, blobs, jobs, books = _books(runtime, tmp_path, 1.0)
+    try:
+        book = parse_book(TWO_CHAPTERS, "text", max_chars=1000)
+        view, _ = books.submit(book, Casting("clear_female"), owner="ivy")
+        blobs.put(f"audiobooks/{view.record.id}/a.m4b", b"m4b", content_type="audio/mp4")
+        books.cancel(view.record.id, "ivy")
+        for ch in view.chapters:
+            assert ch.job is not None
+            jobs.delete(ch.job.id, None)
+        # Within the retention the book stays, its chapters shown missing.
+        assert books.get(view.record.id, "ivy").state == "failed"
+        time.sleep(1.1)
+        with pytest.raises(NotFound, match="expired"):
+            books.get(view.record.id, "ivy")
+        with pytest.raises(NotFound):
+            store.get(view.record.id, None)
+        assert not blobs.exists(f"audiobooks/{view.record.id}/a.m4b")
+    finally:
+        store.close()
+
+
+def test_an_expired_book_over_http_is_a_404_saying_so(app: FastAPI) -> None:
+    headers = _key(app, "jack")
+    with TestClient(app) as c:
+        r = c.post(
+            "/v1/audiobooks",
+            json={"text": TWO_CHAPTERS.decode(), "voice": "clear_female"},
+            headers=headers,
+        )
+        assert r.status_code == 202, r.text
+        book_id = r.json()["id"]
+        c.post(f"/v1/audiobooks/{book_id}/cancel", headers=headers)
+        assert _wait(c, book_id, headers)["state"] in ("succeeded", "failed")
+        jobs = app.state.runtime.speech_jobs  # the worker's sweep, fast-forwarded
+        later = datetime.now(UTC) + timedelta(seconds=jobs.config.retention_s + 60)
+        assert jobs.sweep_expired(now=later) >= 3
+        gone = c.get(f"/v1/audiobooks/{book_id}", headers=headers)
+        assert gone.status_code == 404, gone.text
+        error = gone.json()["error"]
+        assert error["field"] == "book_id" and "expired" in error["message"], error
+        assert c.get(f"/v1/audiobooks/{book_id}/manifest", headers=headers).status_code == 404
 
 
 def test_the_same_idempotency_key_is_the_same_book(app: FastAPI) -> None:

@@ -153,6 +153,11 @@ def test_delete_and_retention_listing(queue: SqlJobStore) -> None:
     queue.update_claimed(job_id, "a", state="succeeded")
     assert [j.id for j in queue.finished_before("9999", kinds=KIND)] == [job_id]
     assert queue.finished_before("0000", kinds=KIND) == []
+    # Rows that never end (an audiobook's) are listed by when they last changed.
+    waiting = _enqueue(queue)
+    assert [j.id for j in queue.changed_before("9999", kinds=KIND)] == [job_id, waiting]
+    assert queue.changed_before("9999", kinds=("other",)) == []
+    assert queue.changed_before("0000", kinds=KIND) == []
     assert queue.delete(job_id, "alice").id == job_id
     assert not queue.renew(job_id, "a", 30)
 

@@ -55,6 +55,13 @@ import soundfile as sf
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.job_store import JobRecord, SqlJobStore
+from voxclone.service.audiobook_expiry import (
+    AUDIOBOOK_KIND,
+    BOOK_BLOB_PREFIX,
+    is_expired,
+    remove_book,
+    retention_cutoff,
+)
 from voxclone.service.audiobook_words import ChapterWords, Timeline, chapter_words
 from voxclone.service.dialogue import (
     MAX_TURN_CHARS,
@@ -74,8 +81,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-AUDIOBOOK_KIND = "audiobook"
-BOOK_BLOB_PREFIX = "audiobooks/"
 BOOK_FORMATS = ("m4b", "m4a")
 BOOK_CONTENT_TYPE = "audio/mp4"
 # Chapters are stored lossless; the book's AAC is encoded once from them.
@@ -385,9 +390,17 @@ class Audiobooks:
             raise _in_chapter(n, chapter, turns, casting, exc) from None
 
     def get(self, book_id: str, owner: str | None) -> BookView:
-        record = self._store.get(book_id, owner)
+        try:
+            record = self._store.get(book_id, owner)
+        except NotFound:
+            raise self._not_found(book_id) from None
         if record.kind != AUDIOBOOK_KIND:
-            raise NotFound(f"no audiobook {book_id}", field="book_id")
+            raise self._not_found(book_id)
+        # Expired (its chapters gone and the retention past): gone now, not
+        # at the next sweep (service/audiobook_expiry.py).
+        if is_expired(self._store, record, retention_cutoff(self._jobs.config.retention_s)):
+            remove_book(self._store, self.blobs, book_id)
+            raise self._not_found(book_id)
         payload = record.payload or {}
         links = (record.result or {}).get("chapters", [])
         views = []
@@ -398,6 +411,20 @@ class Audiobooks:
                 job = None
             views.append(ChapterView(n, c["title"], job, Casting.of_json(link["casting"])))
         return BookView(record, tuple(views))
+
+    def _not_found(self, book_id: str) -> NotFound:
+        # The same answer for a book never made, deleted, expired or another
+        # owner's; it says that books expire, and when.
+        retention = self._jobs.config.retention_s
+        expiry = (
+            f", or expired: a book goes with its chapters, {_days(retention)} after "
+            "they were rendered (job_retention_s)"
+            if retention > 0
+            else ""
+        )
+        return NotFound(
+            f"no audiobook {book_id[:40]!r}: never made, deleted{expiry}", field="book_id"
+        )
 
     def rerender(
         self, book_id: str, owner: str | None, n: int, casting: Casting | None = None
@@ -580,6 +607,12 @@ def _assembly_lock(book_id: str) -> threading.Lock:
     assembles the same book too only costs CPU: the file is the same)."""
     with _LOCKS_GUARD:
         return _ASSEMBLY_LOCKS.setdefault(book_id, threading.Lock())
+
+
+def _days(seconds: float) -> str:
+    if seconds >= 86_400:
+        return f"{seconds / 86_400:g} days"
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
 
 
 def _chapter(view: BookView, n: int) -> ChapterView:

@@ -43,12 +43,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
+from voxclone.service.audiobook_expiry import expire_books, retention_cutoff
 from voxclone.service.dialogue import (
     UNMARKED_FIELD,
     Dialogue,
@@ -331,11 +332,12 @@ class SpeechJobs:
         return list(revoked), purged
 
     def sweep_expired(self, *, now: datetime | None = None) -> int:
-        """Delete ended speech jobs older than the retention, with their audio."""
-        if self.config.retention_s <= 0:
+        """Delete ended speech jobs older than the retention, with their audio,
+        then the audiobooks left without chapters (service/audiobook_expiry.py);
+        how many jobs and books."""
+        cutoff = retention_cutoff(self.config.retention_s, now)
+        if cutoff is None:
             return 0
-        now = now or datetime.now(UTC)
-        cutoff = (now - timedelta(seconds=self.config.retention_s)).isoformat()
         removed = 0
         for job in self._queue.finished_before(cutoff, kinds=(SPEECH_JOB_KIND,)):
             try:
@@ -343,7 +345,7 @@ class SpeechJobs:
                 removed += 1
             except VoxcloneError:
                 pass  # another replica swept it first
-        return removed
+        return removed + expire_books(self._queue, self._blobs, cutoff)
 
     # -- worker side ------------------------------------------------------------
     def stop(self) -> None:

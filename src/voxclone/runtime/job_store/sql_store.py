@@ -151,6 +151,21 @@ class SqlJobStore(JobQueue):
         with self._db.read() as conn:
             return [job_from_row(row) for row in conn.execute(query).all()]
 
+    def changed_before(
+        self, cutoff_iso: str, *, kinds: Sequence[str], limit: int = 100
+    ) -> builtins.list[JobRecord]:
+        """Jobs of ``kinds`` in any state last changed before ``cutoff_iso``,
+        oldest first: parent rows that never end themselves (an audiobook's,
+        service/audiobook_expiry.py) checked for expiry."""
+        query = (
+            select(*JOB_COLUMNS)
+            .where(_J.kind.in_(tuple(kinds)), _J.updated_at < cutoff_iso)
+            .order_by(_J.updated_at)
+            .limit(limit)
+        )
+        with self._db.read() as conn:
+            return [job_from_row(row) for row in conn.execute(query).all()]
+
 
 # The embedded default is the same class on a SQLite file.
 SqliteJobStore = SqlJobStore
