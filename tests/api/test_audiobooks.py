@@ -239,7 +239,8 @@ def test_a_turn_without_word_times_is_spoken_and_named_not_lost(runtime: Any) ->
     dialogues = Dialogues(runtime.speech, max_output_s=600, max_text_chars=10_000)
     turns = (Turn("clear_female", "First words."), Turn("clear_male", "Second words."))
     p = dialogues.prepare(Dialogue(turns, owner="hana", format="flac"))
-    p = replace(p, turns=(replace(p.turns[0], service=_Untimed(p.turns[0].service)), p.turns[1]))
+    untimed_service: Any = _Untimed(p.turns[0].service)
+    p = replace(p, turns=(replace(p.turns[0], service=untimed_service), p.turns[1]))
     words: list[Any] = []
     untimed: list[int] = []
     audio = list(dialogues.render(p, words=words, untimed=untimed))

@@ -18,7 +18,16 @@ def test_a_pytest_run_removes_its_models_folder(tmp_path: Path) -> None:
     # Collecting this file loads tests/conftest.py (which makes the folder)
     # without running anything, so the child pytest is quick and never recurses.
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", __file__],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "--collect-only",
+            "-p",
+            "no:cacheprovider",
+            __file__,
+        ],
         env=env,
         capture_output=True,
         text=True,
