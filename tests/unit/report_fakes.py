@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -128,6 +129,17 @@ def service(
             **extra,
         },
     )
+
+
+def until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    """``check()``'s first truthy answer, polled until ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError("timed out")
 
 
 def enroll_request(name: str = "Ada", **extra: Any) -> EnrollRequest:

@@ -10,15 +10,14 @@ listener is a stand-in that hears each clip as a vector of its own.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import report_fakes
-from report_fakes import enroll_request
+from report_fakes import enroll_request, until
 
 from voxclone.service import report_jobs
 from voxclone.service.voices import VoiceService
@@ -48,16 +47,6 @@ def made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Voic
     svc._store.close()  # type: ignore[attr-defined]
 
 
-def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
 def _heard(quality: dict[str, Any]) -> np.ndarray:
     return np.asarray(quality[LISTENER_PRINTS_KEY]["campplus"])
 
@@ -69,7 +58,7 @@ def test_an_enrollment_without_waiting_keeps_the_listeners_view_after_its_report
     enrolled = svc.start_enrollment(enroll_request(), wait=False)
     # Measured by the report job, not in the answer (the time to speakable).
     assert listener.calls == 0
-    record = _until(lambda: (r := svc.get(enrolled.record.id, "owner-a")).version == 2 and r)
+    record = until(lambda: (r := svc.get(enrolled.record.id, "owner-a")).version == 2 and r)
     assert listener.calls == 1
     assert _heard(record.quality) == pytest.approx(np.array([1.0, 1.0]) / np.sqrt(2))
 

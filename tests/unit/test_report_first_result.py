@@ -11,29 +11,18 @@ so the report is caught between its first figure and its end.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import report_fakes
-from report_fakes import ENGINE_RATE, Encoder, enroll_request
+from report_fakes import ENGINE_RATE, Encoder, enroll_request, until
 
 from voxclone.runtime.job_store import JobRecord
 from voxclone.service.voices import VoiceService
 from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
-
-
-def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 class HeldTranscriber:
@@ -99,7 +88,7 @@ def test_the_similarity_is_in_the_running_job_before_the_word_error_rate(
     assert svc.get(enrolled.record.id, "owner-a").quality["report_pending"] is True
 
     held.release.set()
-    done = _until(lambda: (j := svc.get_job(job_id, "owner-a")).done and j)
+    done = until(lambda: (j := svc.get_job(job_id, "owner-a")).done and j)
     assert done.state == "succeeded"
     assert "partial" not in done.result
     assert done.result["similarity"] == running.result["similarity"]

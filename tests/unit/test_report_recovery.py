@@ -16,14 +16,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import report_fakes
-from report_fakes import DRAFT_STYLE, SPOKEN_STYLE, enroll_request
+from report_fakes import DRAFT_STYLE, SPOKEN_STYLE, enroll_request, until
 
 from voxclone.errors import NotFound
 from voxclone.runtime.job_store import SqlJobStore
@@ -37,16 +37,6 @@ CHILD_LEASE_S = 0.6
 def _fast_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(report_jobs, "LEASE_S", CHILD_LEASE_S)
     monkeypatch.setattr(report_jobs, "POLL_S", 0.2)
-
-
-def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def _killed_mid_report(db: Path) -> tuple[str, str]:
@@ -63,7 +53,7 @@ def _killed_mid_report(db: Path) -> tuple[str, str]:
         assert child.stdout is not None
         voice_id, job_id = child.stdout.readline().split()
         with SqlJobStore(db, recover_on_open=False) as jobs:
-            _until(lambda: jobs.get(job_id, None).state == "running")
+            until(lambda: jobs.get(job_id, None).state == "running")
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
@@ -86,7 +76,7 @@ def services() -> Iterator[list[VoiceService]]:
 
 
 def _assert_measured(svc: VoiceService, voice_id: str) -> dict[str, Any]:
-    record = _until(lambda: (r := svc.get(voice_id, "owner-a")).version == 2 and r)
+    record = until(lambda: (r := svc.get(voice_id, "owner-a")).version == 2 and r)
     assert "report_pending" not in record.quality
     assert np.allclose(record.style, SPOKEN_STYLE)  # the draft (0.25) was measured
     # The stand-in reference: the report of the stored print, the recording's
@@ -106,7 +96,7 @@ def test_a_report_killed_mid_run_is_finished_after_its_lease_expires(
     services.append(svc)
     draft = svc.get(voice_id, "owner-a")
     assert draft.quality["report_pending"] is True and np.allclose(draft.style, DRAFT_STYLE)
-    job = _until(lambda: (j := svc.get_job(job_id, "owner-a")).state == "succeeded" and j)
+    job = until(lambda: (j := svc.get_job(job_id, "owner-a")).state == "succeeded" and j)
     assert job.attempts == 2  # the killed worker's attempt, then this one
     assert job.result["voice_id"] == voice_id and job.result["version"] == 2
     _assert_measured(svc, voice_id)
@@ -136,7 +126,7 @@ def test_a_pending_voice_without_a_live_report_job_is_measured_at_start(
     def reports() -> list[str]:
         return [j.state for j in restarted.list("owner-a") if j.kind == "report" and j.payload]
 
-    assert _until(lambda: (states := reports()) and all(s != "running" for s in states) and states)
+    assert until(lambda: (states := reports()) and all(s != "running" for s in states) and states)
     assert reports() == ["succeeded"]
 
 
@@ -147,9 +137,9 @@ def test_a_report_that_fails_for_good_settles_the_voice(
     services.append(svc)
     enrolled = svc.start_enrollment(enroll_request(), wait=False)
     assert enrolled.report_job is not None
-    job = _until(lambda: (j := svc.get_job(enrolled.report_job.id, "owner-a")).done and j)
+    job = until(lambda: (j := svc.get_job(enrolled.report_job.id, "owner-a")).done and j)
     assert job.state == "failed" and job.error["field"] == "voice"
-    record = _until(lambda: (r := svc.get(enrolled.record.id, "owner-a")).version == 2 and r)
+    record = until(lambda: (r := svc.get(enrolled.record.id, "owner-a")).version == 2 and r)
     assert "report_pending" not in record.quality  # no longer waiting for nothing
     assert record.quality["report_error"] == "the atlas refuses this voice"
     assert np.allclose(record.style, DRAFT_STYLE)  # the draft stays the voice
@@ -163,7 +153,7 @@ def test_the_enrolling_process_measures_its_own_recording(
     enrolled = svc.start_enrollment(enroll_request(), wait=False)
     assert enrolled.record.quality["report_pending"] is True
     assert enrolled.report_job is not None and enrolled.report_job.kind == "report"
-    job = _until(lambda: (j := svc.get_job(enrolled.report_job.id, "owner-a")).done and j)
+    job = until(lambda: (j := svc.get_job(enrolled.report_job.id, "owner-a")).done and j)
     assert job.state == "succeeded" and job.attempts == 1
     record = svc.get(enrolled.record.id, "owner-a")
     assert record.version == 2 and "report_resumed" not in record.quality
@@ -177,7 +167,7 @@ def test_a_voice_deleted_mid_report_leaves_no_report_job(
     enrolled = svc.start_enrollment(enroll_request(), wait=False)
     assert enrolled.report_job is not None
     job_id = enrolled.report_job.id
-    _until(lambda: svc.get_job(job_id, "owner-a").state == "running")
+    until(lambda: svc.get_job(job_id, "owner-a").state == "running")
     svc.delete(enrolled.record.id, "owner-a")
     atlas = svc._pipeline_or_fail().cloner.atlas
     atlas.release.set()  # type: ignore[attr-defined]  # the report goes on, sees the delete
@@ -189,4 +179,4 @@ def test_a_voice_deleted_mid_report_leaves_no_report_job(
             return True
         return False
 
-    _until(gone)
+    until(gone)
