@@ -55,10 +55,9 @@ def test_a_deep_refine_job_descends_and_reports_what_was_heard(tmp_path: Path) -
         record, _ = voices.enroll(
             EnrollRequest(REFERENCE.read_bytes(), "Deep", "local", CONSENT, match_tone=True)
         )
-        heard = record.quality.get("listener_embeddings")
-        assert isinstance(heard, dict)
-        if heard:  # CAM++ weights installed: its view of the reference is kept
-            assert len(heard["campplus"]) == 192
+        # Stored only where a listener other than the print heard it (the
+        # suite's pack-less models folder has no CAM++ weights).
+        heard = record.quality.get("listener_embeddings", {})
         job = voices.start_refine(record.id, "local", method="deep")
         done = _wait(voices, job.id, "local")
         assert done.state == "succeeded", done.message
@@ -67,6 +66,8 @@ def test_a_deep_refine_job_descends_and_reports_what_was_heard(tmp_path: Path) -
         refine = result["refine"]
         assert refine["steps"] == 2
         assert set(refine["heard_before"]) == set(refine["heard_after"]) >= {"ge2e"}
+        if "campplus" in refine["heard_before"]:  # CAM++ installed: the enrollment kept its view
+            assert len(heard["campplus"]) == 192
         after = voices.get(record.id, "local")
         assert after.style is not None and record.style is not None
         if result["improved"]:
