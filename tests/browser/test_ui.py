@@ -416,7 +416,18 @@ def test_filter_the_builtin_voices_and_the_library(
     library_count = page.locator("#library-filter-count").inner_text()
     assert library_count.startswith(f"1 of {library_total} voices match"), library_count
     page.click("#library-reload")
-    page.wait_for_function("() => document.querySelector('#library-filter-count').textContent")
+    # The count's text was already there before the reload: wait for the list
+    # made again to show the filtered voice alone (under load the old wait
+    # read the list while it was empty: CI, session 25); a filter that did not
+    # survive the reload times out here.
+    page.wait_for_function(
+        """id => {
+            const shown = [...document.querySelectorAll('#voice-list > li.voice')]
+                .filter(e => e.offsetParent !== null);
+            return shown.length === 1 && shown[0].dataset.voiceId === id;
+        }""",
+        arg=aurora["id"],
+    )
     assert _visible_ids(page, "#voice-list > li.voice") == [aurora["id"]]
     assert page.evaluate(_UNLABELLED_CONTROLS_JS) == []
     assert page_errors == []
