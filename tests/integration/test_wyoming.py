@@ -295,7 +295,10 @@ def test_cli_serves_wyoming_on_the_given_address_until_sigterm(tmp_path: Path) -
         names = {v.name for v in asyncio.run(describe()).tts[0].voices}
         assert "clear_female" in names
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        code = proc.wait(timeout=30)
+        # -6 (SIGABRT) once in session 25's CI, not reproduced in 3 runs: the
+        # server's own last words say where, next time.
+        assert code == 0, (code, proc.stderr.read()[-3000:] if proc.stderr else "")
     finally:
         if proc.poll() is None:
             proc.kill()
