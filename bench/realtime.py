@@ -6,8 +6,9 @@ of concurrent sessions (1, 2, 4), every session sends a two-sentence answer a
 token at a time and reads the audio back (pcm_24000). Measured per session:
 
 * first audio after the first clause ends: from sending the token that
-  completes the first clause (its punctuation and the space after it: the
-  server cuts there) to the first audio message;
+  completes the first clause (its punctuation and the space after it) to the
+  first audio message; the server starts on the clause's first three words
+  before it ends, so this is also given from the token that completes them;
 * underruns at real-time playback: a player starts with the first audio and
   plays at real time; a message that arrives after the audio before it has
   played out is an underrun, and the silence it caused is a stall;
@@ -31,6 +32,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import statistics
 import sys
 import threading
@@ -40,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from out_paths import RESULTS_DIR  # noqa: E402
+from out_paths import IMG_DIR, RESULTS_DIR  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -65,15 +67,22 @@ def answer(i: int) -> str:
 
 
 def first_clause_end(text: str) -> int:
-    """Index after the space that ends the first clause, as the server cuts it
-    (service/realtime_text.py: a sentence end, or a clause mark once three
-    words are in)."""
+    """Index after the space that ends the first clause (a sentence end, or a
+    clause mark once three words are in): first audio is timed from here. The
+    server starts speaking the clause's first three words before it ends
+    (service/realtime_text.py's head): see :func:`head_end`."""
     for i, ch in enumerate(text[:-1]):
         if text[i + 1] != " ":
             continue
         if ch in ".!?" or (ch in ",;:" and len(text[:i].split()) >= 3):
             return i + 2
     return len(text)
+
+
+def head_end(text: str, words: int = 3) -> int:
+    """Index after the whitespace that completes the first ``words`` words."""
+    ends = [m.end() for m in re.finditer(r"\S+", text)]
+    return min(len(text), ends[words - 1] + 1) if len(ends) >= words else len(text)
 
 
 def tokens(text: str) -> list[str]:
@@ -131,9 +140,17 @@ def one_session(base: str, text: str, tokens_per_s: float) -> dict[str, Any]:
         except ConnectionClosed:
             pass
         feeder.join(timeout=60)
-    clause_token = (clause_at - 1) // CHARS_PER_TOKEN
-    clause_sent = sent_at[min(clause_token, len(sent_at) - 1)] if sent_at else None
-    return {"arrivals": arrivals, "clause_sent": clause_sent, "error": error}
+    def sent_with(char: int) -> float | None:
+        """When the token holding character ``char - 1`` was sent."""
+        return sent_at[min((char - 1) // CHARS_PER_TOKEN, len(sent_at) - 1)] if sent_at else None
+
+    return {
+        "arrivals": arrivals,
+        "clause_sent": sent_with(clause_at),
+        "head_sent": sent_with(head_end(text)),
+        "error": error,
+        "started": sent_with(1),
+    }
 
 
 def clause_starts(text: str) -> set[int]:
@@ -213,6 +230,14 @@ def metric(base: str, name: str) -> float:
     return float("nan")
 
 
+def audio_per_engine_second(base: str) -> float:
+    """Seconds of audio per second a worker spent in the engine, over the run
+    (``voxclone_audio_seconds_synthesized_total`` / ``voxclone_engine_busy_seconds_total``)."""
+    audio = metric(base, "voxclone_audio_seconds_synthesized_total")
+    busy = metric(base, "voxclone_engine_busy_seconds_total")
+    return audio / busy if busy > 0 else float("nan")
+
+
 def engine_in_flight(base: str) -> float:
     return metric(base, "voxclone_engine_in_flight")
 
@@ -249,6 +274,18 @@ def cancel_once(base: str) -> dict[str, float]:
             "audio_after_ack": after_audio}  # fmt: skip
 
 
+def trace(got: dict[str, Any]) -> dict[str, Any]:
+    """A session's timeline from its first token (seconds): when its first
+    clause was complete, and each audio message's arrival, length and words."""
+    zero = got["started"] or 0.0
+    clause = got["clause_sent"]
+    return {
+        "clause_complete_s": None if clause is None else round(clause - zero, 3),
+        "head_complete_s": round(got["head_sent"] - zero, 3),
+        "arrivals": [(round(at - zero, 3), round(s, 3), w) for at, s, w in got["arrivals"]],
+    }
+
+
 def pct(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -260,6 +297,7 @@ def run_config(
     base: str, rate: float, sessions: int, rounds: int, seq: list[int]
 ) -> dict[str, Any]:
     first: list[float] = []
+    after_head: list[float] = []  # from the third word's completion
     underruns: list[int] = []
     stalls: list[float] = []
     gaps: list[float] = []
@@ -267,6 +305,7 @@ def run_config(
     http: list[float] = []
     http_errors: list[str] = []
     aligned = 0
+    traces: list[dict[str, Any]] = []
     for _ in range(rounds):
         texts = [answer(seq.pop()) for _ in range(sessions)]
         with ThreadPoolExecutor(sessions) as pool:
@@ -275,12 +314,14 @@ def run_config(
             errors += got["error"]
             if got["arrivals"] and got["clause_sent"] is not None:
                 first.append(got["arrivals"][0][0] - got["clause_sent"])
+                after_head.append(got["arrivals"][0][0] - got["head_sent"])
             play = playback(got["arrivals"], clause_starts(text))
             # Clause gaps need the alignment to count the text's words.
             aligned += sum(a for _, _, a in got["arrivals"]) == len(text.split())
             underruns.append(play["underruns"])
             stalls.append(play["stall_s"])
             gaps += play["clause_gaps_s"]
+            traces.append(trace(got))
         texts = [answer(seq.pop()) for _ in range(sessions)]
         with ThreadPoolExecutor(sessions) as pool:
             for got_http in pool.map(lambda t: http_first_audio(base, t), texts):
@@ -294,6 +335,7 @@ def run_config(
         "samples": len(first),
         "first_audio_p50_s": pct(first, 0.5),
         "first_audio_p95_s": pct(first, 0.95),
+        "first_audio_after_head_p50_s": pct(after_head, 0.5),
         "underruns_per_session": statistics.mean(underruns) if underruns else None,
         "sessions_with_underruns": sum(1 for u in underruns if u),
         "stall_s_per_session": statistics.mean(stalls) if stalls else None,
@@ -304,6 +346,7 @@ def run_config(
         "errors": errors,
         "http_errors": http_errors,
         "sessions_aligned_word_for_word": aligned,
+        "traces": traces,
     }
 
 
@@ -321,20 +364,33 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Realtime sessions (bench/realtime.py), load before the run: {result['load_before']}",
         "",
-        "| tokens/s | sessions | first audio after clause p50 / p95 (ms) | underruns per session "
+        "| tokens/s | sessions | first audio after clause p50 / p95 (ms) | after 3 words p50 (ms) "
+        "| underruns per session "
         "(sessions with any) | stall per session (ms) | clause gap p50 / max (ms) | "
         "HTTP stream first audio p50 / p95 (ms) |",
-        "|---:|---:|---|---|---:|---|---|",
+        "|---:|---:|---|---:|---|---:|---|---|",
+    ]
+    notes = [
+        "",
+        "First audio is timed from the token that completes the first clause (\"Sure, I "
+        "checked the weather for you,\"); the server starts on its first three words before "
+        "(the head), so it can come first: \"after 3 words\" times it from the token that "
+        "completes them. A player starts with the first audio at real time; an underrun is "
+        f"a message that came after the audio before it had played out. Targets (issue 48): "
+        f"p50 ≤ {TARGET_ONE_S * 1000:.0f} ms with 1 session and ≤ {TARGET_FOUR_S * 1000:.0f} "
+        "ms with 4, 0 underruns at 30 tokens/s with 2 sessions, cancel to silence ≤ 100 ms.",
     ]
     for c in result["configs"]:
         lines.append(
             f"| {c['tokens_per_s']:g} | {c['sessions']} | {_fmt(c['first_audio_p50_s'])} / "
-            f"{_fmt(c['first_audio_p95_s'])} | {c['underruns_per_session']:.1f} "
+            f"{_fmt(c['first_audio_p95_s'])} | {_fmt(c.get('first_audio_after_head_p50_s'))} "
+            f"| {c['underruns_per_session']:.1f} "
             f"({c['sessions_with_underruns']}/{c['samples']}) | {_fmt(c['stall_s_per_session'])} | "
             f"{_fmt(c['clause_gap_p50_s'])} / {_fmt(c['clause_gap_max_s'])} | "
             f"{_fmt(c['http_first_audio_p50_s'])} / {_fmt(c['http_first_audio_p95_s'])}"
             f"{_refused(c)} |"
         )
+    lines += notes
     cancels = result["cancel"]
     if cancels:
         acks = [c["ack_s"] for c in cancels]
@@ -346,11 +402,67 @@ def markdown(result: dict[str, Any]) -> str:
             f"{_fmt(pct(idles, 0.5))} ms (max {_fmt(max(idles))}), audio messages after the "
             f"acknowledgement: {sum(c['audio_after_ack'] for c in cancels)}.",
         ]
+    rate = result.get("engine_seconds_per_unit", float("nan"))
     lines.append(
         f"Load after the run: {result['load_after']}; learned engine rate "
-        f"{result.get('engine_seconds_per_unit', float('nan')):.3f} s per unit (one worker)."
+        f"{rate:.3f} s per unit (one worker)."
     )
+    per_busy = result.get("audio_per_engine_s")
+    if per_busy and per_busy == per_busy:
+        workers = result.get("workers", 2)
+        lines.append(
+            f"A worker rendered {per_busy:.2f} s of audio per second in the engine over the "
+            f"run, so {workers} workers busy at once render about {workers * per_busy:.1f} s "
+            "of audio per second: the most sessions this host could keep playing in real "
+            "time, before any text, DSP or encoding work."
+        )
     return "\n".join(lines) + "\n"
+
+
+# The issue's targets (one idle session; four sessions), drawn on the plot.
+TARGET_ONE_S = 0.30
+TARGET_FOUR_S = 0.50
+
+
+def plot(result: dict[str, Any], out: Path) -> Path | None:
+    """First audio after the first clause (p50, p95 as a whisker) and
+    underruns per session, by text rate and number of sessions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = result["configs"]
+    rates = sorted({c["tokens_per_s"] for c in configs})
+    sessions = sorted({c["sessions"] for c in configs})
+    if not configs:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    width = 0.8 / len(sessions)
+    for k, n in enumerate(sessions):
+        rows = {c["tokens_per_s"]: c for c in configs if c["sessions"] == n}
+        xs = [i + (k - (len(sessions) - 1) / 2) * width for i in range(len(rates))]
+        p50 = [(rows[r]["first_audio_p50_s"] or 0) if r in rows else 0 for r in rates]
+        p95 = [(rows[r]["first_audio_p95_s"] or 0) if r in rows else 0 for r in rates]
+        err = [max(0.0, b - a) for a, b in zip(p50, p95, strict=True)]
+        left.bar(xs, p50, width, yerr=[[0] * len(err), err], capsize=3, label=f"{n} session(s)")
+        under = [(rows[r]["underruns_per_session"] or 0) if r in rows else 0 for r in rates]
+        right.bar(xs, under, width, label=f"{n} session(s)")
+    left.axhline(TARGET_ONE_S, color="k", ls="--", lw=0.8, label="target, 1 session")
+    left.axhline(TARGET_FOUR_S, color="grey", ls=":", lw=0.8, label="target, 4 sessions")
+    for ax, title in (
+        (left, "first audio after the first clause (s), p50 / p95"),
+        (right, "underruns per session at real-time playback"),
+    ):
+        ax.set_xticks(range(len(rates)), [f"{r:g} tokens/s" for r in rates])
+        ax.set_title(title, fontsize=9)
+    left.legend(fontsize=7)
+    fig.suptitle(f"Voice-agent sessions, load before {result['load_before']}", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
 
 
 def main() -> int:
@@ -379,6 +491,7 @@ def main() -> int:
         cancels = [cancel_once(base) for _ in range(args.cancels)]
         # What admission plans with (engine seconds per unit, one worker).
         learned_rate = metric(base, "voxclone_engine_seconds_per_unit")
+        audio_per_busy_s = audio_per_engine_second(base)
     result = {
         "voice": VOICE[0],
         "rounds": args.rounds,
@@ -388,8 +501,11 @@ def main() -> int:
         "configs": configs,
         "cancel": cancels,
         "engine_seconds_per_unit": learned_rate,
+        "audio_per_engine_s": audio_per_busy_s,
+        "workers": int(os.environ.get("VOXCLONE_WORKERS", "2")),
     }
     write_result(RESULTS_DIR / "realtime.json", result, markdown(result))
+    plot(result, IMG_DIR / "realtime.png")
     return 0
 
 

@@ -711,6 +711,7 @@ BUDGETS = {
     "load": 22,
     "speed_curve": 14,
     "long_form": 12,
+    "realtime": 20,
 }
 
 
@@ -782,6 +783,12 @@ def render(results_dir: Path, out_page: Path, img_dir: Path) -> str:
         section("Load", "load", image(out_page, load_png if load_png.exists() else None, "load")),
         section_cache(dated, runs),
         section_users(dated, runs, plots["users"], out_page),
+        # Issue 48: voice agents' stream-input sessions.
+        section(
+            "Voice agents: stream-input sessions",
+            "realtime",
+            image(out_page, _existing(img_dir / "realtime.png"), "voice-agent sessions"),
+        ),
         # Issue 49: PerTh's robustness, false positives, quality change and cost.
         section("Watermark", "watermark"),
         # Issue 50: 30 minutes of a book, drift of WER, speaker and loudness.

@@ -21,7 +21,28 @@ def test_a_sentence_is_cut_when_its_end_arrives() -> None:
 
 def test_numbers_and_abbreviations_are_never_split() -> None:
     got = _feed(["I met Dr. ", "Smith at 3.", "5 past noon. "])
-    assert got == [[], [], ["I met Dr. Smith at 3.5 past noon."]]
+    # The head waits for the word after "Dr." (it is no end of anything).
+    assert got == [[], ["I met Dr. Smith"], ["at 3.5 past noon."]]
+    got = _feed(["Well. At 3.", "5 past ", "noon. "])
+    assert got == [["Well."], [], ["At 3.5 past noon."]]
+
+
+def test_the_first_three_words_are_spoken_before_their_clause_ends() -> None:
+    got = _feed(["Sure", ", I", " chec", "ked", " the", " weather for you. "])
+    assert got == [[], [], [], [], ["Sure, I checked"], ["the weather for you."]]
+    # What follows the head may end at a comma, as a first clause may.
+    text = "Sure, I checked the weather for you, number 4. It is fine, and the rest. "
+    clauses = [
+        c for piece in _feed([text[i : i + 4] for i in range(0, len(text), 4)]) for c in piece
+    ]
+    assert clauses == [
+        "Sure, I checked",
+        "the weather for you,",
+        "number 4.",
+        "It is fine, and the rest.",
+    ]
+    # Only in the first clause: later ones wait for their end.
+    assert _feed(["One. ", "two three four five "]) == [["One."], []]
 
 
 def test_first_clause_may_end_at_a_comma_later_ones_not() -> None:

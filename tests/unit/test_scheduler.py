@@ -448,6 +448,38 @@ def test_first_chunk_on_idle_server_runs_alone_in_the_fast_lane(make_scheduler) 
     assert engine.max_active_during_exclusive == 1
 
 
+def _after_an_exclusive_call(
+    engine: FakeEngine, sched: Scheduler, queued: list[tuple[int, int]]
+) -> None:
+    """Queue ``queued`` (token, priority) while a first chunk holds every core,
+    then let it end: the workers find all of them queued at once."""
+    engine.gate.clear()
+    engine.entered.clear()
+    held = sched.submit(item(9), priority=PRIORITY_FIRST_CHUNK)
+    assert engine.entered.wait(WAIT_S)
+    futures = [sched.submit(item(token), priority=priority) for token, priority in queued]
+    engine.gate.set()
+    for future in [held, *futures]:
+        future.result(WAIT_S)
+
+
+def test_first_chunk_takes_the_fast_lane_ahead_of_queued_later_chunks(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    """A stream's first chunk and its tail are queued together; the first
+    must not share the cores with its own tail (0.62 s against 0.37 s)."""
+    engine = FakeEngine(fast_lane=True)
+    sched = make_scheduler(engine, workers=2)
+    _after_an_exclusive_call(engine, sched, [(1, PRIORITY_FIRST_CHUNK), (2, PRIORITY_NORMAL)])
+    assert engine.exclusive_calls == [9, 1]
+    assert engine.seen[:3] == [9, 1, 2]
+
+
+def test_two_queued_first_chunks_share_the_cores(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    engine = FakeEngine(fast_lane=True)
+    sched = make_scheduler(engine, workers=2)
+    _after_an_exclusive_call(engine, sched, [(1, PRIORITY_FIRST_CHUNK), (3, PRIORITY_FIRST_CHUNK)])
+    assert 1 not in engine.exclusive_calls  # it did not make the other first chunk wait
+
+
 def test_first_chunk_on_busy_server_shares_the_cores(make_scheduler) -> None:  # type: ignore[no-untyped-def]
     engine = FakeEngine(fast_lane=True)
     sched = make_scheduler(engine, workers=2)

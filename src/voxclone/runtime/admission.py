@@ -179,6 +179,12 @@ class AdmissionTerms:
     deadline: float | None  # scheduler clock (time.monotonic); None: no deadline
     must_finish: bool = True  # whole files; streams whose client named a deadline
     first_audio_s: float | None = None  # a stream's budget for its first audio
+    # False: the request's first chunk takes its turn behind chunks queued
+    # before it instead of jumping the queue. A voice agent's later clause:
+    # the chunks of the clause playing now are needed sooner, and let jump,
+    # two sessions' next whole sentences (~3.5 s each) went ahead of a
+    # clause's 1 s tail, a 5 s stall (bench/realtime.py, 2026-12-06).
+    queue_first: bool = True
     # The reservation the event loop took on a lower bound of the request's
     # cost (Scheduler.precheck), so a flood arriving at once sees itself; the
     # service replaces it with the priced one, or releases it (cache hit,

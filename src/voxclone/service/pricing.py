@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from voxclone.errors import PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.runtime.scheduler import Admission, Scheduler
+from voxclone.runtime.scheduler import PRIORITY_NORMAL, Admission, Scheduler
 from voxclone.service.output_length import check_output_s, pace, speech_seconds
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import STREAM_FIRST_CHUNK_TOKENS, Spoken, TextFrontend
@@ -245,7 +245,7 @@ class SpeechPricer:
             raise
         first = STREAM_FIRST_CHUNK_TOKENS if stream else spoken.first_chunk
         provisional = terms.provisional
-        return self._scheduler.admit(
+        admission = self._scheduler.admit(
             float(spoken.units),
             terms.deadline,
             must_finish=terms.must_finish,
@@ -256,6 +256,9 @@ class SpeechPricer:
             tenant=req.owner,
             replacing=provisional if isinstance(provisional, Admission) else None,
         )
+        if not terms.queue_first:
+            admission.priority = PRIORITY_NORMAL
+        return admission
 
     def precheck(
         self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool

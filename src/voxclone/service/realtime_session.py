@@ -127,7 +127,8 @@ class _Context:
         self.id = context_id
         self.buffer = ClauseBuffer(schedule)
         self.encoder = encoder
-        self.clauses: asyncio.Queue[tuple[str, float] | None] = asyncio.Queue()
+        # (text, when it was complete, whether it is the head)
+        self.clauses: asyncio.Queue[tuple[str, float, bool] | None] = asyncio.Queue()
         self.cancel = threading.Event()
         self.closed = False  # close_context: nothing more is sent
         self.ended = False  # no more text will come
@@ -160,6 +161,7 @@ class _ClauseRender:
     ready_at: float  # when the clause's text was complete (perf_counter)
     parts: asyncio.Queue[_Part | None]
     pumped: asyncio.Future[None]  # the worker thread that hands the parts over
+    head: bool = False  # a first clause's first words (realtime_text.py)
     first_part: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def started_speaking(self) -> None:
@@ -260,7 +262,7 @@ class RealtimeSession:
             return  # text for a closed context is dropped, as the protocol does
         now = time.perf_counter()
         for clause in ctx.buffer.add(text):
-            ctx.clauses.put_nowait((clause, now))
+            ctx.clauses.put_nowait((clause, now, ctx.buffer.is_head(clause)))
         if flush:
             self.flush(context_id)
         else:
@@ -272,7 +274,7 @@ class RealtimeSession:
             return
         now = time.perf_counter()
         for clause in ctx.buffer.flush():
-            ctx.clauses.put_nowait((clause, now))
+            ctx.clauses.put_nowait((clause, now, False))
 
     async def close_context(self, context_id: str) -> None:
         """Barge-in: send nothing more for the context, stop its engine work,
@@ -393,14 +395,35 @@ class RealtimeSession:
         # out. Cut short behind audio still playing, the rest of the sentence
         # had to render within the 3 words' ~0.8 s: an underrun in most
         # sentences (bench/realtime.py, 2 per session at 1 session).
-        fast_start = previous is None or (
-            previous.pumped.done() and ctx.played_until - time.perf_counter() < FAST_START_BELOW_S
+        # The clause after the head (a first clause's first three words,
+        # service/realtime_text.py) also starts short: rendered whole behind
+        # the head's ~0.8 s of audio, the rest of the sentence came 0.5 s
+        # after the head had played out (2026-12-06, one session). Not after
+        # any short clause: "number 4." then "It looks fine today, and ..."
+        # cut 3 words off a long sentence whose rest came late.
+        fast_start = (
+            previous is None
+            or previous.head
+            or (
+                previous.pumped.done()
+                and ctx.played_until - time.perf_counter() < FAST_START_BELOW_S
+            )
         )
-        clause, ready_at = item
+        clause, ready_at, head = item
         speech = self._speech
         req = speech.request(self.request(clause))
         deadline = time.monotonic() + self.limits.clause_deadline_s
-        terms = AdmissionTerms(deadline, must_finish=False, first_audio_s=None)
+        # A clause whose previous one is still rendering its later chunks
+        # waits behind them (and behind other sessions' queued chunks) unless
+        # the listener waits for it: jumping the queue, two sessions' next
+        # sentences went ahead of their own clauses' tails (a 5 s stall). With
+        # nothing of its own left to render it jumps, and on an idle server
+        # takes the all-cores fast lane: without, one session's last sentence
+        # came 0.8 s later (bench/realtime.py, 2026-12-06).
+        queue_first = fast_start or previous is None or previous.pumped.done()
+        terms = AdmissionTerms(
+            deadline, must_finish=False, first_audio_s=None, queue_first=queue_first
+        )
         loop = asyncio.get_running_loop()
         parts: asyncio.Queue[_Part | None] = asyncio.Queue()
 
@@ -420,7 +443,7 @@ class RealtimeSession:
         pumped = loop.run_in_executor(None, _pump, rendered, ctx.cancel, put)
         ctx.renders.add(pumped)
         pumped.add_done_callback(ctx.renders.discard)
-        return _ClauseRender(ready_at, parts, pumped)
+        return _ClauseRender(ready_at, parts, pumped, head=head)
 
     async def _send_clause(self, ctx: _Context, clause: _ClauseRender) -> None:
         speech = self._speech

@@ -8,7 +8,14 @@ The cut rules, in order:
 * for a context's first clause only, a clause mark (``, ; : —``) followed by
   whitespace once three words are in: the first audio then waits for a few
   words, not a whole sentence (later clauses are whole sentences, so there are
-  fewer seams);
+  fewer seams); after a head (below) too: at 15 tokens/s, waiting for the
+  sentence's end left 0.8 s of silence after the head;
+* for a context's first clause only, its first three words as soon as they
+  are complete (whitespace after the third) and no clause end came with
+  them: an LLM's first clause is still arriving, and those words are the
+  chunk the engine would start with anyway (the streamed first chunk is
+  three words, synth/text/frontend.py), so their render starts a few tokens
+  earlier instead of waiting for the clause to end;
 * the client's ``chunk_length_schedule``: once the buffer is that long it is
   cut at its last clause mark, else its last space — never inside a word or
   a number;
@@ -29,6 +36,10 @@ MIN_SCHEDULE_CHARS = 50
 MAX_SCHEDULE_CHARS = 500
 # Words a first clause needs before a comma may end it (shorter: choppy prosody).
 FIRST_CLAUSE_MIN_WORDS = 3
+# Words of a context's first clause spoken before the clause ends: the streamed
+# first chunk's length (frontend.STREAM_FIRST_CHUNK_WORDS), so the audio is what
+# a whole first clause would have started with.
+HEAD_WORDS = 3
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
 _CLAUSE_MARK = re.compile(r"[,;:—–][\"'”’)\]]*(?=\s)")
@@ -58,6 +69,23 @@ def _ends_sentence(buf: str, end: int) -> bool | None:
     return len(sentences) >= 2 and sentences[-1] == probe
 
 
+def _head_end(buf: str, words: int) -> int | None:
+    """Where ``buf``'s first ``words`` words end, once the last of them is
+    complete (whitespace follows it); None before that. A word ending in a
+    full stop that ended no sentence ("Dr.", "3.") does not end the head: the
+    word after it joins (an abbreviation or number read alone may be read
+    otherwise); at most ``words`` more are tried."""
+    seen = 0
+    for match in re.finditer(r"\S+", buf):
+        if match.end() == len(buf) or seen >= 2 * words:
+            return None  # the word is still arriving
+        if _has_words(match.group()):
+            seen += 1
+        if seen >= words and not match.group().endswith("."):
+            return match.end()
+    return None
+
+
 class ClauseBuffer:
     """Collects text pieces and says which clauses are ready to speak."""
 
@@ -65,12 +93,17 @@ class ClauseBuffer:
         values = [min(max(int(v), MIN_SCHEDULE_CHARS), MAX_SCHEDULE_CHARS) for v in schedule]
         self._schedule = tuple(values) or DEFAULT_SCHEDULE
         self._buf = ""
-        self._cut = 0  # clauses cut so far
+        self._cut = 0  # clauses cut so far (the head not counted)
+        self._head: str | None = None  # the first words, gone ahead of their clause
 
     @property
     def pending(self) -> bool:
         """True when text with words waits to be spoken."""
         return _has_words(self._buf)
+
+    def is_head(self, clause: str) -> bool:
+        """Whether ``clause`` (just returned by :meth:`add`) is the head."""
+        return self._head is not None and clause is self._head
 
     def add(self, text: str) -> list[str]:
         """Append ``text``; return the clauses it completed."""
@@ -88,12 +121,15 @@ class ClauseBuffer:
         self._cut += 1
         return [rest]
 
-    def _take(self, end: int) -> str | None:
+    def _take(self, end: int, *, head: bool = False) -> str | None:
         clause, rest = self._buf[:end].strip(), self._buf[end:]
         if not _has_words(clause):
             return None
         self._buf = rest.lstrip() if not _has_words(rest) else rest
-        self._cut += 1
+        if head:
+            self._head = clause
+        else:
+            self._cut += 1
         return clause
 
     def _next(self) -> str | None:
@@ -108,6 +144,9 @@ class ClauseBuffer:
             for match in _CLAUSE_MARK.finditer(buf):
                 if len(buf[: match.start()].split()) >= FIRST_CLAUSE_MIN_WORDS:
                     return self._take(match.end())
+            head = None if self._head is not None else _head_end(buf, HEAD_WORDS)
+            if head is not None:
+                return self._take(head, head=True)
         limit = self._schedule[min(self._cut, len(self._schedule) - 1)]
         if len(buf.strip()) >= limit:
             marks = [m.end() for m in _CLAUSE_MARK.finditer(buf, 0, limit + 1)]
