@@ -226,6 +226,17 @@ def wait_idle(client: httpx.Client, settle_s: float = 3.0, limit_s: float = 300.
 
 
 # -- one request -----------------------------------------------------------------------
+def refusal_message(body: bytes) -> str | None:
+    """The message of an error answer (``{"error": {"message": ...}}``)."""
+    try:
+        error = json.loads(body).get("error") or {}
+    except (ValueError, AttributeError):
+        return None
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message) if message else None
+
+
+
 async def send(
     client: httpx.AsyncClient,
     route: str,
@@ -244,7 +255,14 @@ async def send(
                 response = await client.post("/v1/tts", json=body, headers=headers)
                 seconds = time.perf_counter() - started
                 if response.status_code != 200:
-                    return Sample(route, kind, len(text), response.status_code, seconds)
+                    return Sample(
+                        route,
+                        kind,
+                        len(text),
+                        response.status_code,
+                        seconds,
+                        reason=refusal_message(response.content),
+                    )
                 try:
                     audio = wav_seconds(response.content)
                 except (wave.Error, EOFError):
@@ -255,13 +273,14 @@ async def send(
                 "POST", "/v1/audio/speech", json=payload, headers=headers
             ) as response:
                 nbytes = 0
+                refused = b""
                 if response.status_code == 200:
                     async for chunk in response.aiter_raw():
                         if chunk and not first:
                             first.append(time.perf_counter() - started)
                         nbytes += len(chunk)
                 else:
-                    await response.aread()
+                    refused = await response.aread()
                 seconds = time.perf_counter() - started
                 status = response.status_code
             return Sample(
@@ -273,6 +292,7 @@ async def send(
                 first_byte_s=first[0] if first else None,
                 audio_s=pcm_seconds(nbytes),
                 complete=status != 200 or nbytes > 0,
+                reason=None if status == 200 else refusal_message(refused),
             )
     except (TimeoutError, httpx.TimeoutException):
         seconds = time.perf_counter() - started

@@ -16,6 +16,7 @@ up, so a level that passes by luck above a failing one does not raise it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ class Sample:
     audio_s: float = 0.0  # seconds of audio in a served answer
     timed_out: bool = False
     complete: bool = True  # False: a 200 whose audio was cut short
+    reason: str | None = None  # a refusal's message (what admission said was short)
 
     @property
     def outcome(self) -> str:
@@ -59,6 +61,17 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     rank = (len(ordered) - 1) * q / 100.0
     low, high = math.floor(rank), math.ceil(rank)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def refusal_reasons(rows: Iterable[Sample]) -> dict[str, int]:
+    """How often each refusal message came, its numbers blanked so that
+    refusals for the same reason count together."""
+    reasons: dict[str, int] = {}
+    for s in rows:
+        if s.outcome.startswith("refused") and s.reason:
+            key = re.sub(r"\d+(\.\d+)?", "#", s.reason)[:160]
+            reasons[key] = reasons.get(key, 0) + 1
+    return reasons
 
 
 def _r(value: float | None, digits: int) -> float | None:
@@ -110,6 +123,7 @@ def summarize_level(
         "ttfa_p95_s": _r(percentile(first, 95), 3),
         "refusal_p95_ms": _r(percentile(refused_ms, 95), 1),
         "refusal_max_ms": _r(max(refused_ms) if refused_ms else None, 1),
+        "refusal_reasons": refusal_reasons(rows),
         "audio_s": round(audio, 2),
         "audio_s_per_s": round(audio / wall_s, 3) if wall_s > 0 else None,
         "requests_per_min": round(len(rows) / wall_s * 60, 1) if wall_s > 0 else None,

@@ -352,8 +352,8 @@ def test_users_level_counts_each_outcome_apart() -> None:
         *(Sample("whole", "short", 60, 200, s, audio_s=4.0) for s in (1.0, 2.0, 3.0)),
         Sample("stream", "medium", 300, 200, 4.0, first_byte_s=0.5, audio_s=18.0),
         Sample("stream", "short", 60, 200, 9.0, first_byte_s=0.8, audio_s=4.0, complete=False),
-        Sample("whole", "short", 60, 503, 0.02),
-        Sample("whole", "short", 60, 503, 0.12),
+        Sample("whole", "short", 60, 503, 0.02, reason="busy: 12.5 s of work ahead"),
+        Sample("whole", "short", 60, 503, 0.12, reason="busy: 9 s of work ahead"),
         Sample("stream", "short", 60, 429, 0.01),
         Sample("whole", "medium", 300, 413, 0.01),
         Sample("whole", "short", 60, None, 40.0, timed_out=True),
@@ -373,6 +373,7 @@ def test_users_level_counts_each_outcome_apart() -> None:
     assert (level["p50_s"], level["p95_s"], level["max_s"]) == (2.5, 3.85, 4.0)
     assert (level["ttfa_p50_s"], level["ttfa_p95_s"]) == (0.5, 0.5)  # the served stream
     assert level["refusal_max_ms"] == 120.0
+    assert level["refusal_reasons"] == {"busy: # s of work ahead": 2}  # numbers blanked
     assert level["audio_s_per_s"] == 3.0  # 30 s of served audio over 10 s
     assert level["routes"]["stream"] == {"sent": 3, "served": 1, "p50_s": 4.0, "p95_s": 4.0}
     assert level["engine"] == {"engine_calls": 5}
