@@ -162,6 +162,60 @@ def test_a_book_over_http_chapter_marks_manifest_and_one_chapter_rerendered(
         assert c.get(f"/v1/audiobooks/{book['id']}", headers=alice).status_code == 404
 
 
+def test_the_book_and_a_chapter_are_streamed_from_the_store_never_read_whole(
+    app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A ten-hour book is ~300 MB: the audio routes read it from the blob store
+    # in parts (BlobStore.open_chunks), never with get(), which held it whole
+    # in the request's memory; Range serves a player that seeks.
+    headers = _key(app, "kim")
+    runtime = app.state.runtime
+    with TestClient(app) as c:
+        r = c.post(
+            "/v1/audiobooks",
+            json={"text": "Chapter 1\nOne.", "voice": "clear_female"},
+            headers=headers,
+        )
+        assert r.status_code == 202, r.text
+        book_id = r.json()["id"]
+        done = _wait(c, book_id, headers)
+        assert done["state"] == "succeeded", done
+        # Assembled now: the assembly reads the chapters' FLACs whole, the
+        # downloads that follow must not read anything whole.
+        assert c.get(f"/v1/audiobooks/{book_id}/manifest", headers=headers).status_code == 200
+        job_id = done["chapters"][0]["job_id"]
+        digest = hashlib.sha256(job_id.encode()).hexdigest()[:16]
+        blobs = runtime.speech_jobs.blobs
+        book_bytes = blobs.get(f"audiobooks/{book_id}/{digest}.m4b")
+        chapter_bytes = blobs.get(runtime.jobs.get(job_id, None).result["blob_key"])
+
+        def whole(key: str) -> bytes:
+            raise AssertionError(f"{key} was read whole")
+
+        monkeypatch.setattr(blobs, "get", whole)
+        book = c.get(f"/v1/audiobooks/{book_id}/audio", headers=headers)
+        assert book.status_code == 200 and book.content == book_bytes
+        assert book.headers["content-length"] == str(len(book_bytes))
+        assert book.headers["content-type"] == "audio/mp4"
+        assert book.headers["content-disposition"] == f'attachment; filename="{book_id}.m4b"'
+        assert book.headers["x-voxclone-watermark"] == "perth"
+        chapter = c.get(f"/v1/audiobooks/{book_id}/chapters/0/audio", headers=headers)
+        assert chapter.status_code == 200 and chapter.content == chapter_bytes
+        assert chapter.headers["content-type"] == "audio/flac"
+        assert chapter.headers["content-length"] == str(len(chapter_bytes))
+        # A player seeking: the bytes asked for, 206 with where they sit.
+        seek = c.get(f"/v1/audiobooks/{book_id}/audio", headers={**headers, "Range": "bytes=100-"})
+        assert seek.status_code == 206 and seek.content == book_bytes[100:]
+        assert seek.headers["content-range"] == f"bytes 100-{len(book_bytes) - 1}/{len(book_bytes)}"
+        past = c.get(
+            f"/v1/audiobooks/{book_id}/chapters/0/audio",
+            headers={**headers, "Range": f"bytes={len(chapter_bytes)}-"},
+        )
+        assert past.status_code == 416 and past.json()["error"]["field"] == "Range"
+        assert past.json()["error"]["limit"] == len(chapter_bytes)
+        assert c.delete(f"/v1/audiobooks/{book_id}", headers=headers).status_code == 204
+
+
 # Each chapter's words as read: its title, then its text.
 BOOK_TEXTS = ["One The rain stopped.", 'Two Anna looked up. "It is over," Anna said.']
 
@@ -295,7 +349,7 @@ def test_a_killed_server_resumes_the_book_rendering_only_missing_chapters(
     finished = books.get(view.record.id, "reader")
     assert finished.state == "succeeded"
     path = tmp_path / "book.m4b"
-    path.write_bytes(books.audio(view.record.id, "reader"))
+    path.write_bytes(blobs.get(books.audio_key(view.record.id, "reader")))
     with av.open(str(path)) as f:
         assert [m["metadata"]["title"] for m in f.chapters()] == [
             "Chapter 1",

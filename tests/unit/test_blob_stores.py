@@ -23,6 +23,7 @@ from voxclone.config import Settings
 from voxclone.devserver import free_loopback_port
 from voxclone.runtime import blobs_s3
 from voxclone.runtime.blobs import (
+    READ_PART_BYTES,
     BlobNotFound,
     BlobStore,
     BlobStoreUnavailable,
@@ -72,6 +73,49 @@ def test_put_file_stores_a_long_file_read_in_parts(blob_store: BlobStore) -> Non
     assert blob_store.get("jobs/long.wav") == data
     assert 0 < source.largest <= 8 << 20
     assert not blob_store.exists("jobs/other.wav")
+
+
+def test_open_chunks_reads_a_blob_in_parts_whole_or_a_span(blob_store: BlobStore) -> None:
+    # What a book's audio download reads (api/blob_download.py): parts of at
+    # most READ_PART_BYTES, never the whole blob as one bytes object.
+    data = bytes(range(256)) * (3 * READ_PART_BYTES // 256) + b"tail"
+    blob_store.put("audiobooks/b1/x.m4b", data, content_type="audio/mp4")
+    assert blob_store.size("audiobooks/b1/x.m4b") == len(data)
+    with blob_store.open_chunks("audiobooks/b1/x.m4b") as whole:
+        n = len(data)
+        assert (whole.size, whole.start, whole.end, whole.length) == (n, 0, n, n)
+        parts = list(whole)
+    assert b"".join(parts) == data
+    assert len(parts) >= 4 and max(map(len, parts)) <= READ_PART_BYTES
+    assert whole.closed  # read to its end: the file or connection is freed
+    # A span, as a Range request asks: [start, end); an end past the blob is clipped.
+    span = blob_store.open_chunks("audiobooks/b1/x.m4b", start=100, end=READ_PART_BYTES + 300)
+    assert (span.size, span.start, span.end) == (len(data), 100, READ_PART_BYTES + 300)
+    assert b"".join(span) == data[100 : READ_PART_BYTES + 300]
+    tail = blob_store.open_chunks("audiobooks/b1/x.m4b", start=len(data) - 4, end=len(data) + 99)
+    assert (tail.length, b"".join(tail)) == (4, b"tail")
+    # Closed unread (a client that went away): nothing more is read.
+    dropped = blob_store.open_chunks("audiobooks/b1/x.m4b")
+    dropped.close()
+    assert dropped.closed and list(dropped) == []
+    with pytest.raises(ValueError):
+        blob_store.open_chunks("audiobooks/b1/x.m4b", start=len(data))
+    with pytest.raises(ValueError):
+        blob_store.open_chunks("audiobooks/b1/x.m4b", start=5, end=5)
+
+
+def test_open_chunks_and_size_of_a_missing_blob_raise_blob_not_found(
+    blob_store: BlobStore,
+) -> None:
+    blob_store.put("audiobooks/b1/other.m4b", b"x", content_type="audio/mp4")
+    with pytest.raises(BlobNotFound):
+        blob_store.open_chunks("audiobooks/b1/gone.m4b")
+    with pytest.raises(BlobNotFound):
+        blob_store.open_chunks("audiobooks/b1/gone.m4b", start=10, end=20)
+    with pytest.raises(BlobNotFound):
+        blob_store.size("audiobooks/b1/gone.m4b")
+    with pytest.raises(ValueError):  # an unsafe key, as for every other call
+        blob_store.open_chunks("../x")
 
 
 @pytest.mark.parametrize("key", ["../x", "/etc/passwd", "a/../../x", "a//b", "a\x00b", ""])
@@ -208,6 +252,22 @@ def test_a_frozen_endpoint_costs_timeout_times_attempts_then_a_503(
     assert caught.value.status == 503 and "bucket-x" in caught.value.message
     # 2 tries x 0.3 s read timeout plus the standard retry backoff (< 1 s).
     assert elapsed < 3.0, elapsed
+
+
+def test_a_frozen_endpoint_is_a_503_for_chunked_reads_too(frozen_endpoint: str) -> None:
+    # The same mapping as get(): a download of a book's audio from a hung S3
+    # is a 503 naming the bucket, never a hung request or a 500.
+    store = S3BlobStore(
+        "bucket-y",
+        endpoint_url=frozen_endpoint,
+        connect_timeout_s=0.3,
+        read_timeout_s=0.3,
+        max_attempts=1,
+    )
+    for call in (lambda: store.open_chunks("books/a.m4b", start=5), lambda: store.size("a.m4b")):
+        with pytest.raises(BlobStoreUnavailable) as caught:
+            call()
+        assert caught.value.status == 503 and "bucket-y" in caught.value.message
 
 
 def test_a_server_without_s3_never_imports_boto3(

@@ -5,7 +5,8 @@ the M4B with chapter marks, ``/manifest`` its chapters' titles, start times,
 durations and word counts, ``/chapters/{n}/audio`` one chapter (FLAC),
 ``/chapters/{n}/words`` its words with speaker and voice (JSON, SRT or WebVTT;
 ``timeline=book`` in the M4B's seconds); ``POST /chapters/{n}/render``
-re-renders one chapter. How: service/audiobooks.py.
+re-renders one chapter. How: service/audiobooks.py. Both audio routes stream
+the stored file in parts and answer ``Range: bytes=`` (api/blob_download.py).
 
 Books are per owner like jobs (another owner's book answers 404) and need the
 ``tts`` scope.
@@ -25,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from voxclone.api.auth import TTSCaller
+from voxclone.api.blob_download import blob_response
 from voxclone.api.body_guard import FORM_KINDS, MediaKind, json_body, media_kind, unsupported
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.routes_jobs import IdempotencyKey
@@ -276,20 +278,29 @@ async def delete_audiobook(book_id: str, principal: TTSCaller, runtime: RuntimeD
     "/v1/audiobooks/{book_id}/audio",
     summary="The book as M4B (AAC) with a chapter mark per chapter (409 until rendered)",
     response_class=Response,
-    responses={200: {"content": {BOOK_CONTENT_TYPE: {}}}},
+    responses={
+        200: {"content": {BOOK_CONTENT_TYPE: {}}},
+        206: {"description": "the bytes a Range: bytes= header asked for"},
+        416: {"description": "a Range past the file's end"},
+    },
 )
 async def audiobook_audio(
     book_id: str, request: Request, principal: TTSCaller, runtime: RuntimeDep
 ) -> Response:
     books = audiobooks(runtime)
-    data = await run_in_threadpool(books.audio, book_id, principal.owner)
+    key = await run_in_threadpool(books.audio_key, book_id, principal.owner)
     view = await run_in_threadpool(books.get, book_id, principal.owner)
     # X-Voxclone-Watermark (api/watermark_header.py): as the book was rendered.
     request.state.unmarked = view.unmarked
-    return Response(
-        data,
+    # Streamed from the store in parts, Range honoured (api/blob_download.py):
+    # a ten-hour book is ~300 MB, never held whole by one request.
+    return await blob_response(
+        books.blobs,
+        key,
+        range_header=request.headers.get("range"),
         media_type=BOOK_CONTENT_TYPE,
         headers={"Content-Disposition": f'attachment; filename="{book_id}.{view.format}"'},
+        gone_field="book_id",
     )
 
 
@@ -307,15 +318,26 @@ async def audiobook_manifest(
     "/v1/audiobooks/{book_id}/chapters/{n}/audio",
     summary="One chapter's audio (FLAC)",
     response_class=Response,
+    responses={
+        206: {"description": "the bytes a Range: bytes= header asked for"},
+        416: {"description": "a Range past the file's end"},
+    },
 )
 async def chapter_audio(
     book_id: str, n: int, request: Request, principal: TTSCaller, runtime: RuntimeDep
 ) -> Response:
     books = audiobooks(runtime)
-    data, ctype = await run_in_threadpool(books.chapter_audio, book_id, principal.owner, n)
+    key, ctype = await run_in_threadpool(books.chapter_audio_key, book_id, principal.owner, n)
     view = await run_in_threadpool(books.get, book_id, principal.owner)
     request.state.unmarked = view.unmarked
-    return Response(data, media_type=ctype)
+    return await blob_response(
+        books.blobs,
+        key,
+        range_header=request.headers.get("range"),
+        media_type=ctype,
+        headers={},
+        gone_field="n",
+    )
 
 
 @router.get(

@@ -26,9 +26,12 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from voxclone.runtime.blobs import (
     COPY_PART_BYTES,
+    READ_PART_BYTES,
+    BlobChunks,
     BlobNotFound,
     BlobStoreUnavailable,
     check_key,
+    check_span,
 )
 
 # S3 deletes at most this many keys per DeleteObjects call, and lists at most
@@ -155,6 +158,55 @@ class S3BlobStore:
             raise self._unavailable(exc, "read") from None
         except BotoCoreError as exc:
             raise self._unavailable(exc, "read") from None
+
+    def open_chunks(self, key: str, *, start: int = 0, end: int | None = None) -> BlobChunks:
+        # One GET (with a Range header for a span): its headers give the
+        # object's size, its body is read a part at a time as the caller
+        # iterates, so a book's hundreds of MB never sit in memory.
+        check_span(start, end)
+        target = self._key(key)
+        args: dict[str, Any] = {"Bucket": self.bucket, "Key": target}
+        if start or end is not None:
+            args["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
+        try:
+            response = self._client.get_object(**args)
+        except ClientError as exc:
+            if _code(exc) in _MISSING:
+                raise BlobNotFound(key) from None
+            if _code(exc) == "InvalidRange":
+                raise ValueError(f"blob span starts at {start}, past its end") from None
+            raise self._unavailable(exc, "read") from None
+        except BotoCoreError as exc:
+            raise self._unavailable(exc, "read") from None
+        body = response["Body"]
+        length = int(response["ContentLength"])
+        # "bytes 0-99/1234" when a Range was asked for, else the length is the size.
+        ranged = str(response.get("ContentRange") or "")
+        if "Range" in args and "/" not in ranged:
+            body.close()  # an endpoint that ignored the Range: these are not the bytes asked
+            raise BlobStoreUnavailable(f"blob store ignored a byte range: {self._where()}")
+        size = int(ranged.rsplit("/", 1)[1]) if "/" in ranged else length
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                yield from body.iter_chunks(READ_PART_BYTES)
+            except BotoCoreError as exc:  # the connection broke mid-body
+                raise self._unavailable(exc, "read") from None
+
+        return BlobChunks(
+            size=size, start=start, end=start + length, chunks=chunks(), close=body.close
+        )
+
+    def size(self, key: str) -> int:
+        target = self._key(key)
+        try:
+            return int(self._client.head_object(Bucket=self.bucket, Key=target)["ContentLength"])
+        except ClientError as exc:
+            if _code(exc) in _MISSING:
+                raise BlobNotFound(key) from None
+            raise self._unavailable(exc, "lookup") from None
+        except BotoCoreError as exc:
+            raise self._unavailable(exc, "lookup") from None
 
     def exists(self, key: str) -> bool:
         target = self._key(key)

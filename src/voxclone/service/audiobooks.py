@@ -476,13 +476,16 @@ class Audiobooks:
         with _LOCKS_GUARD:
             _ASSEMBLY_LOCKS.pop(book_id, None)
 
-    def chapter_audio(self, book_id: str, owner: str | None, n: int) -> tuple[bytes, str]:
+    def chapter_audio_key(self, book_id: str, owner: str | None, n: int) -> tuple[str, str]:
+        """(the blob key of chapter ``n``'s audio, its content type): the
+        route streams it from the store (BlobStore.open_chunks), never whole."""
         view = self.get(book_id, owner)
         chapter = _chapter(view, n)
-        key = (chapter.job.result or {}).get("blob_key") if chapter.job else None
+        result = (chapter.job.result or {}) if chapter.job else {}
+        key = result.get("blob_key")
         if chapter.state != "succeeded" or not isinstance(key, str):
             raise Conflict(f"chapter {n} is {chapter.state}, not rendered yet", field="n")
-        return self.blobs.get(key), str((chapter.job.result or {}).get("content_type"))  # type: ignore[union-attr]
+        return key, str(result.get("content_type"))
 
     def chapter_words(
         self, book_id: str, owner: str | None, n: int, timeline: Timeline = "chapter"
@@ -522,8 +525,10 @@ class Audiobooks:
         key = self._assembled(book_id, owner)
         return dict(json.loads(self.blobs.get(key + ".json")))
 
-    def audio(self, book_id: str, owner: str | None) -> bytes:
-        return self.blobs.get(self._assembled(book_id, owner))
+    def audio_key(self, book_id: str, owner: str | None) -> str:
+        """The blob key of the book's audio, assembled first if need be: the
+        route streams it (a ten-hour book is ~300 MB, never held whole)."""
+        return self._assembled(book_id, owner)
 
     def _assembled(self, book_id: str, owner: str | None) -> str:
         """The blob key of the book's audio (its manifest at key + .json),
