@@ -470,6 +470,8 @@ def test_cli_audiobook_epub_to_m4b_through_a_server(
                 str(out),
                 "--manifest",
                 str(manifest),
+                "--words",
+                str(tmp_path / "book.srt"),
                 "--server",
                 server.url,
             ]
@@ -482,6 +484,8 @@ def test_cli_audiobook_epub_to_m4b_through_a_server(
         chapters = json.loads(manifest.read_text())["chapters"]
         assert [c["title"] for c in chapters] == ["Morning", "Evening"]
         assert all(c["duration_s"] > 0.5 for c in chapters)
+        book_id = err.split("book ", 1)[1].split(":")[0]
+        _check_cli_words(cli, server.url, book_id, tmp_path, chapters, capsys)
         # The same command again follows the same book: nothing is rendered twice.
         code = cli.main(
             [
@@ -516,6 +520,81 @@ def test_cli_audiobook_epub_to_m4b_through_a_server(
         )
         err = capsys.readouterr().err
         assert code != 0 and "not a zip" in err and "Traceback" not in err
+
+
+def _check_cli_words(
+    cli: Any, url: str, book_id: str, tmp_path: Path, marks: list[dict[str, Any]], capsys: Any
+) -> None:
+    """--words: the book's words on its clock, as JSON, SRT (numbered on
+    across chapters) and WebVTT; --book-id fetches them for a book sent before;
+    a suffix it cannot write is refused before anything is asked of a server."""
+    for suffix in ("json", "vtt"):
+        out = str(tmp_path / f"by-id.{suffix}")
+        fetch = ["audiobook", "--book-id", book_id, "-o", str(tmp_path / "by-id.m4b")]
+        code = cli.main([*fetch, "--words", out, "--server", url])
+        assert code == 0, capsys.readouterr().err
+    chapters = json.loads((tmp_path / "by-id.json").read_text())
+    assert [(c["chapter"], c["title"], c["timeline"]) for c in chapters] == [
+        (0, "Morning", "book"),
+        (1, "Evening", "book"),
+    ]
+    assert [c["start_s"] for c in chapters] == [m["start_s"] for m in marks]
+    assert [_bare(" ".join(w["word"] for w in c["words"])) for c in chapters] == [
+        ["morning", "the", "sun", "rose"],
+        ["evening", "the", "sun", "set"],
+    ]
+    starts = [w["start_s"] for c in chapters for w in c["words"]]
+    assert starts == sorted(starts), starts
+    # Chapter 1's words sit after its mark in the M4B, past chapter 0 and its gap.
+    assert chapters[1]["words"][0]["start_s"] >= marks[1]["start_s"]
+    assert chapters[0]["words"][-1]["end_s"] <= marks[1]["start_s"]
+    srt = (tmp_path / "book.srt").read_text().strip().split("\n\n")
+    cues = [block.splitlines() for block in srt]
+    assert [int(cue[0]) for cue in cues] == list(range(1, len(cues) + 1))
+    assert len(cues) >= 4  # each chapter's title and sentence are turns of their own
+    assert all(cue[2].startswith("Narrator: ") for cue in cues)
+    evening = next(cue for cue in cues if "evening" in cue[2].lower())
+    assert _srt_seconds(evening[1].split(" --> ")[0]) >= marks[1]["start_s"] - 0.001
+    cue_starts = [_srt_seconds(cue[1].split(" --> ")[0]) for cue in cues]
+    assert cue_starts == sorted(cue_starts)
+    vtt = (tmp_path / "by-id.vtt").read_text()
+    assert vtt.startswith("WEBVTT") and vtt.count("<v Narrator>") == len(cues)
+    # An unknown suffix: one line naming --words, before any server is asked
+    # (nothing listens at this URL: a connection error would say so instead).
+    code = cli.main(
+        ["audiobook", "--book-id", book_id, "-o", str(tmp_path / "z.m4b")]
+        + ["--words", str(tmp_path / "book.txt"), "--server", "http://127.0.0.1:9"]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "--words" in err and "book.txt" in err, err
+    assert "Traceback" not in err and not (tmp_path / "z.m4b").exists()
+
+
+def test_words_file_turns_are_numbered_per_book_so_no_cue_spans_two_chapters() -> None:
+    from voxclone.api.cli_book_words import book_words_text, words_format
+
+    def word(text: str, start: float, turn: int = 0) -> dict[str, Any]:
+        return {"word": text, "start_s": start, "end_s": start + 0.2, "speaker": "Narrator",
+                "voice": "v", "turn": turn}  # fmt: skip
+
+    # Each chapter's turns start at 0: taken as they are, "Two" (chapter 1's
+    # turn 0) would join chapter 0's turn 0 in one cue (no pause between).
+    chapters = [{"words": [word("One", 0.0)]}, {"words": [word("Two", 0.25)]}]
+    srt = book_words_text(chapters, "srt")
+    assert srt.splitlines()[:3] == ["1", "00:00:00,000 --> 00:00:00,200", "Narrator: One"]
+    assert srt.splitlines()[4:7] == ["2", "00:00:00,250 --> 00:00:00,450", "Narrator: Two"]
+    assert json.loads(book_words_text(chapters, "json")) == chapters
+    assert [words_format(f) for f in ("a.JSON", "b.srt", "c.vtt")] == ["json", "srt", "vtt"]
+    for bad in ("book.txt", "book"):
+        with pytest.raises(InvalidInput) as caught:
+            words_format(bad)
+        assert caught.value.field == "words" and bad in caught.value.message
+
+
+def _srt_seconds(stamp: str) -> float:
+    hms, ms = stamp.split(",")
+    h, m, s = (int(x) for x in hms.split(":"))
+    return h * 3600 + m * 60 + s + int(ms) / 1000
 
 
 def test_cancel_stops_the_chapters_not_rendered_and_events_say_so_per_chapter(

@@ -5,9 +5,11 @@ The book (EPUB, Markdown or plain text) goes to a running server's ``POST
 durable job there, so the book is rendered by the server, not this process:
 the command follows the chapters' progress (``/events``, one line per chapter
 as it ends) and then writes the M4B with its chapter marks (``--manifest``:
-the chapters' titles, start times and durations as JSON). Ctrl-C leaves the
-book rendering; the same command again (an Idempotency-Key made from the file
-and options) or ``voxclone audiobook --book-id ID -o book.m4b`` follows it.
+the chapters' titles, start times and durations as JSON; ``--words``: the
+book's words on its clock as JSON, SRT or WebVTT, api/cli_book_words.py).
+Ctrl-C leaves the book rendering; the same command again (an Idempotency-Key
+made from the file and options) or ``voxclone audiobook --book-id ID -o
+book.m4b`` follows it.
 A server that cannot be reached is one line on stderr: there is no
 in-process render, since a book of hours needs the server's durable jobs.
 """
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from voxclone.api.cli_book_words import book_words_text, fetch_book_words, words_format
 from voxclone.api.cli_dialogue import read_cast
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput
@@ -42,6 +45,12 @@ def add_audiobook_parser(sub: Any) -> None:
     p.add_argument("--speed", type=float, help="0.5-2.0")
     p.add_argument("-o", "--output", required=True, help="the audiobook (.m4b or .m4a)")
     p.add_argument("--manifest", metavar="FILE", help="also write the chapters' manifest (JSON)")
+    p.add_argument(
+        "--words",
+        metavar="FILE",
+        help="also write the book's words on the M4B's clock, with speakers: .json (per "
+        "chapter), .srt or .vtt (one subtitle track for the whole book)",
+    )
     p.add_argument("--book-id", dest="book_id", help="wait for and fetch a book already sent")
     p.add_argument(
         "--new",
@@ -61,6 +70,7 @@ def cmd_audiobook(args: argparse.Namespace, settings: Settings) -> int:
     from voxclone.api.cli_remote import call_json, default_server_url
 
     url = args.server or default_server_url(settings)
+    words_fmt = words_format(args.words) if args.words else None  # a typo costs no render
     if args.book_id:
         book_id = args.book_id
     else:
@@ -108,6 +118,9 @@ def cmd_audiobook(args: argparse.Namespace, settings: Settings) -> int:
     if args.manifest:
         manifest = call_json(url, "GET", f"/v1/audiobooks/{book_id}/manifest")
         Path(args.manifest).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    if words_fmt is not None:
+        chapters = fetch_book_words(url, book_id, len(book["chapters"]))
+        Path(args.words).write_text(book_words_text(chapters, words_fmt), encoding="utf-8")
     print(
         f"wrote {args.output}: {len(book['chapters'])} chapters, {size} bytes (book {book_id})",
         file=sys.stderr,

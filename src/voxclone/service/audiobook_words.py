@@ -60,6 +60,9 @@ class ChapterWords:
                     "end_s": w.end_s,
                     "speaker": w.speaker,
                     "voice": w.voice,
+                    # The chapter's turn (its title 0, then a paragraph or a
+                    # quote each): a caption never spans two.
+                    "turn": w.turn,
                 }
                 for w in self.words
             ],
