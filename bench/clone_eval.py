@@ -102,12 +102,12 @@ from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.audition import Auditioner  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.listener import CAMPLUS, make_listener  # noqa: E402
 from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.prosody import pitch_stats  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.stock_check import STOCK_PREFERENCE  # noqa: E402
 
 SENTENCES = (

@@ -1,7 +1,7 @@
 """Equal error rate of the product's speaker listeners on the real evaluation clips.
 
 Every recording of the chosen splits' speakers is embedded by GE2E
-(resemblyzer's d-vector, ``synth/voice/encoder.py``) and CAM++ (3D-Speaker,
+(resemblyzer's d-vector, ``synth/voice/speaker_encoder.py``) and CAM++ (3D-Speaker,
 ``synth/voice/campplus.py``); every pair of recordings is a trial (same
 speaker or not). The equal error rate is where false accepts equal false
 rejects. A second column keeps only different-speaker pairs of the same sex
@@ -52,7 +52,7 @@ import speaker_splits  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.synth.voice.campplus_onnx import CampplusSession, onnx_model  # noqa: E402
 from voxclone.synth.voice.campplus_weights import installed_weights, verify_weights  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder, normalize  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, normalize  # noqa: E402
 
 DEFAULT_EVALDATA = next(
     (p for p in (ROOT.parent / "shared" / "evaldata", Path("/work/shared/evaldata")) if p.exists()),

@@ -140,6 +140,7 @@ def one_session(base: str, text: str, tokens_per_s: float) -> dict[str, Any]:
         except ConnectionClosed:
             pass
         feeder.join(timeout=60)
+
     def sent_with(char: int) -> float | None:
         """When the token holding character ``char - 1`` was sent."""
         return sent_at[min((char - 1) // CHARS_PER_TOKEN, len(sent_at) - 1)] if sent_at else None
@@ -372,9 +373,9 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     notes = [
         "",
-        "First audio is timed from the token that completes the first clause (\"Sure, I "
-        "checked the weather for you,\"); the server starts on its first three words before "
-        "(the head), so it can come first: \"after 3 words\" times it from the token that "
+        'First audio is timed from the token that completes the first clause ("Sure, I '
+        'checked the weather for you,"); the server starts on its first three words before '
+        '(the head), so it can come first: "after 3 words" times it from the token that '
         "completes them. A player starts with the first audio at real time; an underrun is "
         f"a message that came after the audio before it had played out. Targets (issue 48): "
         f"p50 ≤ {TARGET_ONE_S * 1000:.0f} ms with 1 session and ≤ {TARGET_FOUR_S * 1000:.0f} "

@@ -236,7 +236,6 @@ def refusal_message(body: bytes) -> str | None:
     return str(message) if message else None
 
 
-
 async def send(
     client: httpx.AsyncClient,
     route: str,

@@ -91,7 +91,7 @@ TTFA_TEXTS = (
 
 # -- attacks -----------------------------------------------------------------------
 def _pyav_roundtrip(x: np.ndarray, rate: int, codec: str, container: str, kbps: int) -> np.ndarray:
-    from voxclone.synth.audio.encode import _pyav_bytes
+    from voxclone.synth.audio.file_encode import _pyav_bytes
 
     data = _pyav_bytes(x, rate, codec=codec, container=container, bit_rate=kbps * 1000)
     return _decode(data)
@@ -105,7 +105,7 @@ def _decode(data: bytes) -> np.ndarray:
 
 
 def _opus(x: np.ndarray, rate: int) -> np.ndarray:
-    from voxclone.synth.audio.encode import encode
+    from voxclone.synth.audio.file_encode import encode
 
     return _decode(encode(x, rate, "opus"))  # as the product sends it
 

@@ -116,7 +116,7 @@ def _init_worker(models_dir: str, use_asr: bool, sentences: tuple[str, ...]) -> 
     from voxclone.synth.engine import registry
     from voxclone.synth.engine.base import EngineConfig
     from voxclone.synth.voice.asr import Transcriber
-    from voxclone.synth.voice.encoder import SpeakerEncoder
+    from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 
     engine = registry.create("kokoro", EngineConfig(Path(models_dir)))
     engine.load()

@@ -72,13 +72,13 @@ from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
-from voxclone.synth.voice.encoder import SAMPLE_RATE as ENCODER_RATE  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine  # noqa: E402
 from voxclone.synth.voice.listener import make_listener  # noqa: E402
 from voxclone.synth.voice.pick import AtlasCues, load_weights  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SAMPLE_RATE as ENCODER_RATE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine  # noqa: E402
 from voxclone.synth.voice.style_space import VoiceRecipe  # noqa: E402
 
 # One short sentence (~3 s) per candidate: compute is the constraint (2 shared cores).

@@ -128,8 +128,8 @@ def embed_all(evaldata: Path) -> tuple[list[str], list[str], list[str], Scores]:
     from voxclone.config import Settings
     from voxclone.synth.audio.reference import prepare_reference
     from voxclone.synth.audio.vad import SpeechDetector
-    from voxclone.synth.voice.encoder import SpeakerEncoder
     from voxclone.synth.voice.listener import make_listener
+    from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 
     manifest = json.loads((evaldata / "manifest.json").read_text())
     rows = [r for r in manifest["files"] if r["set"] == "dev"]

@@ -47,11 +47,11 @@ from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine  # noqa: E402
 from voxclone.synth.voice.pick import load_weights  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine  # noqa: E402
 
 LIMITS = {"max_bytes": 20 << 20, "max_seconds": 600.0}
 

@@ -42,7 +42,7 @@ from voxclone.config import Settings  # noqa: E402
 from voxclone.service.speech import SpeechRequest  # noqa: E402
 from voxclone.synth.audio.effects import loudness_lufs  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine  # noqa: E402
 
 RESULTS = ROOT / "studies" / "results" / "edge_silence.json"
 VOICES = ("clear_female", "clear_male")

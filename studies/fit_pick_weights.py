@@ -81,7 +81,6 @@ from voxclone.synth.voice.atlas import (  # noqa: E402
     VoiceAtlas,
 )
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.pick import (  # noqa: E402
     CUES,
     AtlasCues,
@@ -92,6 +91,7 @@ from voxclone.synth.voice.pick import (  # noqa: E402
 )
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder  # noqa: E402
 
 DATA = ROOT / "src" / "voxclone" / "synth" / "voice" / "data"
 GRID: dict[str, tuple[float, ...]] = {

@@ -62,11 +62,11 @@ from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.pick import AtlasCues, load_weights  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder  # noqa: E402
 
 ALPHAS = (0.88, 0.92, 0.96, 1.0, 1.04, 1.08, 1.12)
 PITCH_TARGETS = (0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.3)

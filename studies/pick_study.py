@@ -64,9 +64,9 @@ from voxclone.synth.engine.base import (  # noqa: E402
 )
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, StyleRefiner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder, normalize  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, normalize  # noqa: E402
 
 SHORT_RANGE_S = (3.0, 7.0)
 SPLIT_STUDY_MIN_S = 6.5

@@ -62,10 +62,10 @@ from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.engine.kokoro.builtin_voices import builtin_voices  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder  # noqa: E402
 
 SNRS_DB = (20.0, 15.0, 12.0, 10.0, 7.0, 5.0)
 LENGTHS_S = (1.5, 3.0, 6.0, 12.0)

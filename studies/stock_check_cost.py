@@ -43,9 +43,9 @@ from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
-from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline, SpokenVoice  # noqa: E402
 from voxclone.synth.voice.quality_report import TEST_SENTENCE  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder  # noqa: E402
 from voxclone.synth.voice.stock_voices import SHORTLIST  # noqa: E402
 
 

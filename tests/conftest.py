@@ -252,7 +252,7 @@ class PostgresServer:
         import psycopg
 
         from voxclone.runtime.db import head_revision
-        from voxclone.runtime.db.schema import metadata
+        from voxclone.runtime.db.tables import metadata
 
         tables = ", ".join(metadata.tables)
         with psycopg.connect(

@@ -18,7 +18,7 @@ import av
 import numpy as np
 import soundfile as sf
 
-from voxclone.synth.audio.encode import encode
+from voxclone.synth.audio.file_encode import encode
 from voxclone.synth.audio.resample import resample
 
 SOURCE_RATE = 16_000

@@ -46,7 +46,7 @@ from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks,
 from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.voices import VoiceService
 from voxclone.synth.audio import watermark
-from voxclone.synth.audio.encode import load_codecs
+from voxclone.synth.audio.file_encode import load_codecs
 from voxclone.synth.engine.base import Engine
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.langdetect import detect_language

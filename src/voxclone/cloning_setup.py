@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from voxclone.synth.voice.asr import Transcriber
     from voxclone.synth.voice.atlas import VoiceAtlas
     from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
-    from voxclone.synth.voice.encoder import SpeakerEncoder
+    from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 
 REFINE_SENTENCES = (
     "The birch canoe slid on the smooth planks.",
@@ -159,7 +159,6 @@ def build_voice_service(
     from voxclone.synth.audio.vad import SpeechDetector
     from voxclone.synth.voice.asr import Transcriber, word_error_rate
     from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
-    from voxclone.synth.voice.encoder import SpeakerEncoder
     from voxclone.synth.voice.pick import AtlasCues, PickWeights, load_weights
     from voxclone.synth.voice.pitch_calibration import PitchCalibrator
     from voxclone.synth.voice.quality_report import (
@@ -167,6 +166,7 @@ def build_voice_service(
         TEST_SENTENCE,
         QualityReporter,
     )
+    from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 
     encoder = SpeakerEncoder(cache=EmbeddingCache(), models_dir=settings.models_dir)
     transcriber = Transcriber()

@@ -32,7 +32,7 @@ from voxclone.config import Settings
 from voxclone.errors import InvalidInput, VoxcloneError
 from voxclone.runtime.key_scopes import LOCAL_OWNER  # the CLI's: its clones speak here
 from voxclone.service.speech import SpeechRequest
-from voxclone.synth.audio.encode import encode
+from voxclone.synth.audio.file_encode import encode
 from voxclone.synth.controls import SpeechControls
 
 

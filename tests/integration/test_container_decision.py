@@ -30,11 +30,11 @@ from voxclone.synth.audio.vad import SpeechDetector
 from voxclone.synth.engine.base import Engine, SynthItem
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.pick import load_weights
 from voxclone.synth.voice.pipeline import CloningPipeline
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.quality_report import TEST_SENTENCE
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
 pytestmark = [pytest.mark.models, pytest.mark.slow]

@@ -15,7 +15,7 @@ from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem, TokenTim
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
 from voxclone.synth.engine.kokoro.edge_silence import DEFAULT_KEEP_FRAMES
 from voxclone.synth.voice.asr import word_error_rate
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine
 
 pytestmark = pytest.mark.models
 

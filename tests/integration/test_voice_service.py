@@ -31,10 +31,10 @@ from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.engine.kokoro.builtin_voices import builtin_sex
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
-from voxclone.synth.voice.encoder import SpeakerEncoder
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
 from voxclone.synth.voice.rate_match import SPEED_LIMITS, follow_speed
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 from voxclone.synth.voice.stock_move import MOVE_SHARES
 
 pytestmark = pytest.mark.models
@@ -391,7 +391,7 @@ def test_several_recordings_pool_into_one_voice_and_can_be_added_later(
     refs = [loader(first), loader(second)]
     seconds = [r.speech_seconds for r in refs]
     # Each clip heard crop-averaged, as the product embeds a reference (#47).
-    from voxclone.synth.voice.encoder import crop_averaged_embedding
+    from voxclone.synth.voice.speaker_encoder import crop_averaged_embedding
 
     pooled = sum(
         s * crop_averaged_embedding(encoder, r.samples16k)

@@ -11,7 +11,7 @@ import soundfile as sf
 import soxr
 
 from voxclone.errors import InvalidInput
-from voxclone.synth.audio.encode import (
+from voxclone.synth.audio.file_encode import (
     SUPPORTED_RATES,
     AudioFormat,
     content_type,

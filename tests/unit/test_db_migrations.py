@@ -23,7 +23,7 @@ from alembic.runtime.migration import MigrationContext
 
 from voxclone.errors import VoxcloneError
 from voxclone.runtime.db import Database, current_revision, head_revision, sqlite_url, upgrade
-from voxclone.runtime.db import schema as current_schema
+from voxclone.runtime.db import tables as current_schema
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import INTERRUPTED_MESSAGE, SqlJobStore
 from voxclone.runtime.keys import KeyStore
@@ -285,7 +285,7 @@ def test_a_legacy_schema_from_a_newer_voxclone_is_refused_untouched(
 
 
 def test_migrations_build_exactly_the_schema_the_repositories_query(database_url: str) -> None:
-    """The revisions and runtime/db/schema.py describe the same tables, per dialect."""
+    """The revisions and runtime/db/tables.py describe the same tables, per dialect."""
     db = Database(database_url)
     upgrade(db)
     with db.engine.connect() as conn:

@@ -29,7 +29,7 @@ from voxclone.synth.voice.differentiable_listeners import (  # noqa: E402
     TorchGe2e,
     resample_24k_to_16k,
 )
-from voxclone.synth.voice.encoder import SpeakerEncoder  # noqa: E402
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CLIPS = ("librispeech_1088-129236-0000.wav", "librispeech_3005-163389-0000.wav")

@@ -13,7 +13,7 @@ import pytest
 
 from voxclone.errors import ModelAssetError
 from voxclone.synth.voice import ge2e
-from voxclone.synth.voice.encoder import SpeakerEncoder
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -105,7 +105,7 @@ def test_the_encoder_imports_neither_torch_nor_onnx(tmp_path: Path) -> None:
 
     code = (
         "import sys, pathlib, numpy as np\n"
-        "from voxclone.synth.voice.encoder import SpeakerEncoder\n"
+        "from voxclone.synth.voice.speaker_encoder import SpeakerEncoder\n"
         f"e = SpeakerEncoder(models_dir=pathlib.Path({str(tmp_path)!r}))\n"
         "e.embed((0.1*np.random.default_rng(0).standard_normal(16000)).astype(np.float32))\n"
         "print('torch' in sys.modules, 'onnx' in sys.modules)\n"

@@ -26,7 +26,7 @@ from voxclone.service.c2pa_manifest import (
     read_manifest,
     voice_reference,
 )
-from voxclone.synth.audio.encode import encode
+from voxclone.synth.audio.file_encode import encode
 from voxclone.synth.audio.metadata_tags import PlainTags, add_tags
 
 TONE = (0.3 * np.sin(np.arange(24000) / 10)).astype(np.float32)

@@ -20,7 +20,7 @@ from voxclone.runtime.keys import SCOPE_ADMIN
 from voxclone.runtime.library_id import LIBRARY_HEADER
 from voxclone.runtime.outage import database_state, storage_state
 from voxclone.synth.audio import watermark
-from voxclone.synth.audio.encode import SUPPORTED_RATES, AudioFormat
+from voxclone.synth.audio.file_encode import SUPPORTED_RATES, AudioFormat
 from voxclone.synth.controls import (
     EMOTIONS,
     ENERGY_RANGE,

@@ -30,7 +30,7 @@ from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRI
 from voxclone.service.dialogue import UNMARKED_FIELD
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND
-from voxclone.synth.audio.encode import AudioFormat, content_type, file_extension
+from voxclone.synth.audio.file_encode import AudioFormat, content_type, file_extension
 
 router = APIRouter(tags=["jobs"])
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import insert, select, update
 
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.voice_store import ConsentRecord
 

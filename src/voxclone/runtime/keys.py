@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 
 from voxclone.errors import InvalidInput, NotFound
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.key_scopes import ACCESS_SCOPES, SCOPES
 from voxclone.runtime.key_scopes import SCOPE_ADMIN as SCOPE_ADMIN  # re-exported

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, func, select
 
 from voxclone.errors import InvalidInput
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.db import upsert
 from voxclone.runtime.db.repository import Repository
 from voxclone.synth.text.lexicon import Pronunciation, check_pronunciation, word_key

@@ -41,7 +41,7 @@ from voxclone.service.speech_encode import encode_file, encode_file_into, encode
 from voxclone.service.speech_job_voices import spoken_voice_ids
 from voxclone.service.speech_request import SpeechRequest
 from voxclone.service.speech_resolved import ResolvedRequest
-from voxclone.synth.audio.encode import content_type
+from voxclone.synth.audio.file_encode import content_type
 from voxclone.synth.audio.join import audible_bounds
 from voxclone.synth.audio.loudness import level_to
 from voxclone.synth.audio.resample import resample

@@ -17,7 +17,7 @@ from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.pricing import spoken_text
 from voxclone.service.speech_request import SpeechRequest
 from voxclone.service.speech_resolved import Resolution, ResolvedRequest
-from voxclone.synth.audio.encode import check_rate, parse_format
+from voxclone.synth.audio.file_encode import check_rate, parse_format
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import TextFrontend
 from voxclone.synth.text.lexicon import Pronunciation

@@ -55,7 +55,7 @@ from voxclone.service.speech_request import (
     ssml_warnings,
 )
 from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
-from voxclone.synth.audio.encode import content_type, encode, parse_format
+from voxclone.synth.audio.file_encode import content_type, encode, parse_format
 from voxclone.synth.audio.watermark import WATERMARK_ID
 from voxclone.synth.controls import ResolvedControls
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem

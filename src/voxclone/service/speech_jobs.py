@@ -67,7 +67,7 @@ from voxclone.service.speech_job_voices import (
     VOICE_DELETED_ERROR,
     spoken_voice_ids,
 )
-from voxclone.synth.audio.encode import file_extension
+from voxclone.synth.audio.file_encode import file_extension
 from voxclone.synth.controls import SpeechControls
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Table, func, insert, inspect, select, text
 from voxclone.errors import Conflict
 from voxclone.runtime.db.engine import Database
 from voxclone.runtime.db.migrate import upgrade
-from voxclone.runtime.db.schema import metadata
+from voxclone.runtime.db.tables import metadata
 
 # Rows per INSERT: bounded memory for large voice libraries (a voice row with its
 # arrays is ~0.5 MB), few round trips for small ones.

@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, true
 
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 
 
 def fair_order(now: float) -> list[Any]:

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from voxclone.errors import Conflict, NotFound
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.job_store import voice_links
 from voxclone.runtime.job_store.fairness import fair_order, not_owned_by

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from voxclone.errors import InvalidInput
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.job_store.records import JobRecord, not_found
 
 _J = t.jobs.c

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 
 from voxclone.runtime.db import Database
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.job_store.queue import JobQueue
 from voxclone.runtime.job_store.records import (
     TERMINAL_STATES,

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, exists, insert, select, update
 
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.voice_store import utc_now_iso
 
 _L = t.job_voices.c

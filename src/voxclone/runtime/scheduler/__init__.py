@@ -33,7 +33,7 @@ state the parts share).
 """
 
 from voxclone.runtime.scheduler.admission_control import RATE_STALE_S, REPROBE_MARGIN
-from voxclone.runtime.scheduler.admissions import Admission, WindowAdmission
+from voxclone.runtime.scheduler.admitted import Admission, WindowAdmission
 from voxclone.runtime.scheduler.breaker import CircuitBreaker
 from voxclone.runtime.scheduler.core import Scheduler
 from voxclone.runtime.scheduler.work import (

@@ -14,7 +14,7 @@ import math
 
 from voxclone.errors import Overloaded, PayloadTooLarge
 from voxclone.runtime.admission import FirstAhead, estimate
-from voxclone.runtime.scheduler.admissions import Admission, WindowAdmission
+from voxclone.runtime.scheduler.admitted import Admission, WindowAdmission
 from voxclone.runtime.scheduler.fields import SchedulerFields
 from voxclone.runtime.scheduler.work import PRIORITY_BACKGROUND
 

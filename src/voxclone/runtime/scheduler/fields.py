@@ -20,7 +20,7 @@ from voxclone.synth.engine.base import Engine
 from voxclone.synth.engine.call_stop import CallStop
 
 if TYPE_CHECKING:
-    from voxclone.runtime.scheduler.admissions import Admission
+    from voxclone.runtime.scheduler.admitted import Admission
 
 
 class SchedulerFields:

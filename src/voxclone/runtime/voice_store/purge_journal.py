@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, delete, select, update
 
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.db import upsert
 from voxclone.runtime.db.repository import Repository
 from voxclone.runtime.voice_store.records import PendingPurge, utc_now_iso

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Table, and_, exists, select
 
 from voxclone.errors import Conflict, NotFound, VoxcloneError
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.voice_store.arrays import decode_array
 from voxclone.runtime.voice_store.records import (
     BLEND_SOURCE,

@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.synth.audio.tone import GRID_HZ
 
 VoiceSource = Literal["instant", "refined", "builtin", "blend"]

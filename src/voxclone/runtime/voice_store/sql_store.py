@@ -27,7 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from voxclone.errors import Conflict, InvalidInput, VoiceChanged
 from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.db import Database, upsert
-from voxclone.runtime.db import schema as t
+from voxclone.runtime.db import tables as t
 from voxclone.runtime.voice_store.arrays import VoiceShapes, copy_or_none, encode_array
 from voxclone.runtime.voice_store.purge_journal import VoicePurgeJournal
 from voxclone.runtime.voice_store.queries import (

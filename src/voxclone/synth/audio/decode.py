@@ -29,7 +29,7 @@ import numpy as np
 import soundfile as sf
 
 from voxclone.errors import AudioQualityError, PayloadTooLarge, UnsupportedMedia
-from voxclone.synth.audio.encode import load_codecs
+from voxclone.synth.audio.file_encode import load_codecs
 
 ACCEPTED_FORMATS = "WAV, FLAC, MP3, Ogg (Vorbis or Opus), M4A/AAC, WebM/Opus"
 

@@ -31,7 +31,7 @@ import numpy as np
 import soxr
 
 from voxclone.errors import InvalidInput
-from voxclone.synth.audio.encode import (
+from voxclone.synth.audio.file_encode import (
     AAC_BITRATE_BPS,
     MP3_BITRATE_BPS,
     WAV_SUBTYPES,

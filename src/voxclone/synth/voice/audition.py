@@ -37,9 +37,9 @@ import numpy as np
 import soxr
 
 from voxclone.synth.audio.tone import ToneFilter
-from voxclone.synth.voice.encoder import SAMPLE_RATE as ENCODER_RATE
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.listener import SpeakerListener
+from voxclone.synth.voice.speaker_encoder import SAMPLE_RATE as ENCODER_RATE
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 # Candidates heard per enrollment: the atlas's nearest eligible voices.

@@ -32,7 +32,6 @@ import soxr
 from voxclone.errors import Cancelled
 from voxclone.synth.audio.tone import tone_filter_for
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, AtlasMatch, VoiceAtlas
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.pick import (
     AtlasCues,
     PickWeights,
@@ -41,6 +40,7 @@ from voxclone.synth.voice.pick import (
     pick_scores,
 )
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.style_space import VoiceRecipe
 
 log = logging.getLogger(__name__)

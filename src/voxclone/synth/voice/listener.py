@@ -24,7 +24,7 @@ from voxclone.errors import ModelAssetError
 from voxclone.synth.voice.campplus import CamPlusPlus
 from voxclone.synth.voice.campplus_onnx import CampplusSession, build_onnx, onnx_model
 from voxclone.synth.voice.campplus_weights import installed_weights, verify_weights
-from voxclone.synth.voice.encoder import EmbeddingCacheLike, SpeakerEncoder, normalize
+from voxclone.synth.voice.speaker_encoder import EmbeddingCacheLike, SpeakerEncoder, normalize
 from voxclone.synth.voice.torch_zip import read_state_dict
 
 log = logging.getLogger(__name__)

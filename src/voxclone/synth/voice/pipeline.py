@@ -43,10 +43,10 @@ from voxclone.synth.voice.clone import (
     RefineResult,
     StyleRefiner,
 )
-from voxclone.synth.voice.encoder import cosine, crop_averaged_embedding, normalize
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.rate_match import follow_speed
+from voxclone.synth.voice.speaker_encoder import cosine, crop_averaged_embedding, normalize
 from voxclone.synth.voice.stock_check import STOCK_PREFERENCE, StockCheck, StockComparison
 from voxclone.synth.voice.stock_move import MovedVoice, closest_moved
 from voxclone.synth.voice.style_space import VoiceRecipe

@@ -24,7 +24,7 @@ import soxr
 
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.clone import SynthesizeFn, TranscribeFn, WerFn
-from voxclone.synth.voice.encoder import SpeakerEncoder, cosine, crop_averaged_embedding
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine, crop_averaged_embedding
 from voxclone.synth.voice.stock_move import MovedVoice
 
 if TYPE_CHECKING:
