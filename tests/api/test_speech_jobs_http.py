@@ -33,6 +33,10 @@ def app(make_app: Any) -> FastAPI:
     return make_app(rate_limit_per_minute=0)
 
 
+def _never_whole(key: str) -> bytes:
+    raise AssertionError(f"{key} was read whole")
+
+
 def test_speech_job_from_submit_to_signed_download(app: FastAPI) -> None:
     alice = _key(app, "tts", owner="alice")
     bob = _key(app, "tts", "voices:read", owner="bob")
@@ -80,10 +84,20 @@ def test_speech_job_from_submit_to_signed_download(app: FastAPI) -> None:
         url = done["audio_url"]
         assert url and done["expires_at"]
 
-        # The link needs no API key: the signature is the credential.
-        audio = c.get(url)
+        # The link needs no API key: the signature is the credential. The
+        # audio is streamed from the store in parts, never read whole.
+        blobs = app.state.runtime.speech_jobs.blobs
+        whole_read = blobs.get
+        blobs.get = _never_whole  # type: ignore[method-assign]
+        try:
+            audio = c.get(url)
+            span = c.get(url, headers={"Range": "bytes=0-99"})
+        finally:
+            blobs.get = whole_read  # type: ignore[method-assign]
         assert audio.status_code == 200, audio.text
         assert audio.headers["content-type"].startswith("audio/wav")
+        assert audio.headers["content-length"] == str(len(audio.content))
+        assert span.status_code == 206 and span.content == audio.content[:100]
         samples, rate = sf.read(io.BytesIO(audio.content))
         duration = len(samples) / rate
         # Eight words of English: a few seconds of speech, not silence.
