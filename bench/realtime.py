@@ -471,7 +471,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="30 tokens/s, 1 and 2 sessions")
     parser.add_argument("--rates", type=float, nargs="+", default=[15.0, 30.0, 60.0])
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--rounds", type=int, default=2, help="repeats of each configuration")
+    parser.add_argument("--rounds", type=int, default=3, help="repeats of each configuration")
     parser.add_argument("--cancels", type=int, default=5)
     args = parser.parse_args()
     if args.quick:
