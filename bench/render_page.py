@@ -704,14 +704,14 @@ KNOWN_MARKDOWN = {
 # -- the page ----------------------------------------------------------------------------
 # Lines each result's own Markdown may take on the page (the rest is linked).
 BUDGETS = {
-    "watermark": 32,
+    "watermark": 19,
     "clone_catalog_test": 20,
-    "listener_eer": 22,
-    "controls": 30,
+    "listener_eer": 18,
+    "controls": 16,
     "load": 22,
-    "speed_curve": 14,
+    "speed_curve": 10,
     "long_form": 12,
-    "realtime": 20,
+    "realtime": 14,
 }
 
 
