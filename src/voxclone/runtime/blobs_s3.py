@@ -148,16 +148,12 @@ class S3BlobStore:
             raise self._unavailable(exc, "write") from None
 
     def get(self, key: str) -> bytes:
-        target = self._key(key)
+        # The whole object through the chunked read: one place maps S3's errors.
+        reader = self.open_chunks(key)
         try:
-            response = self._client.get_object(Bucket=self.bucket, Key=target)
-            return bytes(response["Body"].read())
-        except ClientError as exc:
-            if _code(exc) in _MISSING:
-                raise BlobNotFound(key) from None
-            raise self._unavailable(exc, "read") from None
-        except BotoCoreError as exc:
-            raise self._unavailable(exc, "read") from None
+            return b"".join(reader)
+        finally:
+            reader.close()
 
     def open_chunks(self, key: str, *, start: int = 0, end: int | None = None) -> BlobChunks:
         # One GET (with a Range header for a span): its headers give the
