@@ -22,6 +22,8 @@ from typing import Any
 import av
 import httpx
 import pytest
+from tests.e2e.restart_settings import READY_TIMEOUT_S
+from tests.e2e.restart_settings import RESTART_ENV as ENV
 
 from voxclone.devserver import start_server, wait_ready
 from voxclone.runtime.blobs import LocalBlobStore
@@ -29,18 +31,8 @@ from voxclone.runtime.job_store import SqlJobStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.slow]
 
-READY_TIMEOUT_S = 300.0
 CHAPTER = "This chapter has two sentences to speak. The second one keeps the worker busy."
 BOOK = "".join(f"Chapter {n}\n{CHAPTER}\n\n" for n in (1, 2, 3))
-ENV = {
-    "VOXCLONE_WORKERS": "1",
-    "VOXCLONE_WARM_CLONING": "false",
-    "VOXCLONE_RATE_LIMIT_PER_MINUTE": "0",
-    "VOXCLONE_FAST_LANE_THREADS": "0",  # one engine session: a faster start
-    # A dead worker's chapter is taken over within seconds, not the default 30 s.
-    "VOXCLONE_JOB_LEASE_S": "2",
-    "VOXCLONE_JOB_POLL_S": "0.2",
-}
 
 
 def _book(client: httpx.Client, url: str, book_id: str) -> dict[str, Any]:

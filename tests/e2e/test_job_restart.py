@@ -19,13 +19,14 @@ from typing import Any
 import httpx
 import pytest
 import soundfile as sf
+from tests.e2e.restart_settings import READY_TIMEOUT_S
+from tests.e2e.restart_settings import RESTART_ENV as ENV
 
 from voxclone.devserver import start_server, wait_ready
 from voxclone.runtime.job_store import SqlJobStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.slow]
 
-READY_TIMEOUT_S = 300.0
 LONG_TEXT = " ".join(
     [
         "The first sentence starts the job.",
@@ -34,15 +35,6 @@ LONG_TEXT = " ".join(
         "By the fourth, the server may well have been stopped.",
     ]
 )
-ENV = {
-    "VOXCLONE_WORKERS": "1",
-    "VOXCLONE_WARM_CLONING": "false",
-    "VOXCLONE_RATE_LIMIT_PER_MINUTE": "0",
-    "VOXCLONE_FAST_LANE_THREADS": "0",  # one engine session: a faster start
-    # A dead worker's job is taken over within seconds, not the default 30 s.
-    "VOXCLONE_JOB_LEASE_S": "2",
-    "VOXCLONE_JOB_POLL_S": "0.2",
-}
 
 
 def _job(client: httpx.Client, url: str, job_id: str) -> dict[str, Any]:
