@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
@@ -269,8 +269,11 @@ def test_cancelled_callable_drops_item(engine: FakeEngine, make_scheduler) -> No
     gone.set()  # client disconnects while the item is still queued
     engine.gate.set()
 
-    # Either way the caller learns the work will not happen.
-    with pytest.raises((Cancelled, CancelledError)):
+    # The caller learns it with the product's Cancelled, which every render
+    # path handles. A concurrent.futures.CancelledError (was) escaped the
+    # realtime session's render thread and ended a barge-in's socket with
+    # neither its other context's audio nor a close frame (CI, stop 55).
+    with pytest.raises(Cancelled):
         dropped.result(WAIT_S)
     assert kept.result(WAIT_S)[0] == 6
     held.result(WAIT_S)
