@@ -483,6 +483,27 @@ def test_two_queued_first_chunks_share_the_cores(make_scheduler) -> None:  # typ
     assert 1 not in engine.exclusive_calls  # it did not make the other first chunk wait
 
 
+def test_first_chunk_shares_the_cores_while_another_request_is_admitted(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    """A flood: the first admitted request's chunk reaches an idle engine while
+    the other admitted requests still prepare their text. Run alone on every
+    core it made them wait (6.4 s for a call one thread does in 9.2), and the
+    last one ended past its deadline (the 504 of tests/e2e/test_capacity.py's
+    flood). With only its own admission open it still takes the fast lane."""
+    engine = FakeEngine(fast_lane=True)
+    sched = make_scheduler(engine, workers=2)
+    far = time.monotonic() + 60
+    own = sched.admit(20, far)
+    sched.submit(item(1), priority=PRIORITY_FIRST_CHUNK).result(WAIT_S)
+    assert engine.exclusive_calls == [1]  # alone: the fast lane
+    other = sched.admit(20, far)  # admitted, its chunks not queued yet
+    sched.submit(item(2), priority=PRIORITY_FIRST_CHUNK).result(WAIT_S)
+    assert engine.exclusive_calls == [1]  # shares the cores
+    other.release()
+    own.release()
+    sched.submit(item(3), priority=PRIORITY_FIRST_CHUNK).result(WAIT_S)
+    assert engine.exclusive_calls == [1, 3]
+
+
 def test_first_chunk_on_busy_server_shares_the_cores(make_scheduler) -> None:  # type: ignore[no-untyped-def]
     engine = FakeEngine(fast_lane=True)
     sched = make_scheduler(engine, workers=2)

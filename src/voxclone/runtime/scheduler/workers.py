@@ -51,6 +51,7 @@ class WorkerLoop(SchedulerFields):
                 and batch[0].priority == PRIORITY_FIRST_CHUNK
                 and self._in_flight == 0
                 and not (self._queue and self._queue[0].priority == PRIORITY_FIRST_CHUNK)
+                and self._live_admissions_locked() <= 1
             ):
                 # Idle server, first audio of a stream: one call on all cores
                 # beats two single-thread calls for time to first audio. Later
@@ -58,7 +59,15 @@ class WorkerLoop(SchedulerFields):
                 # it) wait for this one short call: run beside it on one thread
                 # each, the first chunk took 0.62 s instead of 0.37 s (3 words,
                 # 2 cores, 2026-12-06) and a voice agent heard it 0.25 s later.
-                # Another stream's first chunk still shares the cores with it.
+                # Another stream's first chunk still shares the cores with it,
+                # and so does any first chunk while another live request is
+                # admitted (its chunks not queued yet: text still being
+                # prepared). In a flood of 40, the first of 4 admitted requests
+                # took the lane alone (6.4 s where one thread takes 9.2: 1.45x
+                # for two cores) while the other three waited, so the last one
+                # ended 27.2 s after its start against an estimate of 18.5 s
+                # (admission plans two workers side by side): the 504s of
+                # tests/e2e/test_capacity.py's flood (2026-12-07).
                 self._exclusive = True
                 self._in_flight += 1
                 return batch, True
@@ -87,6 +96,12 @@ class WorkerLoop(SchedulerFields):
             bool(self._queue)
             and self._queue[0].priority == PRIORITY_BACKGROUND
             and self._background_in_flight >= self._background_limit
+        )
+
+    def _live_admissions_locked(self) -> int:
+        """Admitted live requests with work left (background jobs aside)."""
+        return sum(
+            1 for a in self._admissions if a.remaining > 0 and a.priority != PRIORITY_BACKGROUND
         )
 
     def _live(self, batch: list[Work]) -> list[Work]:
