@@ -97,7 +97,11 @@ from voxclone.synth.engine.base import (  # noqa: E402
     SynthItem,  # noqa: E402
 )
 from voxclone.synth.engine.kokoro import KokoroEngine  # noqa: E402
-from voxclone.synth.engine.kokoro.builtin_voices import builtin_sex, builtin_voices  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import (  # noqa: E402
+    builtin_sex,
+    builtin_voices,
+    catalog_comparison,
+)
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.audition import Auditioner  # noqa: E402
@@ -597,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         np.savez(cache, **flat)
 
     # Loaded only now so a still-running atlas build can contribute its latest checkpoint.
-    atlas = VoiceAtlas.load(engine.atlas_packs(), args.atlas)
+    atlas = VoiceAtlas.load(engine.atlas_packs(), args.atlas, comparison=catalog_comparison)
     calibrator = PitchCalibrator(atlas, probe, 24_000) if args.pitch_calibration else None
     print(f"atlas loaded: {len(atlas)} voices", flush=True)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]

@@ -70,6 +70,7 @@ from voxclone.synth.audio.tone import tone_filter_for  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
 from voxclone.synth.voice.listener import make_listener  # noqa: E402
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     detector = SpeechDetector()
     stats = recording_statistics(judge, args.evaldata, by_speaker)
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
     cues = AtlasCues.load()
     # The service's wiring (bootstrap.py): pick weights and cues, calibration, stock check.
     cloner = InstantCloner(

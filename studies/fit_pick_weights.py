@@ -74,6 +74,7 @@ from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison  # noqa: E402
 from voxclone.synth.voice.atlas import (  # noqa: E402
     MAX_PITCH_TOLERANCE,
     PITCH_TOLERANCE,
@@ -336,7 +337,7 @@ def render_main(args: argparse.Namespace, command: str) -> int:
     encoder = SpeakerEncoder()
     encoder.load()
     detector = SpeechDetector()
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
     text = " ".join(str(s) for s in _atlas_sentences())
     by_speaker = utterances_by_speaker(args.evaldata)
     stats = recording_statistics(judge, args.evaldata, by_speaker)

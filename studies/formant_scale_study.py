@@ -60,6 +60,7 @@ from voxclone.synth.audio.tone import long_term_spectrum  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
 from voxclone.synth.voice.pick import AtlasCues, load_weights  # noqa: E402
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             stats.real[speaker] = [judge.embed(stats.audio[h["file"]]) for h in by_speaker[speaker]]
     else:
         chosen = [s for s in args.speakers_list.split(",") if s in by_speaker]
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
     cues = AtlasCues.load()
     pipeline = CloningPipeline(
         InstantCloner(

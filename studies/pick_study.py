@@ -62,6 +62,7 @@ from voxclone.synth.engine.base import (  # noqa: E402
     EngineConfig,
     SynthItem,  # noqa: E402
 )
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison  # noqa: E402
 from voxclone.synth.voice.atlas import BUILTIN_MARGIN, PITCH_TOLERANCE, VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     detector = SpeechDetector()
     stats = recording_statistics(judge, args.evaldata, by_speaker)
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
     cloner = InstantCloner(atlas, encoder)
     probe = tokens(TEST_SENTENCE)
     # The product's pipeline: its voice print and tone match (candidates here

@@ -59,7 +59,10 @@ from voxclone.synth.audio.reference import ReferenceAudio, prepare_reference  # 
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
-from voxclone.synth.engine.kokoro.builtin_voices import builtin_voices  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import (  # noqa: E402
+    builtin_voices,
+    catalog_comparison,
+)
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline  # noqa: E402
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     encoder.load()
     detector = SpeechDetector()
     denoiser = Denoiser()
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
     pipeline = CloningPipeline(
         InstantCloner(atlas, encoder),
         probe=lambda pack: synth(probe_tokens, pack),

@@ -41,6 +41,7 @@ from _common import write_result  # noqa: E402
 from clone_eval import DEFAULT_EVALDATA, LANGUAGE, MODELS_DIR, load_wav16  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import EngineConfig, SynthItem  # noqa: E402
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner  # noqa: E402
 from voxclone.synth.voice.pipeline import CloningPipeline, SpokenVoice  # noqa: E402
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     tokens = g2p.token_ids(g2p.phonemize(TEST_SENTENCE, LANGUAGE))
     encoder = SpeakerEncoder()
     encoder.load()
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
 
     renders = [0]
 

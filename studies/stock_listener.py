@@ -76,7 +76,7 @@ def replay(paths: list[Path], render_cache: Path) -> dict[str, Any]:
     }
     if listeners["campplus"].name != "campplus":
         raise SystemExit("CAM++ weights missing: run `make listener-weights` first")
-    atlas = ce.VoiceAtlas.load(engine.atlas_packs(), None)
+    atlas = ce.VoiceAtlas.load(engine.atlas_packs(), None, comparison=ce.catalog_comparison)
     pipeline = CloningPipeline(
         ce.InstantCloner(atlas, encoder),
         probe=probe,

@@ -28,7 +28,7 @@ from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum
 from voxclone.synth.audio.vad import SpeechDetector
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
-from voxclone.synth.engine.kokoro.builtin_voices import builtin_sex
+from voxclone.synth.engine.kokoro.builtin_voices import builtin_sex, catalog_comparison
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
@@ -72,7 +72,7 @@ class CloningParts:
 def parts(engine: Engine) -> CloningParts:
     g2p = engine.tokenizer()
     encoder = SpeakerEncoder()
-    atlas = VoiceAtlas.load(engine.atlas_packs())
+    atlas = VoiceAtlas.load(engine.atlas_packs(), comparison=catalog_comparison)
 
     def synth(tokens: tuple[int, ...], pack: np.ndarray) -> np.ndarray:
         return engine.synthesize([SynthItem(tokens, pack, 1.0)])[0]

@@ -25,6 +25,7 @@ from voxclone.synth.engine.kokoro.builtin_voices import (
     FALLBACK_COMPARISON_VOICES,
     PACK_SEX,
     builtin_voices,
+    catalog_comparison,
     earlier_voices,
 )
 from voxclone.synth.engine.kokoro.engine import KokoroEngine
@@ -326,7 +327,9 @@ def test_cloning_compares_with_the_standard_voices_else_the_earlier_seven() -> N
         shipped = np.load(f)
         names = [str(n) for n in shipped["pack_names"]]
     everything = {**EXTRA, **SHIPPED}
-    atlas = VoiceAtlas.load({name: everything[name] for name in names})
+    atlas = VoiceAtlas.load(
+        {name: everything[name] for name in names}, comparison=catalog_comparison
+    )
     voices = {v.name: v for v in atlas.stock.voices}
     # Every standard voice but the Santa Claus characters (no one's own voice).
     assert set(voices) == set(STANDARD) - CHARACTER_VOICES and len(voices) == 51
@@ -335,6 +338,9 @@ def test_cloning_compares_with_the_standard_voices_else_the_earlier_seven() -> N
     # Each is the atlas row of that pack alone, so its embedding is that voice's.
     heart = atlas.recipe(voices["af_heart"].index)
     assert heart.timbre_weights[names.index("af_heart")] == pytest.approx(1.0)
-    earlier = VoiceAtlas.load({name: SHIPPED[name] for name in names if name in SHIPPED})
+    earlier = VoiceAtlas.load(
+        {name: SHIPPED[name] for name in names if name in SHIPPED},
+        comparison=catalog_comparison,
+    )
     assert {v.name for v in earlier.stock.voices} == set(FALLBACK_COMPARISON_VOICES)
     assert {v.name: v.sex for v in earlier.stock.voices}["clear_male"] == "M"

@@ -11,7 +11,9 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from voxclone.synth.engine.kokoro.builtin_voices import PACK_SEX, builtin_sex
+from voxclone.errors import ModelAssetError
+from voxclone.synth.engine.base import ComparisonVoice
+from voxclone.synth.engine.kokoro.builtin_voices import PACK_SEX, builtin_sex, catalog_comparison
 from voxclone.synth.engine.kokoro.standard_voices import parse_standard
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.stock_voices import SHORTLIST
@@ -23,7 +25,8 @@ def _shipped_atlas(standard: bool) -> VoiceAtlas:
     rng = np.random.default_rng(0)
     wanted = names if standard else [n for n in names if n in PACK_SEX]
     return VoiceAtlas.load(
-        {n: rng.standard_normal((510, 1, 256)).astype(np.float32) for n in wanted}
+        {n: rng.standard_normal((510, 1, 256)).astype(np.float32) for n in wanted},
+        comparison=catalog_comparison,
     )
 
 
@@ -87,3 +90,27 @@ def test_the_voice_language_narrows_the_shortlist_where_it_has_native_voices(
     # No native voice of that sex (German): every voice of the sex competes.
     german = standard_atlas.stock.shortlist(query, pitch_hz=230.0, language="de", k=100)
     assert len(german) == sum(1 for v in standard_atlas.stock.voices if v.sex == "F")
+
+
+def test_an_atlas_names_no_engine_s_voices_of_its_own() -> None:
+    """The atlas layer no longer falls back on Kokoro's catalog (the engine
+    seam's import contract): asked for comparison voices it was never given,
+    it says so; given the engine's naming function, it names them with its
+    packs and labels; given the voices, it keeps them as they are."""
+    with resources.as_file(resources.files("voxclone.synth.voice") / "data" / "atlas.npz") as f:
+        names = [str(n) for n in np.load(f)["pack_names"]]
+    rng = np.random.default_rng(0)
+    packs = {n: rng.standard_normal((510, 1, 256)).astype(np.float32) for n in names}
+    with pytest.raises(ModelAssetError, match="comparison voices"):
+        _ = VoiceAtlas.load(packs).stock
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def naming(pack_names: list[str], labels: list[str]) -> dict[str, ComparisonVoice]:
+        asked.append((pack_names, labels))
+        return {pack_names[0]: ComparisonVoice("first", "F", None)}
+
+    named = VoiceAtlas.load(packs, comparison=naming)
+    assert [v.name for v in named.stock.voices] == ["first"]
+    assert asked and asked[0][0] == names
+    given = VoiceAtlas.load(packs, comparison={names[1]: ComparisonVoice("second", "M", None)})
+    assert [v.name for v in given.stock.voices] == ["second"]

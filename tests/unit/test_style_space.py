@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.prosody import choose_prosody, pitch_stats, rank_prosody
 from voxclone.synth.voice.style_space import (
@@ -92,6 +93,7 @@ def _atlas(packs: dict[str, np.ndarray]) -> VoiceAtlas:
         embeddings=embeddings,
         f0_median=np.array([250, 220, 180, 140, 100, 120], np.float32),
         wer=np.array([0.0, 0.0, 0.0, 0.0, 0.5, 0.0], np.float32),
+        comparison=catalog_comparison,
     )
 
 
@@ -226,6 +228,7 @@ def _labelled_atlas(labels: list[str]) -> VoiceAtlas:
         f0_median=plain.f0_median,
         wer=np.zeros(6, np.float32),
         labels=np.array(labels),
+        comparison=catalog_comparison,
     )
 
 

@@ -13,7 +13,7 @@ to something worse, by the product encoder, than the closest built-in).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -23,12 +23,17 @@ import numpy as np
 
 from voxclone.errors import ModelAssetError
 from voxclone.synth.engine.base import ComparisonVoice
-from voxclone.synth.engine.kokoro.builtin_voices import catalog_comparison
 from voxclone.synth.voice.prosody import choose_prosody, rank_prosody
 from voxclone.synth.voice.stock_voices import StockVoices
 from voxclone.synth.voice.style_space import StyleBasis, VoiceRecipe, basis_from_arrays
 
 log = logging.getLogger(__name__)
+
+# An engine's comparison voices, or a function naming them for an atlas's
+# packs and labels (the engine knows its catalog; this layer does not).
+Comparison = (
+    Mapping[str, ComparisonVoice] | Callable[[list[str], list[str]], Mapping[str, ComparisonVoice]]
+)
 
 SUPPORTED_FORMAT = 1
 
@@ -67,10 +72,12 @@ class VoiceAtlas:
         f0_median: np.ndarray,
         wer: np.ndarray,
         labels: np.ndarray | None = None,
-        comparison: Mapping[str, ComparisonVoice] | None = None,
+        comparison: Comparison | None = None,
     ) -> None:
-        """``comparison``: the engine's comparison voices (:attr:`stock`); None:
-        Kokoro's for this atlas's packs (the benchmarks load its atlas so)."""
+        """``comparison``: the engine's comparison voices (:attr:`stock`), or
+        how to name them for this atlas's packs and labels (an engine's
+        function, e.g. Kokoro's ``catalog_comparison``, for an atlas loaded
+        outside the service); None: an atlas that is never asked for them."""
         n = embeddings.shape[0]
         if n == 0:
             raise ModelAssetError("the voice atlas is empty")
@@ -113,7 +120,7 @@ class VoiceAtlas:
         packs: Mapping[str, np.ndarray],
         path: Path | None = None,
         *,
-        comparison: Mapping[str, ComparisonVoice] | None = None,
+        comparison: Comparison | None = None,
     ) -> VoiceAtlas:
         """Load the shipped atlas (Kokoro's) or ``path``, rebuilding packs from ``packs``."""
         try:
@@ -133,7 +140,7 @@ class VoiceAtlas:
         data: dict[str, np.ndarray],
         packs: Mapping[str, np.ndarray],
         *,
-        comparison: Mapping[str, ComparisonVoice] | None = None,
+        comparison: Comparison | None = None,
     ) -> VoiceAtlas:
         """An atlas from its columns (scripts/build_atlas.py's format)."""
         if int(data["format_version"]) != SUPPORTED_FORMAT:
@@ -221,7 +228,12 @@ class VoiceAtlas:
         """The built-in voices a clone is compared with (built on first use)."""
         comparison = self._comparison
         if comparison is None:
-            comparison = catalog_comparison(self.basis.pack_names, self.labels.tolist())
+            raise ModelAssetError(
+                "this voice atlas was loaded without its engine's comparison voices "
+                "(pass Engine.cloning().comparison)"
+            )
+        if callable(comparison):
+            comparison = comparison(list(self.basis.pack_names), self.labels.tolist())
         return StockVoices(self, comparison)
 
     def _pitch_window(
