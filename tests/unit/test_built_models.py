@@ -17,7 +17,7 @@ import pytest
 from voxclone.synth import built_models
 from voxclone.synth.engine.kokoro import ort_cache
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
-from voxclone.synth.voice import campplus_onnx, ge2e
+from voxclone.synth.voice import campplus_onnx
 
 SOURCE = b"source graph " * 1000
 
@@ -116,18 +116,6 @@ def test_tampered_campplus_graph_is_rebuilt_not_loaded(
     assert campplus_onnx.onnx_model(weights, tmp_path) == graph  # old code: b"tampered"
     assert saved.read_bytes() == graph
     assert any("CAM++ graph failed its hash check" in r.message for r in caplog.records)
-
-
-@pytest.mark.usefixtures("loose_umask")
-def test_tampered_speaker_encoder_graph_is_rebuilt_not_loaded(tmp_path: Path) -> None:
-    built = ge2e.onnx_model(tmp_path)  # built by a child process, as at a first start
-    saved = ge2e.saved_graph(tmp_path)
-    assert saved.read_bytes() == built and _mode(saved) == 0o600
-    assert ge2e.onnx_model(tmp_path) == built
-
-    saved.write_bytes(built[:-64] + b"\x00" * 64)  # still parses as ONNX, other weights
-    assert ge2e.onnx_model(tmp_path) == built  # old code: the tampered bytes
-    assert saved.read_bytes() == built
 
 
 @pytest.mark.usefixtures("loose_umask")

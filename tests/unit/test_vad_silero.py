@@ -71,17 +71,3 @@ def test_segment_rules_on_known_probabilities() -> None:
     assert speech_timestamps(tail, 5_000, threshold=0.5, min_speech_ms=250, min_silence_ms=100) == [
         (512 - 480, 5_000)
     ]
-
-
-def test_detection_imports_no_torch(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, numpy as np\n"
-        "from voxclone.synth.audio.vad import SpeechDetector\n"
-        "SpeechDetector().speech_segments(np.zeros(16000, np.float32))\n"
-        "print('torch' in sys.modules)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert run.stdout.strip() == "False"

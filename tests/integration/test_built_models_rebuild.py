@@ -1,0 +1,31 @@
+"""A tampered speaker-encoder graph is rebuilt: the rebuild runs in a child process (moved
+from tests/unit/test_built_models.py, issue 51).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from voxclone.synth.voice import ge2e
+
+UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
+sys.path.insert(0, str(UNIT))
+import test_built_models as unit  # noqa: E402
+from test_built_models import _mode  # noqa: E402
+
+loose_umask = unit.loose_umask  # its fixture, defined once there
+
+
+@pytest.mark.usefixtures("loose_umask")
+def test_tampered_speaker_encoder_graph_is_rebuilt_not_loaded(tmp_path: Path) -> None:
+    built = ge2e.onnx_model(tmp_path)  # built by a child process, as at a first start
+    saved = ge2e.saved_graph(tmp_path)
+    assert saved.read_bytes() == built and _mode(saved) == 0o600
+    assert ge2e.onnx_model(tmp_path) == built
+
+    saved.write_bytes(built[:-64] + b"\x00" * 64)  # still parses as ONNX, other weights
+    assert ge2e.onnx_model(tmp_path) == built  # old code: the tampered bytes
+    assert saved.read_bytes() == built
