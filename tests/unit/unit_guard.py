@@ -20,6 +20,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, NoReturn
@@ -34,15 +35,24 @@ MESSAGE = (
 _EXECUTE = FixtureDef.execute.__code__
 
 
-def _in_a_shared_fixture() -> bool:
-    """Whether the innermost fixture being set up on this stack is wider than one test."""
-    frame: FrameType | None = sys._getframe(2)
+def _innermost_fixture_is_shared(frame: FrameType | None) -> bool | None:
     while frame is not None:
         if frame.f_code is _EXECUTE:
             fixturedef = frame.f_locals.get("self")
             return getattr(fixturedef, "scope", "function") != "function"
         frame = frame.f_back
-    return False
+    return None
+
+
+def _in_a_shared_fixture() -> bool:
+    """Whether the innermost fixture being set up is wider than one test: on
+    this thread's stack, or (for a server thread such a fixture started, as
+    moto's) on the main thread's, where pytest sets fixtures up."""
+    here = _innermost_fixture_is_shared(sys._getframe(2))
+    if here is not None or threading.current_thread() is threading.main_thread():
+        return bool(here)
+    main = sys._current_frames().get(threading.main_thread().ident or 0)
+    return bool(_innermost_fixture_is_shared(main))
 
 
 def _refuse(what: str) -> NoReturn:
