@@ -157,21 +157,6 @@ def test_the_onnx_graph_computes_the_same_network(model: CamPlusPlus) -> None:
         np.testing.assert_allclose(graph, ours, rtol=0, atol=1e-4 * np.abs(ours).max())
 
 
-def test_the_graph_is_built_once_in_a_child_and_saved(tmp_path: Path) -> None:
-    torch = pytest.importorskip("torch")
-    weights = tmp_path / "w.pt"
-    torch.save({k: torch.from_numpy(v) for k, v in random_state(1).items()}, weights)
-    data = campplus_onnx.onnx_model(weights, tmp_path)
-    assert campplus_onnx.saved_graph(tmp_path).read_bytes() == data
-    x = _speech_like(1.5, seed=4)
-    np.testing.assert_allclose(
-        campplus_onnx.CampplusSession(data).embed(x),
-        CamPlusPlus(random_state(1)).embed(x),
-        rtol=0,
-        atol=1e-3,
-    )
-
-
 def test_final_relu_is_the_only_difference() -> None:
     state = random_state()
     x = _speech_like(2.0, seed=5)

@@ -51,19 +51,6 @@ def _assemble_in_child(root: str, queue: mp.Queue) -> None:
         queue.put(repr(exc))
 
 
-def test_concurrent_first_start_yields_one_valid_model(tmp_path: Path) -> None:
-    ctx = mp.get_context("spawn")
-    queue: mp.Queue = ctx.Queue()
-    procs = [ctx.Process(target=_assemble_in_child, args=(str(tmp_path), queue)) for _ in range(6)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(60)
-    results = [queue.get(timeout=5) for _ in procs]
-    assert results == [GOOD_SHA] * len(procs)
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".onnx")] == [MODEL_FILENAME]
-
-
 @pytest.mark.models
 def test_shipped_parts_assemble_to_the_published_hash(tmp_path: Path) -> None:
     from voxclone.synth.engine.kokoro.assets import expected_sha256

@@ -13,8 +13,6 @@ import urllib.request
 import pytest
 from pytest_socket import SocketConnectBlockedError
 
-from voxclone.devserver import free_loopback_port
-
 # Documentation-only addresses (RFC 5737 / RFC 3849): never a real host.
 NON_LOOPBACK = [("203.0.113.7", socket.AF_INET), ("2001:db8::7", socket.AF_INET6)]
 
@@ -33,12 +31,3 @@ def test_a_download_attempt_is_refused() -> None:
     # What a library fetching weights would do (an IP, so no DNS lookup is needed).
     with pytest.raises(SocketConnectBlockedError):
         urllib.request.urlopen("http://203.0.113.7/model.onnx", timeout=0.5)
-
-
-def test_loopback_stays_open() -> None:
-    port = free_loopback_port()
-    with socket.create_server(("127.0.0.1", port)) as server:
-        client = socket.create_connection(("127.0.0.1", port), timeout=2)
-        accepted, _ = server.accept()
-        client.close()
-        accepted.close()

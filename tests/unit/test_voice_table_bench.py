@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,32 +71,6 @@ def test_openai_names_get_the_best_voices_of_their_sex_alloy_the_default() -> No
     assert chosen["nova"] == "af_nova"  # Kokoro's voice of that name, though not the best
     assert "af_mumble" not in chosen.values() and "clear_female" not in chosen.values()
     assert len(set(chosen.values())) == len(chosen)  # one voice per name
-
-
-def test_the_page_has_the_voice_table_section(tmp_path: Path) -> None:
-    table = importlib.import_module("voice_table")
-    render_page = importlib.import_module("render_page")
-    defaults = table.choose_defaults(ROWS)
-    result = {
-        "command": "python bench/voice_table.py",
-        "sentences": {"en-us": ["a"] * 6, "es": ["b"] * 3},
-        "rows": ROWS,
-        "defaults": defaults,
-        "openai": table.choose_openai(ROWS, defaults),
-    }
-    results = tmp_path / "results"
-    results.mkdir()
-    (results / "voice_table.json").write_text(json.dumps(result))
-    (results / "voice_table.md").write_text(table.markdown(result))
-    text = render_page.render(results, tmp_path / "benchmarks.md", tmp_path / "img")
-    section = text[text.index("## Voice table") :]
-    assert "Produced by `python bench/voice_table.py`" in section
-    # One row per language: its default, and how many native voices it was chosen among.
-    assert "| en-us | **af_heart** | 4.30 | 0.0% | 6 | 3.50–4.50 |" in section
-    assert "| fr | **ff_siwis** | 3.80 | 30.0% | 1 | — |" in section
-    assert "| alloy | af_heart | 4.30 | 0.0% |" in section
-    assert "[voice_table.md](results/voice_table.md)" in section  # every voice: linked
-    assert "## Other results" not in text  # not listed twice
 
 
 def test_error_rate_ignores_case_punctuation_and_the_numbers_digit() -> None:

@@ -1,0 +1,31 @@
+"""Concurrent first starts (child processes) yield one valid model (moved from
+tests/unit/test_model_assets.py, issue 51: tests/unit runs no subprocess or server).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+from pathlib import Path
+
+from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME
+
+UNIT = Path(__file__).resolve().parents[1] / "unit"  # helpers shared with the tests that stayed
+sys.path.insert(0, str(UNIT))
+from test_model_assets import (  # noqa: E402
+    GOOD_SHA,
+    _assemble_in_child,
+)
+
+
+def test_concurrent_first_start_yields_one_valid_model(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    queue: mp.Queue = ctx.Queue()
+    procs = [ctx.Process(target=_assemble_in_child, args=(str(tmp_path), queue)) for _ in range(6)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+    results = [queue.get(timeout=5) for _ in procs]
+    assert results == [GOOD_SHA] * len(procs)
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".onnx")] == [MODEL_FILENAME]

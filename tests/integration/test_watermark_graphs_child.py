@@ -1,0 +1,34 @@
+"""The watermark's ONNX graphs built in a child, saved, hash-recorded, rebuilt when tampered (moved
+from tests/unit/test_watermark.py, issue 51: tests/unit runs no subprocess or server).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from voxclone.synth.audio import watermark
+
+UNIT = Path(__file__).resolve().parents[1] / "unit"  # helpers shared with the tests that stayed
+sys.path.insert(0, str(UNIT))
+from test_watermark import (  # noqa: E402
+    _speech,
+)
+
+
+def test_graphs_are_saved_hash_recorded_and_rebuilt_when_tampered(tmp_path: Path) -> None:
+    first = watermark.PerthMark.load(tmp_path)  # built by a child, saved 0600
+    saved = sorted((tmp_path / "watermark").glob("*.onnx"))
+    assert [p.name.split("-")[2] for p in saved] == ["decoder", "encoder"]
+    for path in saved:
+        assert path.stat().st_mode & 0o777 == 0o600
+        assert path.with_name(path.name + ".sha256").is_file()
+    clean = _speech(rate=24_000)[: 24_000 * 2]
+    expected = first.embed(clean, 24_000)
+    # A changed file is discarded and built again, never loaded.
+    encoder = next(p for p in saved if "-encoder-" in p.name)
+    encoder.write_bytes(encoder.read_bytes()[:-64] + bytes(64))
+    again = watermark.PerthMark.load(tmp_path)
+    np.testing.assert_array_equal(again.embed(clean, 24_000), expected)
