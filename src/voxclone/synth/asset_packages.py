@@ -22,7 +22,7 @@ from __future__ import annotations
 
 # Exact pins: the code reads files at fixed places inside these releases, and
 # the test extra installs the same versions with their dependencies to compare
-# the torch-free code with the packages' own (tests/unit/test_ge2e.py).
+# the torch-free code with the packages' own (tests/integration/test_ge2e_graph.py).
 ASSET_PACKAGES = (
     "resemblyzer==0.1.4",
     "silero-vad==6.2.3",

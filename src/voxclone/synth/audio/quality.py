@@ -150,7 +150,7 @@ def _k_weighting(sr: int) -> list[tuple[np.ndarray, np.ndarray]]:
 def integrated_loudness(x: np.ndarray, sr: int) -> float:
     """Gated integrated loudness of mono audio in LUFS; -inf for silence."""
     # Imported on use: scipy.signal cost ~0.8-2.4 s of every start (python -X importtime),
-    # and only references (cloning) are measured (tests/unit/test_import_cost.py).
+    # and only references (cloning) are measured (tests/integration/test_import_cost.py).
     from scipy.signal import lfilter
 
     y = np.asarray(x, dtype=np.float64)

@@ -324,7 +324,7 @@ def usable_rows(
     """The atlas columns restricted to the voices made only of installed packs.
 
     The shipped atlas also holds voices on the model's other packs, which come
-    from a separate install step (engine/kokoro/voice_packs.py). Without them
+    from a separate install step (synth/engine/kokoro/voice_packs.py). Without them
     those voices cannot be rebuilt, so they are left out and their pack columns
     dropped; what remains is exactly the atlas of the installed packs. Raises
     only when a built-in voice's pack is missing or no voice remains."""

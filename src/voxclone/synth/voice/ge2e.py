@@ -8,7 +8,7 @@ The network is small (1.4 M weights), so here the same computation runs from
 the weights resemblyzer ships: the same preprocessing (volume normalization,
 webrtcvad silence trimming), mel frames, 1.6 s windows and LSTM, the LSTM as
 an ONNX graph in ONNX Runtime (already loaded for Kokoro). Embeddings match
-resemblyzer's to a cosine of 0.99999 (tests/unit/test_ge2e.py), so the atlas,
+resemblyzer's to a cosine of 0.99999 (tests/integration/test_ge2e_graph.py), so the atlas,
 whose embeddings were measured with resemblyzer, stays valid.
 
 The weights are read from resemblyzer's ``pretrained.pt`` (torch's legacy

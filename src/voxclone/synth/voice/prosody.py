@@ -51,7 +51,7 @@ def pitch_stats(audio: np.ndarray, sample_rate: int) -> PitchStats:
     trimmed speech, a bounded Harvest pass decides instead.
     """
     # Imported on use: scipy.signal cost ~0.8-2.4 s of every start (python -X importtime),
-    # and only cloning measures pitch (tests/unit/test_import_cost.py).
+    # and only cloning measures pitch (tests/integration/test_import_cost.py).
     from scipy.signal import sosfiltfilt
 
     x = np.asarray(audio, dtype=np.float64).ravel()
