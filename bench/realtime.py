@@ -7,8 +7,9 @@ token at a time and reads the audio back (pcm_24000). Measured per session:
 
 * first audio after the first clause ends: from sending the token that
   completes the first clause (its punctuation and the space after it) to the
-  first audio message; the server starts on the clause's first three words
-  before it ends, so this is also given from the token that completes them;
+  first audio message; the server starts on the clause's first words (its
+  head, service/realtime_text.py's HEAD_WORDS) before it ends, so this is
+  also given from the token that completes them;
 * underruns at real-time playback: a player starts with the first audio and
   plays at real time; a message that arrives after the audio before it has
   played out is an underrun, and the silence it caused is a stall;
@@ -48,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from _common import RATE_LIMIT_OFF, throwaway_server, write_result  # noqa: E402
+from voxclone.service.realtime_text import HEAD_WORDS  # noqa: E402
 
 SERVE = "import sys; from voxclone.api.cli import main; sys.exit(main(['serve']))"
 VOICE = ["af_heart"]  # the server's default voice, read from /v1/info at the start
@@ -69,7 +71,7 @@ def answer(i: int) -> str:
 def first_clause_end(text: str) -> int:
     """Index after the space that ends the first clause (a sentence end, or a
     clause mark once three words are in): first audio is timed from here. The
-    server starts speaking the clause's first three words before it ends
+    server starts speaking the clause's first words before it ends
     (service/realtime_text.py's head): see :func:`head_end`."""
     for i, ch in enumerate(text[:-1]):
         if text[i + 1] != " ":
@@ -79,7 +81,7 @@ def first_clause_end(text: str) -> int:
     return len(text)
 
 
-def head_end(text: str, words: int = 3) -> int:
+def head_end(text: str, words: int = HEAD_WORDS) -> int:
     """Index after the whitespace that completes the first ``words`` words."""
     ends = [m.end() for m in re.finditer(r"\S+", text)]
     return min(len(text), ends[words - 1] + 1) if len(ends) >= words else len(text)
@@ -298,7 +300,7 @@ def run_config(
     base: str, rate: float, sessions: int, rounds: int, seq: list[int]
 ) -> dict[str, Any]:
     first: list[float] = []
-    after_head: list[float] = []  # from the third word's completion
+    after_head: list[float] = []  # from the head's last word's completion
     underruns: list[int] = []
     stalls: list[float] = []
     gaps: list[float] = []
@@ -365,7 +367,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Realtime sessions (bench/realtime.py), load before the run: {result['load_before']}",
         "",
-        "| tokens/s | sessions | first audio after clause p50 / p95 (ms) | after 3 words p50 (ms) "
+        "| tokens/s | sessions | first audio after clause p50 / p95 (ms) | after the head p50 (ms) "
         "| underruns per session "
         "(sessions with any) | stall per session (ms) | clause gap p50 / max (ms) | "
         "HTTP stream first audio p50 / p95 (ms) |",
@@ -374,9 +376,9 @@ def markdown(result: dict[str, Any]) -> str:
     notes = [
         "",
         'First audio is timed from the token that completes the first clause ("Sure, I '
-        'checked the weather for you,"); the server starts on its first three words before '
-        '(the head), so it can come first: "after 3 words" times it from the token that '
-        "completes them. A player starts with the first audio at real time; an underrun is "
+        f'checked the weather for you,"); the server starts on its first {HEAD_WORDS} words '
+        'before (the head), so it can come first: "after the head" times it from the token '
+        "that completes them. A player starts with the first audio at real time; an underrun is "
         f"a message that came after the audio before it had played out. Targets (issue 48): "
         f"p50 ≤ {TARGET_ONE_S * 1000:.0f} ms with 1 session and ≤ {TARGET_FOUR_S * 1000:.0f} "
         "ms with 4, 0 underruns at 30 tokens/s with 2 sessions, cancel to silence ≤ 100 ms.",

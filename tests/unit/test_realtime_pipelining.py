@@ -149,9 +149,9 @@ def test_after_a_pause_that_let_the_audio_run_out_the_next_clause_starts_fast() 
 
 
 def test_the_first_words_go_ahead_and_what_follows_them_starts_short() -> None:
-    """An LLM's first clause arrives token by token: its first three words
+    """An LLM's first clause arrives token by token: its first two words
     are rendered before the clause ends, and the rest, which has only their
-    ~0.8 s of audio to hide behind, starts with a short chunk too."""
+    ~0.6 s of audio to hide behind, starts with a short chunk too."""
     router = OverlapRouter()
     sent: list[dict[str, Any]] = []
 
@@ -163,5 +163,5 @@ def test_the_first_words_go_ahead_and_what_follows_them_starts_short() -> None:
         await asyncio.wait_for(talk.end(), timeout=10)
 
     asyncio.run(session())
-    assert router.started == ["Sure, I checked", "the weather for you today."]
+    assert router.started == ["Sure, I", "checked the weather for you today."]
     assert router.fast_starts == [True, True]

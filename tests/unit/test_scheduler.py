@@ -504,6 +504,36 @@ def test_first_chunk_shares_the_cores_while_another_request_is_admitted(make_sch
     assert engine.exclusive_calls == [1, 3]
 
 
+def test_a_lone_listener_s_later_chunks_take_every_core(make_scheduler) -> None:  # type: ignore[no-untyped-def]
+    """A voice agent's socket alone on the server: each of its chunks, not only
+    a first one, runs on all cores (on one thread a session's second sentence
+    came 1.9-3.6 s after its first had played out). Once another request is
+    admitted, or queued for someone else, its chunks share the cores."""
+    engine = FakeEngine(fast_lane=True)
+    sched = make_scheduler(engine, workers=2)
+    far = time.monotonic() + 60
+    clause = sched.admit(40, far)
+    clause.listener = "socket-a"
+    next_clause = sched.admit(40, far)
+    next_clause.listener = "socket-a"
+    for token in (1, 2):
+        sched.submit(item(token), listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1, 2]
+    sched.submit(item(3)).result(WAIT_S)  # nobody's listener: no lane for a later chunk
+    assert engine.exclusive_calls == [1, 2]
+    other = sched.admit(40, far)  # an HTTP request, its text still being prepared
+    sched.submit(item(4), listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1, 2]
+    other.listener = "socket-b"
+    sched.submit(item(5), listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1, 2]  # another socket: shares the cores
+    other.release()
+    sched.submit(item(6), listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1, 2, 6]
+    clause.release()
+    next_clause.release()
+
+
 def test_first_chunk_on_busy_server_shares_the_cores(make_scheduler) -> None:  # type: ignore[no-untyped-def]
     engine = FakeEngine(fast_lane=True)
     sched = make_scheduler(engine, workers=2)

@@ -185,6 +185,9 @@ class AdmissionTerms:
     # two sessions' next whole sentences (~3.5 s each) went ahead of a
     # clause's 1 s tail, a 5 s stall (bench/realtime.py, 2026-12-06).
     queue_first: bool = True
+    # A voice agent's socket: while its requests are the only live ones, their
+    # chunks take every core in turn (runtime/scheduler/workers.py).
+    listener: str | None = None
     # The reservation the event loop took on a lower bound of the request's
     # cost (Scheduler.precheck), so a flood arriving at once sees itself; the
     # service replaces it with the priced one, or releases it (cache hit,

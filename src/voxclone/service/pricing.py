@@ -258,6 +258,7 @@ class SpeechPricer:
         )
         if not terms.queue_first:
             admission.priority = PRIORITY_NORMAL
+        admission.listener = terms.listener
         return admission
 
     def precheck(

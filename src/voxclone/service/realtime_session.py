@@ -23,6 +23,7 @@ import base64
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +201,8 @@ class RealtimeSession:
         self._send_lock = asyncio.Lock()
         self.stats = SessionStats()
         self._failure: VoxcloneError | None = None
+        # One listener hears every context of a socket (the scheduler's lane).
+        self._listener = uuid.uuid4().hex
 
     @property
     def failure(self) -> VoxcloneError | None:
@@ -395,10 +398,10 @@ class RealtimeSession:
         # out. Cut short behind audio still playing, the rest of the sentence
         # had to render within the 3 words' ~0.8 s: an underrun in most
         # sentences (bench/realtime.py, 2 per session at 1 session).
-        # The clause after the head (a first clause's first three words,
+        # The clause after the head (a first clause's first words,
         # service/realtime_text.py) also starts short: rendered whole behind
-        # the head's ~0.8 s of audio, the rest of the sentence came 0.5 s
-        # after the head had played out (2026-12-06, one session). Not after
+        # a three-word head's ~0.8 s of audio, the rest of the sentence came
+        # 0.5 s after the head had played out (2026-12-06, one session). Not after
         # any short clause: "number 4." then "It looks fine today, and ..."
         # cut 3 words off a long sentence whose rest came late.
         fast_start = (
@@ -422,7 +425,11 @@ class RealtimeSession:
         # came 0.8 s later (bench/realtime.py, 2026-12-06).
         queue_first = fast_start or previous is None or previous.pumped.done()
         terms = AdmissionTerms(
-            deadline, must_finish=False, first_audio_s=None, queue_first=queue_first
+            deadline,
+            must_finish=False,
+            first_audio_s=None,
+            queue_first=queue_first,
+            listener=self._listener,
         )
         loop = asyncio.get_running_loop()
         parts: asyncio.Queue[_Part | None] = asyncio.Queue()

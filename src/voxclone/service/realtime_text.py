@@ -5,17 +5,18 @@ The cut rules, in order:
 * a sentence end (``split_sentences``' own rules: "Dr. Smith", "3.5" and
   "e.g. the" are no ends) as soon as the word after it, or the whitespace
   that says the sentence is over, has arrived;
-* for a context's first clause only, a clause mark (``, ; : —``) followed by
-  whitespace once three words are in: the first audio then waits for a few
-  words, not a whole sentence (later clauses are whole sentences, so there are
-  fewer seams); after a head (below) too: at 15 tokens/s, waiting for the
-  sentence's end left 0.8 s of silence after the head;
-* for a context's first clause only, its first three words as soon as they
-  are complete (whitespace after the third) and no clause end came with
-  them: an LLM's first clause is still arriving, and those words are the
-  chunk the engine would start with anyway (the streamed first chunk is
-  three words, synth/text/frontend.py), so their render starts a few tokens
-  earlier instead of waiting for the clause to end;
+* a clause mark (``, ; : —``) followed by whitespace, before the sentence's
+  end, once three words are in (a context's first clause, and the one after
+  its head: at 15 tokens/s, waiting for the sentence's end left 0.8 s of
+  silence after the head) or four (later clauses: "and then, later," stays
+  whole). A later sentence rendered whole behind a short clause came up to
+  1 s after that clause had played out (its render, ~0.42 s per second of
+  audio on both cores, is longer than a short clause's audio); cut at its
+  comma, its first part renders in time (bench/realtime.py, 2026-12-07);
+* for a context's first clause only, its first two words as soon as they
+  are complete (whitespace after the second) and no clause end came with
+  them: an LLM's first clause is still arriving, so their render starts a
+  few tokens before the clause ends (its *head*);
 * the client's ``chunk_length_schedule``: once the buffer is that long it is
   cut at its last clause mark, else its last space — never inside a word or
   a number;
@@ -36,10 +37,15 @@ MIN_SCHEDULE_CHARS = 50
 MAX_SCHEDULE_CHARS = 500
 # Words a first clause needs before a comma may end it (shorter: choppy prosody).
 FIRST_CLAUSE_MIN_WORDS = 3
-# Words of a context's first clause spoken before the clause ends: the streamed
-# first chunk's length (frontend.STREAM_FIRST_CHUNK_WORDS), so the audio is what
-# a whole first clause would have started with.
-HEAD_WORDS = 3
+# Words a later clause needs before a comma may end it: "and then, later,"
+# stays whole.
+LATER_CLAUSE_MIN_WORDS = 4
+# Words of a context's first clause spoken before the clause ends. The render
+# follows the audio's length: "Sure, I" (0.66 s) reached one session 0.24 s
+# after its clause ended, "Sure, I checked" (0.82 s) 0.43 s (30 tokens/s,
+# p50 of 3, 2 cores); 12 answers through a session, Whisper tiny.en: the same
+# words heard with a two- or a three-word head (1 slip each; 2026-12-07).
+HEAD_WORDS = 2
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
 _CLAUSE_MARK = re.compile(r"[,;:—–][\"'”’)\]]*(?=\s)")
@@ -134,16 +140,23 @@ class ClauseBuffer:
 
     def _next(self) -> str | None:
         buf = self._buf
+        sentence_end: int | None = None
         for match in _SENTENCE_END.finditer(buf):
             verdict = _ends_sentence(buf, match.end())
             if verdict is None:
                 break
             if verdict and _has_words(buf[: match.end()]):
+                sentence_end = match.end()
+                break
+        # A clause mark before the sentence's end ends a clause once enough
+        # words are before it (a first clause: 3, later ones: 4).
+        least = FIRST_CLAUSE_MIN_WORDS if self._cut == 0 else LATER_CLAUSE_MIN_WORDS
+        for match in _CLAUSE_MARK.finditer(buf, 0, sentence_end or len(buf)):
+            if len(buf[: match.start()].split()) >= least:
                 return self._take(match.end())
+        if sentence_end is not None:
+            return self._take(sentence_end)
         if self._cut == 0:
-            for match in _CLAUSE_MARK.finditer(buf):
-                if len(buf[: match.start()].split()) >= FIRST_CLAUSE_MIN_WORDS:
-                    return self._take(match.end())
             head = None if self._head is not None else _head_end(buf, HEAD_WORDS)
             if head is not None:
                 return self._take(head, head=True)

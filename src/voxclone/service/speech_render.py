@@ -243,6 +243,7 @@ class ChunkRenderer:
                 on_piece=None if pieces is None else pieces.put,
                 timing=timing if first else None,
                 tenant=admission.tenant,
+                listener=admission.listener,
             )
             if pieces is not None:
                 # Every piece is queued before the future resolves: this ends them.

@@ -25,6 +25,7 @@ class Admission:
         "first_pending",
         "priority",
         "tenant",
+        "listener",
         "_scheduler",
         "__weakref__",
     )
@@ -47,6 +48,7 @@ class Admission:
         # None: the request's chunks get the usual priorities (first chunk first).
         self.priority: int | None = None
         self.tenant = tenant  # whose work it is (fair queueing between tenants)
+        self.listener: str | None = None  # Work.listener of its chunks
         self._scheduler = scheduler
 
     def consume(self, chars: float) -> None:

@@ -111,6 +111,7 @@ class Scheduler(AdmissionControl, WorkerLoop):
         on_piece: Callable[[np.ndarray], None] | None = None,
         timing: WorkTiming | None = None,
         tenant: str | None = None,
+        listener: str | None = None,
     ) -> Future[np.ndarray]:
         """Queue one item. ``admitted`` marks a later chunk of a request whose
         first chunk was accepted: it skips the capacity check, so a request is
@@ -123,7 +124,9 @@ class Scheduler(AdmissionControl, WorkerLoop):
         piece the engine streams (``Engine.stream``) before the future resolves;
         a cancelled item stops at the next piece. ``timing`` is filled in as the
         item is queued, starts and ends. ``tenant`` (the owner the work is
-        for) takes turns with other tenants' items of the same priority."""
+        for) takes turns with other tenants' items of the same priority;
+        ``listener`` (:attr:`Work.listener`) lets a lone listener's chunks
+        run on all cores."""
         if timing is not None:
             timing.submitted = time.perf_counter()
         if not self._breaker.allow():
@@ -154,6 +157,7 @@ class Scheduler(AdmissionControl, WorkerLoop):
                     cost,
                     on_piece,
                     timing,
+                    listener,
                 ),
             )
             self._cond.notify()

@@ -33,6 +33,10 @@ class Work:
     # engines); the future still resolves to the whole item's audio.
     on_piece: Callable[[np.ndarray], None] | None = field(compare=False, default=None)
     timing: WorkTiming | None = field(compare=False, default=None)
+    # Whose ears the audio is for (a voice agent's socket): while every live
+    # request belongs to one listener, its chunks run on all cores in turn
+    # (workers.py).
+    listener: str | None = field(compare=False, default=None)
 
 
 @dataclass

@@ -48,26 +48,11 @@ class WorkerLoop(SchedulerFields):
             self._served_round = max(self._served_round, batch[0].round)
             if (
                 self._fast_lane
-                and batch[0].priority == PRIORITY_FIRST_CHUNK
                 and self._in_flight == 0
-                and not (self._queue and self._queue[0].priority == PRIORITY_FIRST_CHUNK)
-                and self._live_admissions_locked() <= 1
+                and (
+                    self._first_chunk_alone_locked(batch[0]) or self._lone_listener_locked(batch[0])
+                )
             ):
-                # Idle server, first audio of a stream: one call on all cores
-                # beats two single-thread calls for time to first audio. Later
-                # chunks queued behind it (the stream's own tail, submitted with
-                # it) wait for this one short call: run beside it on one thread
-                # each, the first chunk took 0.62 s instead of 0.37 s (3 words,
-                # 2 cores, 2026-12-06) and a voice agent heard it 0.25 s later.
-                # Another stream's first chunk still shares the cores with it,
-                # and so does any first chunk while another live request is
-                # admitted (its chunks not queued yet: text still being
-                # prepared). In a flood of 40, the first of 4 admitted requests
-                # took the lane alone (6.4 s where one thread takes 9.2: 1.45x
-                # for two cores) while the other three waited, so the last one
-                # ended 27.2 s after its start against an estimate of 18.5 s
-                # (admission plans two workers side by side): the 504s of
-                # tests/e2e/test_capacity.py's flood (2026-12-07).
                 self._exclusive = True
                 self._in_flight += 1
                 return batch, True
@@ -97,6 +82,45 @@ class WorkerLoop(SchedulerFields):
             and self._queue[0].priority == PRIORITY_BACKGROUND
             and self._background_in_flight >= self._background_limit
         )
+
+    def _first_chunk_alone_locked(self, work: Work) -> bool:
+        """A stream's first chunk with no other request admitted or starting."""
+        # Idle server, first audio of a stream: one call on all cores
+        # beats two single-thread calls for time to first audio. Later
+        # chunks queued behind it (the stream's own tail, submitted with
+        # it) wait for this one short call: run beside it on one thread
+        # each, the first chunk took 0.62 s instead of 0.37 s (3 words,
+        # 2 cores, 2026-12-06) and a voice agent heard it 0.25 s later.
+        # Another stream's first chunk still shares the cores with it,
+        # and so does any first chunk while another live request is
+        # admitted (its chunks not queued yet: text still being
+        # prepared). In a flood of 40, the first of 4 admitted requests
+        # took the lane alone (6.4 s where one thread takes 9.2: 1.45x
+        # for two cores) while the other three waited, so the last one
+        # ended 27.2 s after its start against an estimate of 18.5 s
+        # (admission plans two workers side by side): the 504s of
+        # tests/e2e/test_capacity.py's flood (2026-12-07).
+        return (
+            work.priority == PRIORITY_FIRST_CHUNK
+            and not (self._queue and self._queue[0].priority == PRIORITY_FIRST_CHUNK)
+            and self._live_admissions_locked() <= 1
+        )
+
+    def _lone_listener_locked(self, work: Work) -> bool:
+        """Every live request admitted or queued is for ``work``'s listener
+        (one voice agent's socket): its chunks come one after the other
+        anyway (each clause plays after the last), so each takes every core.
+        On one thread a sentence rendered at 0.74 s per second of audio and
+        a session's second sentence came 1.9-3.6 s after its first had
+        played out; on both, 0.42 s per second (2 cores, 2026-12-07)."""
+        listener = work.listener
+        if listener is None or work.priority == PRIORITY_BACKGROUND:
+            return False
+        return all(
+            a.listener == listener
+            for a in self._admissions
+            if a.remaining > 0 and a.priority != PRIORITY_BACKGROUND
+        ) and all(w.listener == listener for w in self._queue if w.priority != PRIORITY_BACKGROUND)
 
     def _live_admissions_locked(self) -> int:
         """Admitted live requests with work left (background jobs aside)."""
