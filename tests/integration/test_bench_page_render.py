@@ -7,12 +7,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import sys
 from pathlib import Path
 
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-from test_bench_page import (  # noqa: E402  (tests/unit: shared with the tests that stayed)
+from test_bench_page import (  # tests/unit (conftest.py)
     _page,
     _table,
 )

@@ -13,10 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-from test_bench_smoke import (  # noqa: E402  (tests/unit: shared with the tests that stayed)
+from test_bench_smoke import (  # tests/unit (conftest.py)
     BENCH,
     _fake_results,
     _users_level,

@@ -4,17 +4,13 @@ from tests/unit/test_built_models.py, issue 51).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+import test_built_models as unit  # tests/unit (conftest.py)
+from test_built_models import _mode  # tests/unit (conftest.py)
 
 from voxclone.synth.voice import ge2e
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-import test_built_models as unit  # noqa: E402
-from test_built_models import _mode  # noqa: E402
 
 loose_umask = unit.loose_umask  # its fixture, defined once there
 

@@ -13,10 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-from test_bundle_unpack import (  # noqa: E402  (tests/unit: shared with the tests that stayed)
+from test_bundle_unpack import (  # tests/unit (conftest.py)
     BIG,
     CONFIG,
     WRITE_LIMIT,

@@ -4,21 +4,17 @@ tests/unit/test_campplus.py, issue 51: tests/unit runs no subprocess or server).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from voxclone.synth.voice import campplus_onnx
-from voxclone.synth.voice.campplus import CamPlusPlus
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # helpers shared with the tests that stayed
-sys.path.insert(0, str(UNIT))
-from test_campplus import (  # noqa: E402
+from test_campplus import (  # tests/unit (conftest.py)
     _speech_like,
     random_state,
 )
+
+from voxclone.synth.voice import campplus_onnx
+from voxclone.synth.voice.campplus import CamPlusPlus
 
 
 def test_the_graph_is_built_once_in_a_child_and_saved(tmp_path: Path) -> None:

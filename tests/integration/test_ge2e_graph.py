@@ -9,16 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from voxclone.synth.voice import ge2e
-from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-from test_ge2e import (  # noqa: E402  (tests/unit: shared with the tests that stayed)
+from test_ge2e import (  # tests/unit (conftest.py)
     _clips,
     _speech_like,
 )
+
+from voxclone.synth.voice import ge2e
+from voxclone.synth.voice.speaker_encoder import SpeakerEncoder
 
 
 def test_embeddings_match_resemblyzer(tmp_path: Path) -> None:
@@ -52,7 +49,6 @@ def test_the_encoder_imports_neither_torch_nor_onnx(tmp_path: Path) -> None:
     """Importing torch (and onnx) held the GIL for seconds while speech was
     served: the graph is built once in a child process and then only read."""
     import subprocess
-    import sys
 
     code = (
         "import sys, pathlib, numpy as np\n"

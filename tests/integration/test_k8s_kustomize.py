@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-from test_k8s_manifests import (  # noqa: E402  (tests/unit: shared with the tests that stayed)
+from test_k8s_manifests import (  # tests/unit (conftest.py)
     K8S,
     KUSTOMIZATIONS,
 )

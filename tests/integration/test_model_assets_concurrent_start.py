@@ -5,17 +5,14 @@ tests/unit/test_model_assets.py, issue 51: tests/unit runs no subprocess or serv
 from __future__ import annotations
 
 import multiprocessing as mp
-import sys
 from pathlib import Path
 
-from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # helpers shared with the tests that stayed
-sys.path.insert(0, str(UNIT))
-from test_model_assets import (  # noqa: E402
+from test_model_assets import (  # tests/unit (conftest.py)
     GOOD_SHA,
     _assemble_in_child,
 )
+
+from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME
 
 
 def test_concurrent_first_start_yields_one_valid_model(tmp_path: Path) -> None:

@@ -10,9 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-from test_private_files import (  # noqa: E402  (tests/unit: shared with the tests that stayed)
+from test_private_files import (  # tests/unit (conftest.py)
     _env,
     _mode,
 )

@@ -13,16 +13,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import report_fakes  # tests/unit (conftest.py)
+import test_report_recovery as unit  # tests/unit (conftest.py)
+from report_fakes import DRAFT_STYLE, until  # tests/unit (conftest.py)
+from test_report_recovery import CHILD_LEASE_S, _assert_measured  # tests/unit (conftest.py)
 
 from voxclone.runtime.job_store import SqlJobStore
 from voxclone.service.voices import VoiceService
 
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-import report_fakes  # noqa: E402
-import test_report_recovery as unit  # noqa: E402
-from report_fakes import DRAFT_STYLE, until  # noqa: E402
-from test_report_recovery import CHILD_LEASE_S, _assert_measured  # noqa: E402
+UNIT = Path(__file__).resolve().parents[1] / "unit"  # a child imports its helpers too
 
 # Its fixtures, defined once there.
 _fast_queue, db, services = unit._fast_queue, unit.db, unit.services

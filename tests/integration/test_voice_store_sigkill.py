@@ -12,14 +12,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import test_voice_store as unit  # tests/unit (conftest.py)
+from test_voice_store import SHAPES, SRC_DIR, style_of  # tests/unit (conftest.py)
+
 from voxclone.runtime.voice_store import (
     SqliteVoiceStore,
 )
 
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # the helpers these tests share with it
-sys.path.insert(0, str(UNIT))
-import test_voice_store as unit  # noqa: E402
-from test_voice_store import SHAPES, SRC_DIR, style_of  # noqa: E402
+UNIT = Path(__file__).resolve().parents[1] / "unit"  # a child imports its helpers too
 
 db_path = unit.db_path  # its fixture, defined once there
 

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # helpers shared with the tests that stayed
-sys.path.insert(0, str(UNIT))
 from test_voice_table_bench import ROWS  # noqa: E402  (it also puts bench/ on the path)
 
 

@@ -4,18 +4,14 @@ from tests/unit/test_watermark.py, issue 51: tests/unit runs no subprocess or se
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
-
-from voxclone.synth.audio import watermark
-
-UNIT = Path(__file__).resolve().parents[1] / "unit"  # helpers shared with the tests that stayed
-sys.path.insert(0, str(UNIT))
-from test_watermark import (  # noqa: E402
+from test_watermark import (  # tests/unit (conftest.py)
     _speech,
 )
+
+from voxclone.synth.audio import watermark
 
 
 def test_graphs_are_saved_hash_recorded_and_rebuilt_when_tampered(tmp_path: Path) -> None:
