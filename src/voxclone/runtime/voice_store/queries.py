@@ -36,7 +36,8 @@ VOICE_CHILD_TABLES: tuple[Table, ...] = (
 
 _V = t.voices.c
 
-SUMMARY_COLUMNS = (
+# A voice's own columns, read by position (load_voice, summary_from_row).
+RECORD_COLUMNS = (
     _V.id,
     _V.name,
     _V.language,
@@ -46,10 +47,13 @@ SUMMARY_COLUMNS = (
     _V.version,
     _V.source,
     _V.quality_json,
-    exists().where(t.voice_reference_audio.c.voice_id == _V.id).label("has_reference_audio"),
     _V.engine,
     _V.model_id,
     _V.model_version,
+)
+SUMMARY_COLUMNS = (
+    *RECORD_COLUMNS,
+    exists().where(t.voice_reference_audio.c.voice_id == _V.id).label("has_reference_audio"),
 )
 
 
@@ -71,10 +75,10 @@ def summary_from_row(row: Sequence[Any]) -> VoiceSummary:
         version=int(row[6]),
         source=row[7],
         quality=json.loads(row[8]),
-        has_reference_audio=bool(row[9]),
-        engine=row[10],
-        model_id=row[11],
-        model_version=row[12],
+        has_reference_audio=bool(row[12]),
+        engine=row[9],
+        model_id=row[10],
+        model_version=row[11],
     )
 
 
@@ -142,22 +146,7 @@ def load_voice(
     owner: str | None,
     include_reference_audio: bool,
 ) -> VoiceRecord:
-    row = conn.execute(
-        select(
-            _V.id,
-            _V.name,
-            _V.language,
-            _V.owner,
-            _V.created_at,
-            _V.updated_at,
-            _V.version,
-            _V.source,
-            _V.quality_json,
-            _V.engine,
-            _V.model_id,
-            _V.model_version,
-        ).where(voice_where(voice_id, owner))
-    ).first()
+    row = conn.execute(select(*RECORD_COLUMNS).where(voice_where(voice_id, owner))).first()
     if row is None:
         raise not_found(voice_id)
     c = t.voice_consents.c
