@@ -23,6 +23,7 @@ from voxclone.runtime.scheduler import (
     Scheduler,
     WorkTiming,
 )
+from voxclone.runtime.scheduler.workers import LONE_LISTENER_MAX_UNITS
 from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 from voxclone.synth.engine.call_stop import CallStop
 
@@ -529,6 +530,9 @@ def test_a_lone_listener_s_later_chunks_take_every_core(make_scheduler) -> None:
     assert engine.exclusive_calls == [1, 2]  # another socket: shares the cores
     other.release()
     sched.submit(item(6), listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1, 2, 6]
+    # A long chunk would hold both cores from whoever comes next: one thread.
+    sched.submit(item(7), listener="socket-a", cost=LONE_LISTENER_MAX_UNITS + 1).result(WAIT_S)
     assert engine.exclusive_calls == [1, 2, 6]
     clause.release()
     next_clause.release()

@@ -25,6 +25,12 @@ log = logging.getLogger(__name__)
 CANCEL_POLL_S = 0.01
 
 
+# The longest chunk (units: phoneme tokens) a lone listener runs on all cores:
+# a 12-15 word clause; "It looks fine today, and nothing needs to change
+# before tomorrow." is 62.
+LONE_LISTENER_MAX_UNITS = 64.0
+
+
 def _gone(work: Work) -> bool:
     return work.future.cancelled() or (work.cancelled is not None and work.cancelled())
 
@@ -112,9 +118,18 @@ class WorkerLoop(SchedulerFields):
         anyway (each clause plays after the last), so each takes every core.
         On one thread a sentence rendered at 0.74 s per second of audio and
         a session's second sentence came 1.9-3.6 s after its first had
-        played out; on both, 0.42 s per second (2 cores, 2026-12-07)."""
+        played out; on both, 0.42 s per second (2 cores, 2026-12-07).
+
+        Only chunks up to LONE_LISTENER_MAX_UNITS: a request arriving while
+        one runs waits for it (the other core is held), so the wait is
+        bounded by a clause's render (~1.5 s on this host), not a 510-token
+        chunk's (~9 s)."""
         listener = work.listener
-        if listener is None or work.priority == PRIORITY_BACKGROUND:
+        if (
+            listener is None
+            or work.priority == PRIORITY_BACKGROUND
+            or work.cost > LONE_LISTENER_MAX_UNITS
+        ):
             return False
         return all(
             a.listener == listener
