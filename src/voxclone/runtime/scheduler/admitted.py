@@ -57,10 +57,18 @@ class Admission:
             self.first_pending = 0.0
 
     def release(self) -> None:
-        with self._scheduler._cond:
+        scheduler = self._scheduler
+        with scheduler._cond:
             self.remaining = 0.0
             self.first_pending = 0.0
-            self._scheduler._admissions.pop(self, None)
+            scheduler._admissions.pop(self, None)
+            if self.listener is not None:
+                now = scheduler._clock()
+                left = scheduler._listeners_left
+                left[self.listener] = now
+                if len(left) > 64:  # forget the long gone
+                    for name in [n for n, at in left.items() if now - at > 60.0]:
+                        del left[name]
 
 
 class WindowAdmission(Admission):

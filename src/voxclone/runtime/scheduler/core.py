@@ -77,6 +77,7 @@ class Scheduler(AdmissionControl, WorkerLoop):
         self._served_round = 0
         self._tenant_round = {}
         self._admissions = {}
+        self._listeners_left = {}
         self._running = {}
         self._stops = {}
         self._stops_cond = threading.Condition()

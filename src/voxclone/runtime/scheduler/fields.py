@@ -51,6 +51,9 @@ class SchedulerFields:
     _tenant_round: dict[str, int]  # each tenant's last round queued
     # Open admissions, oldest first (a dict keeps insertion order).
     _admissions: dict[Admission, None]
+    # When each listener's last request ended (scheduler clock): one that
+    # ended a moment ago is between clauses, not gone (workers.py).
+    _listeners_left: dict[str, float]
     # Engine calls now running: seq -> (scheduler clock at start, units,
     # whether it is a request's first chunk, whether it is background work).
     _running: dict[int, tuple[float, float, bool, bool]]

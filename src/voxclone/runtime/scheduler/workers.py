@@ -29,6 +29,11 @@ CANCEL_POLL_S = 0.01
 # a 12-15 word clause; "It looks fine today, and nothing needs to change
 # before tomorrow." is 62.
 LONE_LISTENER_MAX_UNITS = 64.0
+# Another listener whose request ended less than this ago is between two of
+# its clauses (the next is admitted once the last one's audio has started):
+# taking both cores then made its next clause wait 0.48 s (two sessions,
+# 2026-12-07).
+LONE_LISTENER_QUIET_S = 2.0
 
 
 def _gone(work: Work) -> bool:
@@ -131,11 +136,19 @@ class WorkerLoop(SchedulerFields):
             or work.cost > LONE_LISTENER_MAX_UNITS
         ):
             return False
-        return all(
-            a.listener == listener
-            for a in self._admissions
-            if a.remaining > 0 and a.priority != PRIORITY_BACKGROUND
-        ) and all(w.listener == listener for w in self._queue if w.priority != PRIORITY_BACKGROUND)
+        now = self._clock()
+        return (
+            all(
+                a.listener == listener
+                for a in self._admissions
+                if a.remaining > 0 and a.priority != PRIORITY_BACKGROUND
+            )
+            and all(w.listener == listener for w in self._queue if w.priority != PRIORITY_BACKGROUND)
+            and not any(
+                name != listener and now - at < LONE_LISTENER_QUIET_S
+                for name, at in self._listeners_left.items()
+            )
+        )
 
     def _live_admissions_locked(self) -> int:
         """Admitted live requests with work left (background jobs aside)."""
