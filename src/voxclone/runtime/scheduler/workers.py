@@ -143,7 +143,9 @@ class WorkerLoop(SchedulerFields):
                 for a in self._admissions
                 if a.remaining > 0 and a.priority != PRIORITY_BACKGROUND
             )
-            and all(w.listener == listener for w in self._queue if w.priority != PRIORITY_BACKGROUND)
+            and all(
+                w.listener == listener for w in self._queue if w.priority != PRIORITY_BACKGROUND
+            )
             and not any(
                 name != listener and now - at < LONE_LISTENER_QUIET_S
                 for name, at in self._listeners_left.items()
