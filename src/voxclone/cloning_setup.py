@@ -24,8 +24,10 @@ from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.router import SpeechRouter
 from voxclone.service.spoken_consent import ConsentClips, SpokenConsentCheck
-from voxclone.service.voices import PromptCloning, VoiceService
+from voxclone.service.voices import VoiceService
 from voxclone.service.voices_admission import enrollment_cancel_check
+from voxclone.service.voices_request import PromptCloning
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
 from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 
 if TYPE_CHECKING:
@@ -280,38 +282,47 @@ def build_voice_service(
         max_bytes=int(settings.max_upload_mb * (1 << 20)),
         max_seconds=settings.max_reference_seconds,
     )
-    service = VoiceService(
-        store=store,
-        # A shared database is shared by live processes: failing every
-        # unfinished job at start would fail the other replicas' live jobs.
-        jobs=jobs
+    # A shared database is shared by live processes: failing every unfinished
+    # job at start would fail the other replicas' live jobs.
+    job_store = (
+        jobs
         if jobs is not None
-        else SqlJobStore(store.database, recover_on_open=settings.database_url is None),
-        job_events=job_events,
-        cloner=cloner,
-        refiner_factory_or_refiner=refiner,
-        reference_loader=loader,
-        on_voice_changed=router.invalidate_voice,
-        purge=purge,
-        revoke_jobs=revoke_jobs,
-        refine_budget_s=settings.refine_budget_s,
-        deep_refiner=deep,
-        deep_refine_missing=deep_missing,
-        refine_method=settings.refine_method,
-        quality_reporter=reporter,
-        pitch_calibrator=calibrator,
-        follow_rate=settings.clone_follow_rate,
-        stock_check=settings.clone_stock_check,
-        style_engine=style.engine.capabilities if style is not None else None,
-        prompt_engines=prompt_engines,
-        default_engine=router.default_engine,
-        resolve_model=router.engine_for,
-        inline_log=InlineVoiceLog(store.database),
-        inline_ttl_s=settings.inline_voice_ttl_s,
-        enroll_slots=settings.enroll_slots,
-        enroll_queue=settings.enroll_queue,
-        spoken_consent=_spoken_consent_check(settings, encoder, transcriber.transcribe),
-        consent_clips=ConsentClips(store.blobs) if store.blobs is not None else None,
+        else SqlJobStore(store.database, recover_on_open=settings.database_url is None)
     )
+    service = VoiceService(
+        VoiceStores(
+            voices=store,
+            jobs=job_store,
+            job_events=job_events,
+            report_queue=job_store,
+            inline_log=InlineVoiceLog(store.database),
+        ),
+        CloningKit(
+            cloner=cloner,
+            refiner=refiner,
+            reference_loader=loader,
+            quality_reporter=reporter,
+            pitch_calibrator=calibrator,
+            style_engine=style.engine.capabilities if style is not None else None,
+            prompt_engines=prompt_engines,
+            default_engine=router.default_engine,
+            resolve_model=router.engine_for,
+            deep_refiner=deep,
+            deep_refine_missing=deep_missing,
+            spoken_consent=_spoken_consent_check(settings, encoder, transcriber.transcribe),
+            consent_clips=ConsentClips(store.blobs) if store.blobs is not None else None,
+        ),
+        VoiceHooks(on_voice_changed=router.invalidate_voice, purge=purge, revoke_jobs=revoke_jobs),
+        VoicePolicy(
+            refine_budget_s=settings.refine_budget_s,
+            refine_method=settings.refine_method,
+            follow_rate=settings.clone_follow_rate,
+            stock_check=settings.clone_stock_check,
+            inline_ttl_s=settings.inline_voice_ttl_s,
+            enroll_slots=settings.enroll_slots,
+            enroll_queue=settings.enroll_queue,
+        ),
+    )
+    service.start()
     service.start_inline_sweeper()
     return service

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import httpx
 import pytest
 
 from voxclone.errors import Cancelled
-from voxclone.service.voices import ConsentInput, EnrollRequest
+from voxclone.service.voices_request import ConsentInput, EnrollRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import report_fakes  # noqa: E402  (tests/unit: the service on stand-in models)
@@ -58,7 +59,9 @@ class Loader:
 def service(app_runtime: Any, tmp_path: Path) -> Iterator[tuple[Any, Loader]]:
     loader = Loader()
     svc = report_fakes.service(
-        tmp_path / "voices.sqlite3", reference_loader=loader, enroll_slots=1, enroll_queue=2
+        tmp_path / "voices.sqlite3",
+        reference_loader=loader,
+        policy=replace(report_fakes.NO_STOCK_CHECK, enroll_slots=1, enroll_queue=2),
     )
     app_runtime.replace(voices=svc)
     try:

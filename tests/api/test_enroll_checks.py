@@ -19,6 +19,7 @@ from voxclone.errors import AudioQualityError
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
 from voxclone.service.voices import VoiceService
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 
 FORM = {
     "name": "Ada",
@@ -46,15 +47,15 @@ def spy(runtime: Any, app_runtime: Any, tmp_path: Path) -> Iterator[Spy]:
     jobs = SqlJobStore(store.database)
     loader = Spy()
     service = VoiceService(
-        store=store,
-        jobs=jobs,
-        job_events=JobEvents(),
-        cloner=SimpleNamespace(),  # type: ignore[arg-type]  # never reached: checks come first
-        refiner_factory_or_refiner=None,
-        reference_loader=loader,
-        on_voice_changed=lambda _voice: None,
-        style_engine=caps,
+        VoiceStores(voices=store, jobs=jobs, job_events=JobEvents(), report_queue=jobs),
+        CloningKit(
+            cloner=SimpleNamespace(),  # type: ignore[arg-type]  # never reached: checks come first
+            reference_loader=loader,
+            style_engine=caps,
+        ),
+        VoiceHooks(on_voice_changed=lambda _voice: None),
     )
+    service.start()
     store.create(
         VoiceRecord(
             id="",

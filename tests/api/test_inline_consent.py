@@ -126,6 +126,7 @@ def test_orphaned_inline_audio_is_purged_at_start(tmp_path: Path) -> None:
     """A process that died with live inline voices: the next one purges their audio."""
     from voxclone.runtime.inline_log import InlineVoiceLog
     from voxclone.service.voices import VoiceService
+    from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 
     log = InlineVoiceLog(tmp_path / "voices.sqlite3")
     consent = ConsentRecord("0" * 64, "Ada", "2026-01-01T00:00:00+00:00", "127.0.0.1")
@@ -133,15 +134,12 @@ def test_orphaned_inline_audio_is_purged_at_start(tmp_path: Path) -> None:
     purged: list[str] = []
     none: Any = None
     service = VoiceService(
-        store=none,
-        jobs=none,
-        job_events=JobEvents(),
-        cloner=none,
-        refiner_factory_or_refiner=none,
-        reference_loader=none,
-        on_voice_changed=purged.append,
-        inline_log=log,
+        VoiceStores(voices=none, jobs=none, job_events=JobEvents(), inline_log=log),
+        CloningKit(),
+        VoiceHooks(on_voice_changed=purged.append),
     )
+    assert purged == []  # building the service does no I/O
+    service.start()
     try:
         assert purged == ["inline-0123456789abcdef"]
         assert log.pending() == []

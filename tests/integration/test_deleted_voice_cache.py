@@ -46,6 +46,7 @@ from voxclone.service.purge import CachePurger
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest, SpeechService
 from voxclone.service.voices import VoiceService
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 from voxclone.synth.engine.base import Engine, EngineCapabilities, EngineVoice, SynthItem
 from voxclone.synth.text.frontend import TextFrontend
 
@@ -180,15 +181,10 @@ def _server(
     )
     router = SpeechRouter({CAPS.engine: speech}, catalog)
     purger = build_purger(store, cache, router.invalidate_voice)  # as build_runtime wires it
-    voices = VoiceService(
-        store=store,
-        jobs=jobs,
-        job_events=JobEvents(),
-        cloner=None,  # type: ignore[arg-type]  # nothing here clones
-        refiner_factory_or_refiner=lambda budget: None,  # type: ignore[arg-type,return-value]
-        reference_loader=lambda audio: None,  # type: ignore[arg-type,return-value]
-        on_voice_changed=router.invalidate_voice,
-        purge=purger.purge,
+    voices = VoiceService(  # nothing here clones: no cloning kit
+        VoiceStores(voices=store, jobs=jobs, job_events=JobEvents()),
+        CloningKit(),
+        VoiceHooks(on_voice_changed=router.invalidate_voice, purge=purger.purge),
     )
     server = Server(engine, store, cache, speech, router, voices, purger, disk_root, client)
 

@@ -22,7 +22,9 @@ from voxclone.models_location import default_models_dir
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.service.voices import ConsentInput, EnrollRequest, VoiceService
+from voxclone.service.voices import VoiceService
+from voxclone.service.voices_request import ConsentInput, EnrollRequest
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
 from voxclone.synth.audio.reference import prepare_reference
 from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum
 from voxclone.synth.audio.vad import SpeechDetector
@@ -104,21 +106,30 @@ def _voice_service(
     store: SqliteVoiceStore,
     jobs: SqliteJobStore,
     loader: Callable[[bytes], Any],
-    **extra: Any,
+    *,
+    on_voice_changed: Callable[[str], None] = lambda _voice: None,
+    quality_reporter: QualityReporter | None = None,
+    pitch_calibrator: PitchCalibrator | None = None,
+    policy: VoicePolicy | None = None,
 ) -> VoiceService:
-    return VoiceService(
-        store=store,
-        jobs=jobs,
-        job_events=JobEvents(),
-        cloner=InstantCloner(parts.atlas, parts.encoder),
-        refiner_factory_or_refiner=parts.refiner,
-        reference_loader=loader,
-        **{"on_voice_changed": lambda _voice: None, **extra},
+    service = VoiceService(
+        VoiceStores(voices=store, jobs=jobs, job_events=JobEvents(), report_queue=jobs),
+        CloningKit(
+            cloner=InstantCloner(parts.atlas, parts.encoder),
+            refiner=parts.refiner,
+            reference_loader=loader,
+            quality_reporter=quality_reporter,
+            pitch_calibrator=pitch_calibrator,
+        ),
+        VoiceHooks(on_voice_changed=on_voice_changed),
+        policy,
     )
+    service.start()
+    return service
 
 
 def _full_service(
-    engine: Engine, parts: CloningParts, tmp_path: Path, **extra: Any
+    engine: Engine, parts: CloningParts, tmp_path: Path, policy: VoicePolicy | None = None
 ) -> Iterator[tuple[VoiceService, list[str], Any]]:
     db = tmp_path / "voices.sqlite3"
     shapes = {engine.capabilities.engine: engine.capabilities.style_shape}
@@ -132,7 +143,7 @@ def _full_service(
         on_voice_changed=changed.append,
         quality_reporter=parts.reporter,
         pitch_calibrator=PitchCalibrator(parts.atlas, parts.reporter.probe, KOKORO_RATE),
-        **extra,
+        policy=policy,
     )
     yield svc, changed, (engine, parts.tokens, jobs, store)
     svc.close()
@@ -153,7 +164,7 @@ def stock_leaning_service(
 ) -> Iterator[tuple[VoiceService, list[str], Any]]:
     """The product's wiring with a stock preference so large that the closest
     built-in of the pitch gate always replaces the clone."""
-    yield from _full_service(engine, parts, tmp_path, stock_preference=1.0)
+    yield from _full_service(engine, parts, tmp_path, VoicePolicy(stock_preference=1.0))
 
 
 def _wait(svc: VoiceService, job_id: str, owner: str, timeout_s: float = 300.0) -> Any:

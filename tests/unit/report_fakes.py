@@ -24,7 +24,9 @@ import numpy as np
 from voxclone.errors import InvalidInput
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.voice_store import SqlVoiceStore
-from voxclone.service.voices import ConsentInput, EnrollRequest, VoiceService
+from voxclone.service.voices import VoiceService
+from voxclone.service.voices_request import ConsentInput, EnrollRequest
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.clone import InstantClone
 from voxclone.synth.voice.quality_report import QualityReporter
@@ -80,6 +82,10 @@ class Cloner:
         )
 
 
+# The fakes' clones are no built-in's: the stock check has nothing to compare.
+NO_STOCK_CHECK = VoicePolicy(stock_check=False)
+
+
 def harmonic_reference(audio: bytes) -> ReferenceAudio:
     """A cleaned 3 s recording of a 150 Hz voice, whatever was uploaded."""
     t = np.arange(3 * 16_000) / 16_000
@@ -97,9 +103,17 @@ def harmonic_reference(audio: bytes) -> ReferenceAudio:
 
 
 def service(
-    db: Path, mode: str = "ok", jobs: SqlJobStore | None = None, **extra: Any
+    db: Path,
+    mode: str = "ok",
+    jobs: SqlJobStore | None = None,
+    *,
+    reference_loader: Callable[[bytes], ReferenceAudio] | None = None,
+    quality_reporter: QualityReporter | None = None,
+    deep_refiner: Any = None,
+    policy: VoicePolicy = NO_STOCK_CHECK,
 ) -> VoiceService:
-    """``extra``: more VoiceService arguments, or ones replacing these."""
+    """A started service on ``db`` whose cloner behaves as ``mode`` says;
+    the other arguments replace the fakes' parts."""
     store = SqlVoiceStore(db, style_shapes={"kokoro": SHAPE})
     cloner = Cloner(mode)
 
@@ -115,20 +129,20 @@ def service(
         word_error_rate=None,
         engine_rate=ENGINE_RATE,
     )
-    return VoiceService(
-        store=store,
-        jobs=jobs if jobs is not None else SqlJobStore(store.database),
-        job_events=JobEvents(),
-        cloner=cloner,  # type: ignore[arg-type]
-        refiner_factory_or_refiner=None,
-        **{
-            "quality_reporter": reporter,
-            "reference_loader": harmonic_reference,
-            "on_voice_changed": lambda _voice: None,
-            "stock_check": False,
-            **extra,
-        },
+    queue = jobs if jobs is not None else SqlJobStore(store.database)
+    built = VoiceService(
+        VoiceStores(voices=store, jobs=queue, job_events=JobEvents(), report_queue=queue),
+        CloningKit(
+            cloner=cloner,  # type: ignore[arg-type]
+            reference_loader=reference_loader or harmonic_reference,
+            quality_reporter=quality_reporter or reporter,
+            deep_refiner=deep_refiner,
+        ),
+        VoiceHooks(on_voice_changed=lambda _voice: None),
+        policy,
     )
+    built.start()
+    return built
 
 
 def until(check: Callable[[], Any], timeout: float = 30.0) -> Any:

@@ -32,6 +32,7 @@ from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_job_voices import VOICE_DELETED
 from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs, blob_key
 from voxclone.service.voices import VoiceService
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 from voxclone.synth.engine.base import EngineVoice
 
 SHAPE = (510, 1, 256)
@@ -136,15 +137,10 @@ def world(database_url: str, tmp_path: Path) -> Iterator[World]:
     queue = SqlJobStore(db, recover_on_open=False)
     renderer = _GatedRenderer(VoiceCatalog({"kokoro": _Engine()}, store))  # type: ignore[dict-item]
     jobs = _jobs(queue, renderer, LocalBlobStore(tmp_path / "blobs"), lease_s=0.3)
-    voices = VoiceService(
-        store=store,
-        jobs=queue,
-        job_events=JobEvents(),
-        cloner=None,  # deleting never clones
-        refiner_factory_or_refiner=None,
-        reference_loader=lambda audio: None,  # type: ignore[arg-type,return-value]
-        on_voice_changed=lambda voice_id: None,
-        revoke_jobs=jobs.revoke_voices,
+    voices = VoiceService(  # deleting never clones: no cloning kit
+        VoiceStores(voices=store, jobs=queue, job_events=JobEvents()),
+        CloningKit(),
+        VoiceHooks(on_voice_changed=lambda voice_id: None, revoke_jobs=jobs.revoke_voices),
     )
     alice = store.create(_record("Alice", "alice"))
     try:

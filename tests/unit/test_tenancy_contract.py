@@ -36,6 +36,7 @@ from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechService
 from voxclone.service.voices import VoiceService
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 from voxclone.synth.audio.tone import GRID_HZ
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.base import Engine, EngineVoice
@@ -109,14 +110,10 @@ def library(database_url: str) -> Iterator[Library]:
     store = SqlVoiceStore(db, style_shapes={"kokoro": (510, 1, 256)})
     jobs = SqlJobStore(db)
     changed: list[str] = []
-    service = VoiceService(
-        store=store,
-        jobs=jobs,
-        job_events=JobEvents(),
-        cloner=None,  # type: ignore[arg-type]  # library operations never clone
-        refiner_factory_or_refiner=lambda budget: None,  # type: ignore[arg-type,return-value]
-        reference_loader=lambda audio: None,  # type: ignore[arg-type,return-value]
-        on_voice_changed=changed.append,
+    service = VoiceService(  # library operations never clone: no cloning kit
+        VoiceStores(voices=store, jobs=jobs, job_events=JobEvents()),
+        CloningKit(),
+        VoiceHooks(on_voice_changed=changed.append),
     )
     voice = store.create(_record("Alice", A))
     try:

@@ -26,6 +26,7 @@ from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
 from voxclone.service.purge import CachePurger
 from voxclone.service.voices import VoiceService
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 
 SHAPES: dict[str, tuple[int, ...] | None] = {"kokoro": (510, 1, 256)}
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -182,15 +183,10 @@ def test_the_voice_service_delete_purges_the_blobs(db_file: Path, blob_store: Bl
     jobs = SqlJobStore(db)
     changed: list[str] = []
     purger = CachePurger(store, voice_purge(store, changed.append))
-    service = VoiceService(
-        store=store,
-        jobs=jobs,
-        job_events=JobEvents(),
-        cloner=None,  # type: ignore[arg-type]  # deletion never clones
-        refiner_factory_or_refiner=lambda budget: None,  # type: ignore[arg-type,return-value]
-        reference_loader=lambda audio: None,  # type: ignore[arg-type,return-value]
-        on_voice_changed=changed.append,
-        purge=purger.purge,
+    service = VoiceService(  # deletion never clones: no cloning kit
+        VoiceStores(voices=store, jobs=jobs, job_events=JobEvents()),
+        CloningKit(),
+        VoiceHooks(on_voice_changed=changed.append, purge=purger.purge),
     )
     try:
         voice = store.create(record("Alice"))

@@ -12,7 +12,9 @@ statement; raw reference audio is stored only when the user asks; deleting a
 voice deletes its rows and jobs and tells the audio caches to drop what was
 made with it (``on_voice_changed``).
 
-VoiceService is the entry point; its parts live beside it: the request
+VoiceService is the entry point, built from the four values of
+voices_setup.py (stores, cloning kit, hooks, policy); its parts live beside
+it: the request
 values and checks (voices_request.py), stored values and quality reports
 (voices_stored.py), its jobs (voices_jobs.py), refinement (voices_refine.py),
 report jobs (voices_report.py), added recordings (voices_recordings.py) and
@@ -25,7 +27,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError as FutureCancelled
 from dataclasses import replace
 from typing import Any
@@ -33,14 +35,12 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, UnknownModel, VoxcloneError
-from voxclone.runtime.inline_log import InlineVoiceLog
-from voxclone.runtime.job_store import JobEvents, JobRecord, JobStore, SqlJobStore
+from voxclone.runtime.job_store import JobRecord
 from voxclone.runtime.voice_store import (
     LEGACY_ENGINE,
     LEGACY_MODEL_ID,
     ConsentRecord,
     VoiceRecord,
-    VoiceStore,
     VoiceSummary,
     utc_now_iso,
 )
@@ -49,16 +49,14 @@ from voxclone.service.enroll_checks import check_given_by, check_name_free, voic
 from voxclone.service.report_jobs import ReportInputs, mark_pending
 from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.service.spoken_consent import (
-    ConsentClips,
     ConsentPhrase,
     ConsentPhrases,
-    SpokenConsentCheck,
 )
 from voxclone.service.voices_admission import EnrollmentQueue, EnrollTicket, cancelled_by
 from voxclone.service.voices_inline import INLINE_ID_PREFIX, InlineVoices
 from voxclone.service.voices_jobs import VoiceJobs
 from voxclone.service.voices_recordings import AddedRecordings
-from voxclone.service.voices_refine import Refinements, RefinerSource
+from voxclone.service.voices_refine import Refinements
 from voxclone.service.voices_report import ReportJobs
 from voxclone.service.voices_request import (
     ConsentInput,
@@ -70,17 +68,12 @@ from voxclone.service.voices_request import (
     load_references,
     no_style_engine,
 )
+from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
 from voxclone.service.voices_stored import clone_quality, prompt_quality, with_listener_prints
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
-from voxclone.synth.engine.base import EngineCapabilities
-from voxclone.synth.voice.clone import InstantCloner
-from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
 from voxclone.synth.voice.pipeline import CloningPipeline
-from voxclone.synth.voice.pitch_calibration import PitchCalibrator
 from voxclone.synth.voice.prosody import pitch_stats
-from voxclone.synth.voice.quality_report import QualityReporter
-from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
 # Names other modules have imported from here since before the split.
 __all__ = [
@@ -98,101 +91,66 @@ log = logging.getLogger(__name__)
 class VoiceService:
     def __init__(
         self,
+        stores: VoiceStores,
+        kit: CloningKit,
+        hooks: VoiceHooks,
+        policy: VoicePolicy | None = None,
         *,
-        store: VoiceStore,
-        jobs: JobStore,
-        job_events: JobEvents,
-        cloner: InstantCloner | None,
-        refiner_factory_or_refiner: RefinerSource | None,
-        reference_loader: Callable[[bytes], ReferenceAudio],
-        on_voice_changed: Callable[[str], None],
-        refine_budget_s: float = 180.0,
-        quality_reporter: QualityReporter | None = None,
-        pitch_calibrator: PitchCalibrator | None = None,
-        follow_rate: bool = True,
-        stock_check: bool = True,
-        stock_preference: float = STOCK_PREFERENCE,
-        refine_workers: int = 1,
-        style_engine: EngineCapabilities | None = None,
-        prompt_engines: Mapping[str, PromptCloning] | None = None,
-        default_engine: str | None = None,
-        resolve_model: Callable[[str | None], str | None] | None = None,
-        inline_log: InlineVoiceLog | None = None,
-        inline_ttl_s: float = 3600.0,
         clock: Callable[[], float] = time.time,
-        purge: Callable[[str], int | bool | None] | None = None,
-        revoke_jobs: Callable[[Sequence[str]], object] | None = None,
-        enroll_slots: int = 1,
-        enroll_queue: int = 4,
-        spoken_consent: SpokenConsentCheck | None = None,
-        consent_clips: ConsentClips | None = None,
-        deep_refiner: DeepVoiceRefiner | None = None,
-        deep_refine_missing: str | None = None,
-        refine_method: str = "atlas",
     ) -> None:
-        """``cloner`` … ``pitch_calibrator`` are the style engine's cloning stack
-        (None when no style engine is loaded); ``style_engine`` names it in the
-        records. ``prompt_engines`` maps engine names to their prompt cloning.
-        ``resolve_model`` turns a request's ``model`` into an engine name.
-        ``enroll_slots`` enrollments render at once and ``enroll_queue`` more
-        wait their turn (service/voices_admission.py). ``spoken_consent``
-        checks consent clips and ``consent_clips`` keeps them with the voice
-        (service/spoken_consent.py; None: spoken consent is refused).
-        ``deep_refiner``: the deep refine (None: ``deep_refine_missing`` says
-        why); ``refine_method``: what a refine naming no method runs."""
+        """Builds its parts; no I/O and no thread until :meth:`start`."""
+        policy = policy or VoicePolicy()
+        store, jobs, reporter = stores.voices, stores.jobs, kit.quality_reporter
         self._store = store
-        self._deep_refiner = deep_refiner
-        self._listener_prints = None if deep_refiner is None else deep_refiner.reference_embeddings
-        self._spoken_consent = spoken_consent
-        self._consent_clips = consent_clips
+        self._deep_refiner = kit.deep_refiner
+        self._listener_prints = (
+            None if kit.deep_refiner is None else kit.deep_refiner.reference_embeddings
+        )
+        self._spoken_consent = kit.spoken_consent
+        self._consent_clips = kit.consent_clips
         self.consent_phrases = ConsentPhrases(clock=clock)
-        self._admission = EnrollmentQueue(slots=enroll_slots, queue=enroll_queue)
-        # Purges the caches of a deleted voice; False = postponed (journaled).
-        self._purge = purge
-        # Revokes the speech jobs of deleted voices and deletes their audio
-        # (SpeechJobs.revoke_voices, service/speech_job_voices.py).
-        self._revoke_jobs = revoke_jobs
+        self._admission = EnrollmentQueue(slots=policy.enroll_slots, queue=policy.enroll_queue)
+        self._purge = hooks.purge
+        self._revoke_jobs = hooks.revoke_jobs
         self._jobs = jobs
-        self._cloner = cloner
-        self._load_reference = reference_loader
-        self._on_voice_changed = on_voice_changed
-        self._reporter = quality_reporter
+        self._cloner = kit.cloner
+        self._load_reference = kit.reference_loader
+        self._on_voice_changed = hooks.on_voice_changed
+        self._reporter = reporter
         # The style engine's cloning pipeline (None when no style engine is loaded).
         self._pipeline = (
             CloningPipeline(
-                cloner,
-                probe=quality_reporter.probe if quality_reporter is not None else None,
-                sample_rate=quality_reporter.sample_rate
-                if quality_reporter is not None
-                else 24_000,
-                calibrator=pitch_calibrator,
-                follow_rate=follow_rate,
-                stock_check=stock_check,
-                stock_preference=stock_preference,
+                kit.cloner,
+                probe=reporter.probe if reporter is not None else None,
+                sample_rate=reporter.sample_rate if reporter is not None else 24_000,
+                calibrator=kit.pitch_calibrator,
+                follow_rate=policy.follow_rate,
+                stock_check=policy.stock_check,
+                stock_preference=policy.stock_preference,
             )
-            if cloner is not None
+            if kit.cloner is not None
             else None
         )
         self._closing = threading.Event()
-        self._voice_jobs = VoiceJobs(jobs, job_events, self._closing)
+        self._voice_jobs = VoiceJobs(jobs, stores.job_events, self._closing)
         self._refinements = Refinements(
             store=store,
             jobs=self._voice_jobs,
-            source=refiner_factory_or_refiner,
+            source=kit.refiner,
             pipeline=self._pipeline,
-            on_voice_changed=on_voice_changed,
-            budget_s=refine_budget_s,
-            workers=refine_workers,
-            deep=deep_refiner,
-            deep_unavailable=deep_refine_missing,
-            default_method=refine_method,
+            on_voice_changed=hooks.on_voice_changed,
+            budget_s=policy.refine_budget_s,
+            workers=policy.refine_workers,
+            deep=kit.deep_refiner,
+            deep_unavailable=kit.deep_refine_missing,
+            default_method=policy.refine_method,
         )
         self._recordings = AddedRecordings(
             store=store,
             pipeline=self._pipeline,
-            reporter=quality_reporter,
-            reference_loader=reference_loader,
-            on_voice_changed=on_voice_changed,
+            reporter=reporter,
+            reference_loader=kit.reference_loader,
+            on_voice_changed=hooks.on_voice_changed,
             listener_prints=self._listener_prints,
         )
         # The background half of ``wait=False`` enrollments, durable across
@@ -201,36 +159,40 @@ class VoiceService:
         self._reports = (
             ReportJobs(
                 store=store,
-                jobs=jobs,
-                events=job_events,
+                jobs=stores.report_queue,
+                events=stores.job_events,
                 voice_jobs=self._voice_jobs,
                 refinements=self._refinements,
                 pipeline=self._pipeline,
-                reporter=quality_reporter,
-                reference_loader=reference_loader,
-                on_voice_changed=on_voice_changed,
+                reporter=reporter,
+                reference_loader=kit.reference_loader,
+                on_voice_changed=hooks.on_voice_changed,
                 closing=self._closing,
                 listener_prints=self._listener_prints,
             )
-            if self._pipeline is not None and isinstance(jobs, SqlJobStore)
+            if self._pipeline is not None and stores.report_queue is not None
             else None
         )
-        self._style_caps = style_engine
-        self._prompt_engines = dict(prompt_engines or {})
-        style_name = style_engine.engine if style_engine is not None else None
-        self._default_engine = default_engine or style_name
-        self._resolve_model = resolve_model
+        self._style_caps = kit.style_engine
+        self._prompt_engines = dict(kit.prompt_engines)
+        style_name = kit.style_engine.engine if kit.style_engine is not None else None
+        self._default_engine = kit.default_engine or style_name
+        self._resolve_model = kit.resolve_model
         self._inline = InlineVoices(
-            on_voice_changed=on_voice_changed,
-            inline_log=inline_log,
-            ttl_s=inline_ttl_s,
+            on_voice_changed=hooks.on_voice_changed,
+            inline_log=stores.inline_log,
+            ttl_s=policy.inline_ttl_s,
             clock=clock,
             closing=self._closing,
         )
-        # Audio of inline voices a previous process made and never purged.
+
+    def start(self) -> None:
+        """Purge the audio of inline voices a previous process made and never
+        purged, then start the report worker (its thread calls back into this
+        service, so it starts last)."""
         self._inline.purge_orphaned()
         if self._reports is not None:
-            self._reports.start()  # last: its thread calls back into this service
+            self._reports.start()
 
     def start_inline_sweeper(self) -> None:
         """Purge expired inline voices in the background, even when no request comes."""
