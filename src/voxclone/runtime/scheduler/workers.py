@@ -95,7 +95,8 @@ class WorkerLoop(SchedulerFields):
         )
 
     def _first_chunk_alone_locked(self, work: Work) -> bool:
-        """A stream's first chunk with no other request admitted or starting."""
+        """A request's first chunk (a stream's, or a whole file's) with no other
+        request admitted or starting."""
         # Idle server, first audio of a stream: one call on all cores
         # beats two single-thread calls for time to first audio. Later
         # chunks queued behind it (the stream's own tail, submitted with
