@@ -99,8 +99,12 @@ run serve: install
 	exec $(BIN)/voxclone serve
 
 # Everything: unit, integration (real Redis), API, e2e, browser (real Chromium).
+# tests/unit starts no child and no server (its guard checks), so its files run
+# on two workers; the rest times servers, floods and sessions on the same two
+# cores and runs one test at a time.
 test: install test-deps system-deps
-	$(BIN)/python -m pytest -q --durations=30
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/unit
+	$(BIN)/python -m pytest -q --durations=30 --ignore=tests/unit
 
 test-fast: install test-deps
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not e2e"
