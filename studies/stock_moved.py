@@ -63,7 +63,7 @@ from clone_eval import (  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.models_location import default_models_dir  # noqa: E402
-from voxclone.service.voices import ConsentInput, EnrollRequest  # noqa: E402
+from voxclone.service.voices_request import ConsentInput, EnrollRequest  # noqa: E402
 from voxclone.service.voices_stored import recipe_from_json  # noqa: E402
 from voxclone.synth.audio.tone import ToneFilter  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402

@@ -61,7 +61,7 @@ class FakeVoiceService:
         return EnrollmentQueue().admit(renders=False)
 
     def start_enrollment(self, req: Any, *, wait: bool = True, **_admission: Any) -> Any:
-        from voxclone.service.voices import Enrollment
+        from voxclone.service.voices_request import Enrollment
 
         self.waited = wait
         voice, job = self.enroll(req)

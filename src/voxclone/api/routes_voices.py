@@ -29,7 +29,7 @@ router = APIRouter(tags=["voices"])
 def request_types() -> tuple[Any, Any]:
     """(ConsentInput, EnrollRequest) of the voice service, imported when first needed."""
     try:
-        from voxclone.service.voices import ConsentInput, EnrollRequest
+        from voxclone.service.voices_request import ConsentInput, EnrollRequest
     except ImportError:
         raise NotReady("voice cloning is not available on this server") from None
     return ConsentInput, EnrollRequest

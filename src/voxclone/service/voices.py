@@ -75,16 +75,6 @@ from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.voice.pipeline import CloningPipeline
 from voxclone.synth.voice.prosody import pitch_stats
 
-# Names other modules have imported from here since before the split.
-__all__ = [
-    "ConsentInput",
-    "DeletedVoice",
-    "EnrollRequest",
-    "Enrollment",
-    "PromptCloning",
-    "VoiceService",
-]
-
 log = logging.getLogger(__name__)
 
 
