@@ -1,4 +1,4 @@
-"""How a transport holds an admission (service/speech_admission.py, SpeechRouter.admission).
+"""How a transport holds an admission (service/pricing.py, SpeechRouter.admission).
 
 The invariant that matters: a stream's reservation outlives the route that
 opened it (its render frees it when it ends), so it is freed only when
@@ -8,6 +8,7 @@ opening fails; a whole file's is freed when the route is done, however.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -15,9 +16,10 @@ import pytest
 from voxclone.errors import Overloaded
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission
+from voxclone.service.pricing import released_at_end, released_on_failure
 from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import SpeechRequest, SpeechService
-from voxclone.service.speech_admission import released_at_end, released_on_failure
+from voxclone.service.speech import SpeechService
+from voxclone.service.speech_request import SpeechRequest
 
 
 @dataclass
@@ -34,8 +36,8 @@ def _admission(reservation: Reservation) -> Admission:
 
 
 @dataclass
-class PrecheckingService:
-    """What SpeechRouter.admission needs of a service: its precheck."""
+class PrecheckingPricer:
+    """What SpeechRouter.admission needs of an engine: its pricer's precheck."""
 
     refuse: bool = False
     reservations: list[Reservation] = field(default_factory=list)
@@ -48,8 +50,9 @@ class PrecheckingService:
         return AdmissionTerms(terms.deadline, terms.must_finish, provisional=reservation)
 
 
-def _router(service: PrecheckingService) -> SpeechRouter:
-    return SpeechRouter({"kokoro": cast(SpeechService, service)}, catalog=cast(Any, None))
+def _router(pricer: PrecheckingPricer) -> SpeechRouter:
+    service = cast(SpeechService, SimpleNamespace(pricer=pricer))
+    return SpeechRouter({"kokoro": service}, catalog=cast(Any, None))
 
 
 def test_released_at_end_frees_on_success_and_on_failure() -> None:
@@ -73,34 +76,34 @@ def test_released_on_failure_keeps_what_an_open_stream_owns() -> None:
 
 
 def test_router_admission_frees_a_whole_files_reservation_when_the_route_ends() -> None:
-    service = PrecheckingService()
-    with _router(service).admission(
+    pricer = PrecheckingPricer()
+    with _router(pricer).admission(
         SpeechRequest(text="Hello."), AdmissionTerms(1e12), stream=False
     ) as terms:
-        assert terms.provisional is service.reservations[0]
-        assert service.reservations[0].releases == 0  # held while the route runs
-    assert service.reservations[0].releases == 1
+        assert terms.provisional is pricer.reservations[0]
+        assert pricer.reservations[0].releases == 0  # held while the route runs
+    assert pricer.reservations[0].releases == 1
 
 
 def test_router_admission_leaves_an_open_streams_reservation_to_its_render() -> None:
-    service = PrecheckingService()
-    router = _router(service)
+    pricer = PrecheckingPricer()
+    router = _router(pricer)
     with router.admission(SpeechRequest(text="Hello."), AdmissionTerms(1e12), stream=True):
         pass
-    assert service.reservations[0].releases == 0
+    assert pricer.reservations[0].releases == 0
     with (
         pytest.raises(RuntimeError),
         router.admission(SpeechRequest(text="Other."), AdmissionTerms(1e12), stream=True),
     ):
         raise RuntimeError("validation failed in the thread")
-    assert service.reservations[1].releases == 1
+    assert pricer.reservations[1].releases == 1
 
 
 def test_router_admission_refuses_before_the_block_runs() -> None:
     ran = False
     with (
         pytest.raises(Overloaded),
-        _router(PrecheckingService(refuse=True)).admission(
+        _router(PrecheckingPricer(refuse=True)).admission(
             SpeechRequest(text="Hello."), AdmissionTerms(1e12), stream=False
         ),
     ):

@@ -8,31 +8,41 @@ learns its rate in) and the length of its audio (service/output_length.py),
 refuses a spoken form that outgrows its text or audio longer than
 ``max_output_s`` (413, before any render, on every route), and
 turns :class:`~voxclone.runtime.admission.AdmissionTerms` into a scheduler
-admission. Its :meth:`SpeechPricer.precheck` is the cheap event-loop half:
-a lower bound of the price, reserved provisionally so a flood arriving at
-once sees itself, replaced by the real price once the service has checked
-the cache and the renders in flight (coalesce first, admit second).
+admission, priced with what the request resolved to (its language, lexicon,
+SSML, each voice's pace: :class:`ResolvedRequest`). Its
+:meth:`SpeechPricer.precheck` is the cheap event-loop half: a lower bound of
+the price, reserved provisionally so a flood arriving at once sees itself,
+replaced by the real price once the service has checked the cache and the
+renders in flight (coalesce first, admit second).
+
+One place for the admit → run → release sequence every transport repeats
+(whole file, stream, captions, OpenAI, Wyoming, speech jobs):
+:func:`released_at_end` and :func:`released_on_failure` hold what a
+transport or the service was given (an :class:`Admission`, or the
+:class:`AdmissionTerms` with a provisional reservation) while it runs, and
+free it as the kind of work requires. Releasing twice is harmless, so a
+reservation the service already took over or freed is freed again as a
+no-op.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from voxclone.errors import PayloadTooLarge, VoxcloneError
+from voxclone.errors import InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import PRIORITY_NORMAL, Admission, Scheduler
 from voxclone.service.output_length import check_output_s, pace, speech_seconds
+from voxclone.service.speech_request import Admit, SpeechRequest
+from voxclone.service.speech_resolved import ResolvedRequest
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import STREAM_FIRST_CHUNK_TOKENS, Spoken, TextFrontend
 from voxclone.synth.text.lexicon import Lexicon
 from voxclone.synth.text.ssml import SsmlBreak, SsmlDocument, ssml_language
-
-if TYPE_CHECKING:
-    from voxclone.service.speech import SpeechRequest
 
 LOOKAHEAD_CHUNKS = 2  # chunks queued ahead of the one being post-processed
 # How much longer than its raw text a request's spoken form may be (after
@@ -72,8 +82,13 @@ class SpeechPrice(Spoken):
 VoicePace = Callable[[str | None], float]
 
 
-def _one(_voice: str | None) -> float:
-    return 1.0
+def _pace_of(r: ResolvedRequest) -> VoicePace:
+    """The pace of each voice ``r`` speaks with (a clone keeps its reference's)."""
+
+    def voice_pace(name: str | None) -> float:
+        return (r.ssml_voices[name] if name else r.voice).speed
+
+    return voice_pace
 
 
 def _with_lexicon(text: str, lexicon: Lexicon | None) -> int:
@@ -100,6 +115,35 @@ def speech_request_key(req: SpeechRequest, *, stream: bool) -> str:
     return hashlib.sha256(repr(fields).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def release(admission: Admit) -> None:
+    """Free ``admission`` (nothing when there is none)."""
+    if admission is not None:
+        admission.release()
+
+
+@contextmanager
+def released_at_end(admission: Admit) -> Iterator[None]:
+    """For work that ends with the block (a whole file, captions in one
+    response, a speech job): free ``admission`` when the block ends, however
+    it ends."""
+    try:
+        yield
+    finally:
+        release(admission)
+
+
+@contextmanager
+def released_on_failure(admission: Admit) -> Iterator[None]:
+    """For a stream the block opens: free ``admission`` if the block fails;
+    once the stream is open its render owns the reservation and frees it
+    when it ends (or is dropped)."""
+    try:
+        yield
+    except BaseException:
+        release(admission)
+        raise
+
+
 class SpeechPricer:
     """Prices one engine's requests and admits them on its scheduler."""
 
@@ -121,13 +165,27 @@ class SpeechPricer:
         # The longest audio one request may make, silence included (Settings.max_output_s).
         self._max_output_s = max_output_s
 
-    def price(
+    def price(self, r: ResolvedRequest) -> SpeechPrice:
+        """What ``r`` costs to speak and how long it lasts (:meth:`_price`,
+        with what it resolved to)."""
+        return self._price(r.request, r.language, r.lexicon, r.document, _pace_of(r))
+
+    def estimate(self, r: ResolvedRequest) -> SpeechPrice:
+        """``r``'s price, refused (413) when it is more than any request may
+        cost (:meth:`charged`), or InvalidInput when it says nothing: what a
+        speech job is checked and stored with when queued."""
+        price = self.charged(self.price(r))
+        if price.units <= 0:
+            raise InvalidInput("the text contains nothing that can be spoken", field="text")
+        return price
+
+    def _price(
         self,
         req: SpeechRequest,
         language: str,
         lexicons: Callable[[str], Lexicon | None],
         doc: SsmlDocument | None,
-        voice_pace: VoicePace = _one,
+        voice_pace: VoicePace,
     ) -> SpeechPrice:
         """What ``req`` costs to speak, with its first and longest chunk
         (:meth:`TextFrontend.spoken_size`; ``doc``: its SSML, parsed) and
@@ -223,23 +281,19 @@ class SpeechPricer:
         return price
 
     def take(
-        self,
-        req: SpeechRequest,
-        language: str,
-        lexicons: Callable[[str], Lexicon | None],
-        doc: SsmlDocument | None,
-        terms: AdmissionTerms,
-        *,
-        stream: bool,
-        voice_pace: VoicePace = _one,
+        self, r: ResolvedRequest, admit: Admission | AdmissionTerms, *, stream: bool
     ) -> Admission:
-        """An admission taken now on ``terms``, priced by :meth:`price` (it
-        replaces the terms' provisional one). A chunk holds at most the
+        """The admission ``r`` renders under: ``admit`` when it was taken
+        earlier, else one taken now on its terms, priced by :meth:`price`
+        (it replaces the terms' provisional one). A chunk holds at most the
         engine's token budget (about a unit a token); up to the look-ahead of
         them render at once; a stream's first chunk is cut short for its
         first audio."""
+        if isinstance(admit, Admission):
+            return admit
+        terms = admit
         try:
-            spoken = self.charged(self.price(req, language, lexicons, doc, voice_pace))
+            spoken = self.charged(self.price(r))
         except BaseException:
             terms.release()
             raise
@@ -253,13 +307,43 @@ class SpeechPricer:
             piece_chars=float(max(1, spoken.longest_chunk)),
             parallel=LOOKAHEAD_CHUNKS,
             first_piece_chars=float(max(1, min(first, spoken.first_chunk or first))),
-            tenant=req.owner,
+            tenant=r.request.owner,
             replacing=provisional if isinstance(provisional, Admission) else None,
         )
         if not terms.queue_first:
             admission.priority = PRIORITY_NORMAL
         admission.listener = terms.listener
         return admission
+
+    def admit(
+        self,
+        r: ResolvedRequest,
+        deadline: float,
+        *,
+        stream: bool,
+        must_finish: bool | None = None,
+        first_audio_s: float | None = None,
+    ) -> Admission:
+        """Reserve engine time for the validated ``r`` now. Raises
+        Overloaded (503) when the work already admitted would make it late,
+        PayloadTooLarge (413) when it could not be done by ``deadline`` even
+        alone.
+
+        A whole file must finish by ``deadline``. A stream must deliver its
+        first audio within ``first_audio_s`` (and by ``deadline``), and must
+        also finish by ``deadline`` when ``must_finish``."""
+        finish = (not stream) if must_finish is None else (must_finish or not stream)
+        terms = AdmissionTerms(deadline, finish, first_audio_s if stream else None)
+        return self.take(r, terms, stream=stream)
+
+    def background(self, r: ResolvedRequest) -> Admission:
+        """An admission for a speech job, priced like a live request: it counts
+        in the backlog live requests see only as much as it keeps on the engine
+        at once (the look-ahead), not its whole (possibly book-long) text."""
+        units = self.charged(self.price(r)).units
+        return self._scheduler.admit_window(
+            float(units), float(LOOKAHEAD_CHUNKS * self._caps.max_tokens), tenant=r.request.owner
+        )
 
     def precheck(
         self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool

@@ -31,12 +31,11 @@ from voxclone.errors import NotFound, UnknownModel
 from voxclone.lru import Lru
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
-from voxclone.service.pricing import speech_request_key
+from voxclone.service.pricing import released_at_end, released_on_failure, speech_request_key
 from voxclone.service.speech import (
     SpeechRequest,
     SpeechService,
 )
-from voxclone.service.speech_admission import released_at_end, released_on_failure
 from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.engine.base import EngineCapabilities
 
@@ -289,7 +288,7 @@ class SpeechRouter:
             if self._seen.get(request_key):
                 return terms
         service = self._service(r.model_engine or self.default_engine)
-        checked = service.precheck(r.request, terms, stream=stream)
+        checked = service.pricer.precheck(r.request, terms, stream=stream)
         with self._seen_lock:
             self._seen.put(request_key, True)
         return checked

@@ -29,15 +29,16 @@ from voxclone.service.c2pa_manifest import ManifestStamper, OutputFacts, voice_r
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.output_length import held_to
-from voxclone.service.pricing import LOOKAHEAD_CHUNKS, SpeechPrice, SpeechPricer
-from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
-from voxclone.service.request_resolver import RequestResolver
-from voxclone.service.speech_admission import (
-    SpeechAdmission,
+from voxclone.service.pricing import (
+    LOOKAHEAD_CHUNKS,
+    SpeechPrice,
+    SpeechPricer,
     release,
     released_at_end,
     released_on_failure,
 )
+from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.request_resolver import RequestResolver
 from voxclone.service.speech_encode import (
     Stamp,
     encode_captioned,
@@ -133,23 +134,25 @@ class SpeechService:
             # give every replica one key (VOXCLONE_SIGNING_CERT/KEY) to sign alike.
             manifest="c2pa" if stamper is not None else None,
         )
-        self._admission = SpeechAdmission(
-            SpeechPricer(
-                frontend,
-                scheduler,
-                capabilities,
-                max_text_chars=max_text_chars,
-                default_language=default_language,
-                max_output_s=max_output_s,
-            ),
+        self._pricer = SpeechPricer(
+            frontend,
             scheduler,
             capabilities,
+            max_text_chars=max_text_chars,
+            default_language=default_language,
+            max_output_s=max_output_s,
         )
         self._renderer = ChunkRenderer(scheduler, capabilities, self._hooks, watermark=watermark)
 
     @property
     def sample_rate(self) -> int:
         return self._caps.sample_rate
+
+    @property
+    def pricer(self) -> SpeechPricer:
+        """What this engine's requests cost, and their admission on its
+        scheduler (the router's event-loop precheck calls it directly)."""
+        return self._pricer
 
     @property
     def catalog(self) -> VoiceCatalog:
@@ -238,7 +241,7 @@ class SpeechService:
                 if late_hit is not None:
                     return late_hit[0].data
             # Only the leader of the shared render is admitted.
-            taken = self._admission.take(r, terms, stream=False)
+            taken = self._pricer.take(r, terms, stream=False)
             data = self._render_file(r, progress, abandoned, deadline, taken)
             if cache is not None:
                 # Not kept when the voice was deleted or changed meanwhile.
@@ -315,7 +318,7 @@ class SpeechService:
         with released_on_failure(admission):
             track = self._resolve.word_track(r)
             terms = admission or AdmissionTerms(deadline)
-            taken = self._admission.take(r, terms, stream=False)
+            taken = self._pricer.take(r, terms, stream=False)
         pieces = list(
             self.render_pieces(
                 r,
@@ -353,7 +356,7 @@ class SpeechService:
         with released_on_failure(admission):
             track = self._resolve.word_track(r)
             terms = admission or AdmissionTerms(deadline, must_finish=False)
-            taken = self._admission.take(r, terms, stream=True)
+            taken = self._pricer.take(r, terms, stream=True)
         pieces = self.render_pieces(
             r,
             fast_start=fast_start,
@@ -401,7 +404,7 @@ class SpeechService:
             release(admission)
             return ctype, follower
         terms = admission if admission is not None else AdmissionTerms(deadline, must_finish=False)
-        taken = self._admission.take(r, terms, stream=True)
+        taken = self._pricer.take(r, terms, stream=True)
 
         def render(shared: SharedStream) -> Iterator[bytes]:
             chunks = self._stream_and_cache(r, key, ctype, shared.abandoned, taken)
@@ -471,7 +474,7 @@ class SpeechService:
         stats = stats if stats is not None else RenderStats()
         started = time.perf_counter()
         if admission is None:
-            admission = self._admission.take(r, AdmissionTerms(deadline), stream=False)
+            admission = self._pricer.take(r, AdmissionTerms(deadline), stream=False)
         frames = self._renderer.frames(
             r.voice, controls, fast_start=fast_start, words=words, ssml=r.is_ssml
         )
@@ -545,13 +548,7 @@ class SpeechService:
             on_first_audio_stages=self._hooks.on_first_audio_stages,
         )
 
-    # -- admission (service/speech_admission.py) -------------------------------
-    def precheck(
-        self, req: SpeechRequest, terms: AdmissionTerms, *, stream: bool
-    ) -> AdmissionTerms:
-        """Cheap refusal on the event loop (:meth:`SpeechPricer.precheck`)."""
-        return self._admission.precheck(req, terms, stream=stream)
-
+    # -- admission (service/pricing.py) ----------------------------------------
     def admit(
         self,
         req: Speakable,
@@ -561,7 +558,7 @@ class SpeechService:
         must_finish: bool | None = None,
         first_audio_s: float | None = None,
     ) -> Admission:
-        """Reserve engine time for ``req`` now (:meth:`SpeechAdmission.admit`;
+        """Reserve engine time for ``req`` now (:meth:`SpeechPricer.admit`;
         it validates and prices the request: voice lookup and text preparation,
         so call it from a worker thread). The caller releases it at the end
         (releasing twice is harmless); a cache hit or a shared render releases
@@ -569,7 +566,7 @@ class SpeechService:
         to :meth:`synthesize` / :meth:`stream` instead, which coalesce first."""
         r = self.request(req)
         r.resolve()  # resolved (and checked) before it is priced
-        return self._admission.admit(
+        return self._pricer.admit(
             r,
             deadline,
             stream=stream,
@@ -580,10 +577,10 @@ class SpeechService:
     def estimate(self, req: Speakable) -> SpeechPrice:
         """What ``req`` costs and about how long its audio lasts, refused
         (413) over the limits before anything renders: what a speech job is
-        checked and stored with when queued (:meth:`SpeechAdmission.estimate`)."""
+        checked and stored with when queued (:meth:`SpeechPricer.estimate`)."""
         r = self.request(req)
         r.resolve()  # resolved (and checked) before it is priced
-        return self._admission.estimate(r)
+        return self._pricer.estimate(r)
 
     def synthesize_into(
         self,
@@ -625,8 +622,8 @@ class SpeechService:
         return content_type(fmt)
 
     def admit_background(self, req: Speakable) -> Admission:
-        """A speech job's admission (:meth:`SpeechAdmission.background`)."""
-        return self._admission.background(self.request(req))
+        """A speech job's admission (:meth:`SpeechPricer.background`)."""
+        return self._pricer.background(self.request(req))
 
     def calibrate(self) -> float:
         """Measure the engine's rate with one real call at background priority

@@ -60,8 +60,8 @@ from voxclone.service.dialogue import (
 )
 from voxclone.service.job_words import WORDS_CONTENT_TYPE, dump_words, words_key
 from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
+from voxclone.service.pricing import released_at_end
 from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_admission import released_at_end
 from voxclone.service.speech_job_voices import (
     SPEECH_JOB_KIND,
     VOICE_DELETED_ERROR,
