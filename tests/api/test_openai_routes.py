@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES, emotion_from_instructions
 from voxclone.runtime.key_scopes import LOCAL_OWNER
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech_request import SpeechRequest
 
 
 def test_speech_with_openai_voice_name_returns_wav(client: TestClient) -> None:
@@ -104,7 +104,7 @@ def test_openais_2025_voices_speak_as_a_voice_of_their_sex(client: TestClient, n
 
 def test_x_voice_names_the_voice_that_spoke_on_every_route(client: TestClient) -> None:
     runtime = client.app.state.runtime  # type: ignore[attr-defined]
-    default = runtime.speech.request(SpeechRequest(text="Hi there.")).voice.id
+    default = runtime.speech.resolve(SpeechRequest(text="Hi there.")).voice.id
     tts = client.post("/v1/tts", json={"text": "Hi there."})
     streamed = client.post("/v1/tts", json={"text": "Hi there.", "stream": True})
     captioned = client.post("/v1/audio/speech/captioned", json={"input": "Hi there."})

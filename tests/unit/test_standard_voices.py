@@ -250,11 +250,13 @@ def test_kokoro_blend_syntax_mixes_standard_voices(
 
 def test_a_request_without_a_voice_speaks_its_languages_default() -> None:
     catalog = _catalog()
-    # The router picks the voice; the engine's service then resolves the rest
+    # The router picks the voice; the engine's resolver then resolves the rest
     # (here: keeps the router's choice, which is what this test reads).
     service = SimpleNamespace(
         language_of=lambda req: req.language or "en-us",
-        resolution=lambda r, voice: SimpleNamespace(voice=voice, engine="kokoro"),
+        resolver=SimpleNamespace(
+            resolve=lambda r, voice: SimpleNamespace(voice=voice, engine="kokoro")
+        ),
     )
     router = SpeechRouter(
         {"kokoro": service},  # type: ignore[dict-item]

@@ -36,7 +36,7 @@ from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.service.speech_resolved import Speakable
+from voxclone.service.speech_request import Speakable
 from voxclone.synth.text.wordtimes import WordTime, to_srt, to_vtt
 
 router = APIRouter(tags=["speech"])
@@ -65,7 +65,7 @@ async def captioned_response(
             ),
             deadline=deadline,
         )
-    voice = await voice_header(req)
+    voice = voice_header(req)
     if caption_format == "srt":
         srt = to_srt(result.words)
         return Response(srt, media_type="application/x-subrip; charset=utf-8", headers=voice)
@@ -113,7 +113,7 @@ async def captioned_stream(request: Request, runtime: Runtime, speech: Speakable
 
         # Each event carries audio: the first one by the deadline, or 504.
         stream = await open_audio_stream(request, start, deadline=deadline, first_audio_index=0)
-    headers = {"Cache-Control": "no-cache", **await voice_header(req)}
+    headers = {"Cache-Control": "no-cache", **voice_header(req)}
     return stream.response(stream.audio, media_type="text/event-stream", headers=headers)
 
 

@@ -66,8 +66,7 @@ from voxclone.errors import InvalidInput, NotFound, UnknownModel, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.router import OPENAI_ALIASES, ModelInfo
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_resolved import ResolvedRequest
+from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
 from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
 from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_MALE
 
@@ -279,7 +278,7 @@ async def _audio_speech(
             ),
             deadline=deadline,  # its first audio by it, or 504 before any header
         )
-    headers.update(await voice_header(req))
+    headers.update(voice_header(req))
     if body.stream_format == "sse":
         return stream.response(
             _sse_events(stream.audio),

@@ -28,8 +28,7 @@ from voxclone.errors import Forbidden, InvalidInput
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.keys import SCOPE_VOICES_WRITE
 from voxclone.runtime.voice_store import OWNER_MAX_CHARS
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_resolved import ResolvedRequest
+from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
 from voxclone.synth.controls import SpeechControls
 
 router = APIRouter(tags=["speech"])
@@ -127,7 +126,7 @@ async def whole_file_response(request: Request, runtime: Runtime, req: ResolvedR
     return Response(
         content=result.audio,
         media_type=result.content_type,
-        headers={"X-Cache": result.cache, **headers, **await voice_header(req)},
+        headers={"X-Cache": result.cache, **headers, **voice_header(req)},
     )
 
 
@@ -155,7 +154,7 @@ async def streaming_response(request: Request, runtime: Runtime, req: ResolvedRe
     # A fresh render is a generator; a cache hit is a ready iterator over one
     # piece, and the service's stream() does not say which tier answered.
     cache = "miss" if inspect.isgenerator(stream.chunks) else "hit"
-    headers = {"X-Cache": cache, **headers, **await voice_header(req)}
+    headers = {"X-Cache": cache, **headers, **voice_header(req)}
     return stream.response(stream.audio, media_type=stream.content_type, headers=headers)
 
 

@@ -11,8 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from voxclone.assembly import Runtime
 from voxclone.errors import PayloadTooLarge
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_resolved import ResolvedRequest
+from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
 
 SSML_WARNINGS_HEADER = "X-SSML-Warnings"
 

@@ -10,18 +10,16 @@ on /v1/tts, OpenAI speech and the captioned route.
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
-
-from voxclone.service.speech_resolved import ResolvedRequest
+from voxclone.service.speech_request import ResolvedRequest
 
 VOICE_HEADER = "X-Voice"
 
 
-async def voice_header(req: ResolvedRequest) -> dict[str, str]:
-    """``{"X-Voice": ...}`` for ``req``. The render has resolved it by now (its
-    cache key names the voice), so the worker thread only reads what is kept;
-    it is one all the same, because a first resolution reads the store."""
-    voice = await run_in_threadpool(lambda: req.voice)
-    name = voice.spoken_as
+def voice_header(req: ResolvedRequest) -> dict[str, str]:
+    """``{"X-Voice": ...}`` for ``req``, read on the event loop with no I/O:
+    the render resolved it (the router's route, its cache key names the
+    voice) and this reads what was stored; a request nobody resolved is a
+    programming error (RuntimeError), never a database read here."""
+    name = req.voice.spoken_as
     # A header value is one line of Latin-1; built-in names and ids are ASCII.
     return {VOICE_HEADER: name.encode("ascii", "replace").decode("ascii")[:128]}

@@ -39,8 +39,7 @@ from voxclone.service.output_length import held_to
 from voxclone.service.render_stats import RenderStats
 from voxclone.service.speech_encode import encode_file, encode_file_into, encode_stream
 from voxclone.service.speech_job_voices import spoken_voice_ids
-from voxclone.service.speech_request import SpeechRequest
-from voxclone.service.speech_resolved import ResolvedRequest
+from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
 from voxclone.synth.audio.file_encode import content_type
 from voxclone.synth.audio.join import audible_bounds
 from voxclone.synth.audio.loudness import level_to

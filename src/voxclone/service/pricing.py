@@ -37,8 +37,7 @@ from voxclone.errors import InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import PRIORITY_NORMAL, Admission, Scheduler
 from voxclone.service.output_length import check_output_s, pace, speech_seconds
-from voxclone.service.speech_request import Admit, SpeechRequest
-from voxclone.service.speech_resolved import ResolvedRequest
+from voxclone.service.speech_request import Admit, ResolvedRequest, SpeechRequest, spoken_text
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import STREAM_FIRST_CHUNK_TOKENS, Spoken, TextFrontend
 from voxclone.synth.text.lexicon import Lexicon
@@ -67,7 +66,6 @@ PRECHECK_MARGIN = 0.9
 # A text's first sentence, as the precheck sees it (the planner's split is
 # finer; this is only for a lower bound of the first chunk).
 _FIRST_SENTENCE = re.compile(r"[^.!?\n]*[.!?\n]")
-_TAG = re.compile(r"<[^<>]*>")
 
 
 @dataclass(frozen=True)
@@ -96,11 +94,6 @@ def _with_lexicon(text: str, lexicon: Lexicon | None) -> int:
     if lexicon is None:
         return len(text)
     return len(lexicon.apply(text, lambda _word, ipa: f" {ipa} "))
-
-
-def spoken_text(req: SpeechRequest) -> str:
-    """The text without its SSML markup (cheap: for the event loop)."""
-    return _TAG.sub(" ", req.text) if req.is_ssml else req.text
 
 
 def speech_request_key(req: SpeechRequest, *, stream: bool) -> str:

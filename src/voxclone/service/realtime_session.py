@@ -228,7 +228,7 @@ class RealtimeSession:
     def check_voice(self) -> None:
         """Resolve the voice once before any text (a 4xx now, not mid-session);
         voice lookup may read the store: call from a worker thread."""
-        self._speech.request(self.request("Hello.")).resolve()
+        self._speech.resolve(self.request("Hello."))
 
     # -- the protocol's operations ---------------------------------------------
     def context(self, context_id: str) -> _Context:

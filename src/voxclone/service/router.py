@@ -24,7 +24,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Concatenate, ParamSpec, TypeVar
 
 from voxclone.errors import NotFound, UnknownModel
@@ -32,11 +31,13 @@ from voxclone.lru import Lru
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.pricing import released_at_end, released_on_failure, speech_request_key
-from voxclone.service.speech import (
+from voxclone.service.speech import SpeechService
+from voxclone.service.speech_request import (
+    Resolution,
+    ResolvedRequest,
+    Speakable,
     SpeechRequest,
-    SpeechService,
 )
-from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.engine.base import EngineCapabilities
 
 log = logging.getLogger(__name__)
@@ -155,29 +156,42 @@ class SpeechRouter:
         )
 
     def request(self, req: Speakable, *, voice: ResolvedVoice | None = None) -> ResolvedRequest:
-        """``req`` as it travels from the edge (service/speech_resolved.py): the
+        """``req`` as it travels from the edge (service/speech_request.py): the
         engine its model names is picked here, at once (400 for an unknown
-        model); its voice, the engine that speaks it, its language, SSML voices
-        and lexicon resolve once, in the worker thread that first needs them
-        (:meth:`_resolve`). A request already built here is returned as it is.
+        model), with no I/O; its voice, the engine that speaks it, its
+        language, SSML voices and lexicon are resolved once, by :meth:`resolve`
+        in the worker thread that routes it. A request already built here is
+        returned as it is.
 
         ``voice``: what ``req.voice`` names for its model's engine, when the
         caller had to look it up already (the OpenAI route, mapping OpenAI's
-        voice names): it is used as it is, not looked up a second time."""
+        voice names): it is kept on the request and used as it is, not looked
+        up a second time."""
         if isinstance(req, ResolvedRequest):
             return req
-        resolve = self._resolve
-        if voice is not None:
-            if req.voice is None or req.voice_override is not None:
-                raise ValueError("a looked-up voice stands for the voice the request names")
-            resolve = partial(self._resolve, looked_up=voice)
-        return ResolvedRequest(req, resolve, model_engine=self.engine_for(req.model))
+        if voice is not None and (req.voice is None or req.voice_override is not None):
+            raise ValueError("a looked-up voice stands for the voice the request names")
+        return ResolvedRequest(req, model_engine=self.engine_for(req.model), looked_up=voice)
 
-    def _resolve(self, r: ResolvedRequest, looked_up: ResolvedVoice | None = None) -> Resolution:
+    def resolve(self, req: Speakable) -> ResolvedRequest:
+        """``req`` resolved and checked (4xx when it is wrong), once: the first
+        caller resolves it under the request's lock (:meth:`_resolution`) and
+        stores the :class:`Resolution` on it; later ones, and threads that
+        waited meanwhile, get it as it is. Reads the database: call it from a
+        worker thread."""
+        r = self.request(req)
+        if r.resolution is None:
+            with r.lock:
+                if r.resolution is None:
+                    r.resolution = self._resolution(r)
+        return r
+
+    def _resolution(self, r: ResolvedRequest) -> Resolution:
         """Pick the engine and voice of ``r`` (its model's engine, else its
         voice's, else the default; no voice: its language's default), then let
-        that engine's service resolve and check the rest. ``looked_up``: the
-        voice ``r`` names, as the caller found it (:meth:`request`)."""
+        that engine's resolver check and resolve the rest
+        (:meth:`RequestResolver.resolve`). The voice the caller looked up
+        (:meth:`request`) is used as it is."""
         req, engine = r.request, r.model_engine
         voice = None
         if req.voice_override is not None:
@@ -189,16 +203,17 @@ class SpeechRouter:
                 voice = self._catalog.resolve(name, req.owner, chosen)
         else:
             voice = (
-                looked_up
-                if looked_up is not None
+                r.looked_up
+                if r.looked_up is not None
                 else self._catalog.resolve(req.voice, req.owner, engine)
             )
             chosen = engine or voice.engine or self.default_engine
-        return self._service(chosen).resolution(r, voice)
+        return self._service(chosen).resolver.resolve(r, voice)
 
     def route(self, req: Speakable) -> tuple[SpeechService, ResolvedRequest]:
-        """The service that speaks ``req`` and the request, resolved."""
-        r = self.request(req)
+        """The service that speaks ``req`` (the engine its resolution picked)
+        and the request, resolved (:meth:`resolve`)."""
+        r = self.resolve(req)
         return self._service(r.engine), r
 
     def language_defaults(self, engine: str | None = None) -> dict[str, str]:

@@ -2,8 +2,8 @@
 
 The same object serves HTTP, the CLI and Ray Serve replicas. This module
 holds the use cases (a whole file, a stream, captions, admission); the steps
-live beside it: ``speech_request.py`` (the request and result values),
-``request_resolver.py`` (voice, language, lexicon, cache key),
+live beside it: ``speech_request.py`` (the request and result values, the
+request as it travels and its resolver: voice, language, lexicon, cache key),
 ``speech_plan.py`` (text and SSML to chunks), ``speech_render.py`` (chunks
 through the scheduler to joined audio), ``speech_encode.py`` (bytes),
 ``pricing.py`` (what a request costs, its admission), ``render_stats.py``.
@@ -38,7 +38,6 @@ from voxclone.service.pricing import (
     released_on_failure,
 )
 from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
-from voxclone.service.request_resolver import RequestResolver
 from voxclone.service.speech_encode import (
     Stamp,
     encode_captioned,
@@ -51,11 +50,13 @@ from voxclone.service.speech_render import ChunkRenderer
 from voxclone.service.speech_request import (
     Admit,
     CaptionedResult,
+    RequestResolver,
+    ResolvedRequest,
+    Speakable,
     SpeechRequest,
     SpeechResult,
     ssml_warnings,
 )
-from voxclone.service.speech_resolved import Resolution, ResolvedRequest, Speakable
 from voxclone.synth.audio.file_encode import content_type, encode, parse_format
 from voxclone.synth.audio.watermark import WATERMARK_ID
 from voxclone.synth.controls import ResolvedControls
@@ -117,7 +118,7 @@ class SpeechService:
         self._hooks = hooks or ServiceHooks()
         self._flights = SingleFlight()
         self._streams = StreamShares()
-        self._resolve = RequestResolver(
+        self.resolver = RequestResolver(
             frontend=frontend,
             catalog=catalog,
             capabilities=capabilities,
@@ -171,16 +172,27 @@ class SpeechService:
         ``ipa`` in ``language`` (service/lexicon_check.py)."""
         self._frontend.check_ipa(word, ipa, language)
 
-    # -- the request, resolved once (service/speech_resolved.py) -----------------
-    def request(self, req: Speakable) -> ResolvedRequest:
-        """``req`` as this service resolves it (a :class:`ResolvedRequest` the
-        router built is used as it is: its parts are not resolved again)."""
-        return self._resolve.request(req)
+    # -- the request, resolved once (service/speech_request.py) ------------------
+    # ``resolver`` (a RequestResolver): this engine's checks and resolution of
+    # a request; the router resolves the requests it routes with it.
 
-    def resolution(self, r: ResolvedRequest, voice: ResolvedVoice | None) -> Resolution:
-        """Resolve ``r`` for this engine (``voice``: the one the router picked),
-        with its 4xx checks (:meth:`RequestResolver.resolve`)."""
-        return self._resolve.resolve(r, voice)
+    def request(self, req: Speakable) -> ResolvedRequest:
+        """``req`` as it travels (a :class:`ResolvedRequest` is used as it is),
+        nothing resolved: what needs no database (its SSML document)."""
+        return req if isinstance(req, ResolvedRequest) else ResolvedRequest(req)
+
+    def resolve(self, req: Speakable) -> ResolvedRequest:
+        """``req`` resolved and checked for this engine (4xx when it is wrong),
+        once: a request the router resolved (:meth:`SpeechRouter.resolve`) is
+        used as it is; any other is resolved here, under its lock, with the
+        voice it names (else this engine's default). Reads the database: call
+        it from a worker thread."""
+        r = self.request(req)
+        if r.resolution is None:
+            with r.lock:
+                if r.resolution is None:
+                    r.resolution = self.resolver.resolve(r, r.looked_up)
+        return r
 
     def ssml_warnings(self, req: Speakable) -> tuple[str, ...]:
         """What an SSML request's markup asked for that was ignored (empty for
@@ -190,13 +202,13 @@ class SpeechService:
     def language_of(self, req: SpeechRequest) -> str:
         """The language ``req`` is spoken in: its own, else detected from the
         text, else the default (the router picks a default voice by it)."""
-        return self._resolve.language_of(req)
+        return self.resolver.language_of(req)
 
     def _cacheable(self, r: ResolvedRequest) -> bool:
         """A file that speaks with voices other than its own is not kept: the
         cache purges by voice id, and a deleted voice must leave nothing behind.
         A blend speaks with several voices, so it is never kept either."""
-        return self._cache is not None and self._resolve.speaks_only_with(r)
+        return self._cache is not None and self.resolver.speaks_only_with(r)
 
     # -- whole-file synthesis --------------------------------------------------
     def synthesize(
@@ -221,10 +233,10 @@ class SpeechService:
         refused; only a request that needs a render of its own is priced and
         admitted, and refused (503) when the work ahead would make it late.
         """
-        r = self.request(req)
-        voice = r.voice  # resolved (and checked) first: a bad request is a 4xx
+        r = self.resolve(req)  # resolved (and checked) first: a bad request is a 4xx
+        voice = r.voice
         ctype = content_type(r.request.format)
-        key = self._resolve.key(r, stream=False)
+        key = self.resolver.key(r, stream=False)
         cache = self._cache if self._cacheable(r) else None
         if cache is not None:
             hit = cache.get_entry(key)
@@ -302,7 +314,7 @@ class SpeechService:
         """What collects ``req``'s word times while :meth:`render_pieces`
         renders it (400 when they cannot be had: SSML, an engine without
         them); a dialogue times each turn with one (service/dialogue.py)."""
-        return self._resolve.word_track(self.request(req))
+        return self.resolver.word_track(self.resolve(req))
 
     def synthesize_captioned(
         self,
@@ -313,10 +325,9 @@ class SpeechService:
         admission: Admit = None,
     ) -> CaptionedResult:
         """The whole file and its word timestamps (not cached: the cache keeps audio only)."""
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) before the admission is held
+        r = self.resolve(req)  # resolved (and checked) before the admission is held
         with released_on_failure(admission):
-            track = self._resolve.word_track(r)
+            track = self.resolver.word_track(r)
             terms = admission or AdmissionTerms(deadline)
             taken = self._pricer.take(r, terms, stream=False)
         pieces = list(
@@ -351,10 +362,9 @@ class SpeechService:
         words whose speech has been sent by the end of that audio)).
         ``fast_start``: the first chunk cut short for first audio (False when
         the listener still has audio to play: whole sentences, fewer seams)."""
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) before the admission is held
+        r = self.resolve(req)  # resolved (and checked) before the admission is held
         with released_on_failure(admission):
-            track = self._resolve.word_track(r)
+            track = self.resolver.word_track(r)
             terms = admission or AdmissionTerms(deadline, must_finish=False)
             taken = self._pricer.take(r, terms, stream=True)
         pieces = self.render_pieces(
@@ -389,10 +399,9 @@ class SpeechService:
         early. Once audio flows, the client sets the pace and a disconnect
         (``cancelled``) stops the render once every listener of it has gone.
         """
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) first: a bad request is a 4xx
+        r = self.resolve(req)  # resolved (and checked) first: a bad request is a 4xx
         ctype = content_type(r.request.format)
-        key = self._resolve.key(r, stream=True)
+        key = self.resolver.key(r, stream=True)
         if self._cacheable(r):
             assert self._cache is not None
             hit = self._cache.get_entry(key)
@@ -467,7 +476,7 @@ class SpeechService:
         ``words``, the words spoken so far are in ``words.words`` (output
         time) before the audio that contains them is yielded.
         """
-        r = self.request(req)
+        r = self.resolve(req)
         controls = replace(
             r.request.controls.resolve(), native_speed="speed" in self._caps.native_controls
         )
@@ -564,8 +573,7 @@ class SpeechService:
         (releasing twice is harmless); a cache hit or a shared render releases
         it unused. Transports that can wait should pass :class:`AdmissionTerms`
         to :meth:`synthesize` / :meth:`stream` instead, which coalesce first."""
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) before it is priced
+        r = self.resolve(req)  # resolved (and checked) before it is priced
         return self._pricer.admit(
             r,
             deadline,
@@ -578,8 +586,7 @@ class SpeechService:
         """What ``req`` costs and about how long its audio lasts, refused
         (413) over the limits before anything renders: what a speech job is
         checked and stored with when queued (:meth:`SpeechPricer.estimate`)."""
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) before it is priced
+        r = self.resolve(req)  # resolved (and checked) before it is priced
         return self._pricer.estimate(r)
 
     def synthesize_into(
@@ -596,11 +603,10 @@ class SpeechService:
         made (never held whole in memory; a cache hit is copied), stopped with
         OutputOverEstimate once it passes ``max_output_s``. Returns its
         content type."""
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) before rendering
+        r = self.resolve(req)  # resolved (and checked) before rendering
         fmt = r.request.format
         cache = self._cache if self._cacheable(r) else None
-        hit = cache.get_entry(self._resolve.key(r, stream=False)) if cache is not None else None
+        hit = cache.get_entry(self.resolver.key(r, stream=False)) if cache is not None else None
         if hit is not None:
             release(admission)
             out.write(hit[0].data)
@@ -623,7 +629,7 @@ class SpeechService:
 
     def admit_background(self, req: Speakable) -> Admission:
         """A speech job's admission (:meth:`SpeechPricer.background`)."""
-        return self._pricer.background(self.request(req))
+        return self._pricer.background(self.resolve(req))
 
     def calibrate(self) -> float:
         """Measure the engine's rate with one real call at background priority
@@ -639,21 +645,20 @@ class SpeechService:
     ) -> tuple[ResolvedVoice, Iterator[Chunk]]:
         """The voice ``req`` resolves to and the chunks its text becomes (what
         the engine will be asked for): for benchmarks and tools."""
-        r = self.request(req)
-        voice = r.voice  # resolved (and checked) first
+        r = self.resolve(req)  # resolved (and checked) first
+        voice = r.voice
         planned = self._plan(r, r.request.controls.resolve(), fast_start)
         return voice, (p.chunk for p in planned)
 
     def render_audio(self, req: Speakable) -> np.ndarray:
         """Whole utterance as float32 at the engine rate (CLI, tests, benchmarks)."""
-        r = self.request(req)
-        r.resolve()  # resolved (and checked) before rendering
+        r = self.resolve(req)  # resolved (and checked) before rendering
         pieces = list(self.render_pieces(r, fast_start=False))
         return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
 
     def text_size(self, req: Speakable) -> int:
         """Characters the planner will speak (for progress bars)."""
-        return self._resolve.text_size(self.request(req))
+        return self.resolver.text_size(self.resolve(req))
 
     def invalidate_voice(self, voice_id: str) -> None:
         """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""
