@@ -99,12 +99,16 @@ run serve: install
 	exec $(BIN)/voxclone serve
 
 # Everything: unit, integration (real Redis), API, e2e, browser (real Chromium).
-# tests/unit starts no child and no server (its guard checks), so its files run
-# on two workers; the rest times servers, floods and sessions on the same two
-# cores and runs one test at a time.
+# tests/unit starts no child and no server (its guard checks): its files run on
+# two workers. The other folders run on two workers too (a file per worker:
+# --dist loadfile keeps a module's servers and fixtures together), except the
+# files marked `timed`, which assert wall-clock bounds (refusal within 100 ms,
+# first audio, Redis timeouts, a flood's capacity margin of ~5 %) and run one
+# test at a time after the rest, with no other test on the cores.
 test: install test-deps system-deps
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/unit
-	$(BIN)/python -m pytest -q --durations=30 --ignore=tests/unit
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=20 -m "not timed" --ignore=tests/unit
+	$(BIN)/python -m pytest -q --durations=10 -m timed --ignore=tests/unit
 
 test-fast: install test-deps
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not e2e"

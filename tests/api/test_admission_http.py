@@ -26,6 +26,8 @@ from voxclone.bootstrap import Runtime
 from voxclone.runtime.admission import WorkRate
 from voxclone.runtime.scheduler import Scheduler
 
+pytestmark = pytest.mark.timed
+
 # Sentences of ~50 characters: 2,000 characters are several engine chunks.
 LONG_TEXT = " ".join(f"Sentence {i} walks along the quiet river bank." for i in range(42))
 

@@ -14,6 +14,8 @@ import soundfile as sf
 
 from voxclone.api import cli
 
+pytestmark = pytest.mark.timed
+
 PIECES = ["Hello there, ", "my good friend. ", "The model is still ", "writing this sentence."]
 
 

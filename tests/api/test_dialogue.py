@@ -23,6 +23,8 @@ from voxclone.service.dialogue import DEFAULT_GAP_MS
 from voxclone.synth.audio.join import audible_bounds
 from voxclone.synth.audio.quality import integrated_loudness
 
+pytestmark = pytest.mark.timed
+
 # Two built-in voices (the suite's models folder has no other packs).
 TURNS = [
     {"voice": "clear_female", "text": "Did you hear the news this morning?", "speaker": "Alice"},

@@ -29,6 +29,8 @@ from voxclone.service.voices_request import ConsentInput, EnrollRequest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import report_fakes  # noqa: E402  (tests/unit: the service on stand-in models)
 
+pytestmark = pytest.mark.timed
+
 FORM = {
     "name": "Ada",
     "consent": "true",

@@ -27,6 +27,8 @@ from voxclone.runtime.admission import WorkRate
 from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.synth.text.lexicon import Pronunciation
 
+pytestmark = pytest.mark.timed
+
 # What the slow-body tests give the server: a short idle limit keeps them quick.
 IDLE_S = 1.0
 # Scheduling on 2 shared cores: how late a 408 may come after its limit.

@@ -16,6 +16,8 @@ from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES, emotion_from_instru
 from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.service.speech_request import SpeechRequest
 
+pytestmark = pytest.mark.timed
+
 
 def test_speech_with_openai_voice_name_returns_wav(client: TestClient) -> None:
     r = client.post(

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from tests.api.conftest import LiveServer
 
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.models, pytest.mark.timed]
 
 elevenlabs_client = pytest.importorskip("elevenlabs.client")
 

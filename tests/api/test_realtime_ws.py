@@ -14,7 +14,7 @@ import pytest
 from tests.api.realtime_client import Received, drain, open_socket, send, speak, ws_url
 from websockets.exceptions import ConnectionClosed
 
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.models, pytest.mark.timed]
 
 VOICE = "clear_female"
 

@@ -20,6 +20,8 @@ from voxclone.config import Settings
 from voxclone.devserver import free_loopback_port
 from voxclone.runtime.keys import KeyStore
 
+pytestmark = pytest.mark.timed
+
 
 def _keys(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser()

@@ -7,6 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
+
+pytestmark = pytest.mark.timed
 
 WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight")
 # Short sentences: enough that rendering all of them takes several seconds.

@@ -30,7 +30,7 @@ import pytest
 
 from voxclone.devserver import ServerProcess, running_servers
 
-pytestmark = [pytest.mark.e2e, pytest.mark.models]
+pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.timed]
 
 # 40 short sentences: each is one engine chunk, together tens of seconds of work.
 LONG_TEXT = " ".join(f"Sentence {i} is about the harbor." for i in range(40))

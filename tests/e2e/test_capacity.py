@@ -33,7 +33,7 @@ import pytest
 
 from voxclone.devserver import ServerProcess, running_servers
 
-pytestmark = [pytest.mark.e2e, pytest.mark.models]
+pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.timed]
 
 DEADLINE_S = 30.0
 # With this httpx client (40 connections): its own overhead is ~0.3 s.

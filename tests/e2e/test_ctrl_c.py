@@ -14,7 +14,7 @@ import pytest
 
 from voxclone.devserver import ServerProcess, start_server
 
-pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.timeout(300), pytest.mark.timed]
 
 SERVE_LAUNCHER = "import sys; from voxclone.api.cli import main; sys.exit(main(['serve']))"
 

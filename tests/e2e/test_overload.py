@@ -27,7 +27,7 @@ import pytest
 
 from voxclone.devserver import ServerProcess, running_servers
 
-pytestmark = [pytest.mark.e2e, pytest.mark.models]
+pytestmark = [pytest.mark.e2e, pytest.mark.models, pytest.mark.timed]
 
 CONCURRENT = 8
 MEDIAN_REFUSAL_S = 0.100

@@ -16,6 +16,8 @@ from voxclone.runtime.blobs import (
 )
 from voxclone.runtime.blobs_s3 import S3BlobStore
 
+pytestmark = pytest.mark.timed
+
 
 @pytest.fixture()
 def frozen_endpoint() -> Iterator[str]:

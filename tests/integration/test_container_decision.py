@@ -41,8 +41,13 @@ pytestmark = [pytest.mark.models, pytest.mark.slow]
 
 CLIP = Path(__file__).resolve().parents[1] / "data" / "librispeech_3005-163389-0000.wav"
 LIMITS = {"max_bytes": 20 << 20, "max_seconds": 600.0}
-# Max - min of the leads over the containers (measured: 0.0099 after, 0.0195 before).
-LEAD_SPREAD = 0.014
+# Max - min of the leads over the containers: 0.0195 before the padding cut
+# and the crop averaging, 0.0099 after (2026-11); 0.0155 on 2026-12-07 with the
+# same code and this machine's fresh install (WebM/Opus through PyAV 18.1.0 at
+# 0.0882, Ogg Vorbis 0.1037; the other five within 0.0099, every decision the
+# same; ONNX Runtime 1.30 and 1.32 gave the same leads). The bound stays under
+# the "before" spread, so a return of the codec padding still fails here.
+LEAD_SPREAD = 0.017
 # The reference embedding this close to the WAV's (measured: 0.9994 after, 0.9982 before).
 MIN_EMBEDDING_COSINE = 0.999
 

@@ -13,7 +13,7 @@ from voxclone.errors import Cancelled
 from voxclone.synth.engine.base import SynthItem
 from voxclone.synth.engine.call_stop import CallStop, stoppable
 
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.models, pytest.mark.timed]
 
 LONG = " ".join(["This sentence is one of many that the agent will never finish."] * 3)
 

@@ -28,6 +28,7 @@ pytestmark = [
     pytest.mark.models,
     pytest.mark.slow,
     pytest.mark.timeout(TIMEOUT_S + 120),
+    pytest.mark.timed,
 ]
 
 SCENARIO = Path(__file__).with_name("ray_scenario.py")

@@ -29,7 +29,7 @@ import redis
 
 from voxclone.devserver import free_loopback_port
 
-pytestmark = pytest.mark.redis
+pytestmark = [pytest.mark.redis, pytest.mark.timed]
 
 TIMEOUT_S = 0.3
 SLACK_S = 0.7  # scheduling noise on a loaded 2-core machine

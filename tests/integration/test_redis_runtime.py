@@ -20,7 +20,7 @@ from voxclone.runtime.cache import (
 from voxclone.runtime.ratelimit import RedisRateLimiter
 from voxclone.runtime.redis_conn import connect, is_reachable
 
-pytestmark = pytest.mark.redis
+pytestmark = [pytest.mark.redis, pytest.mark.timed]
 
 
 @pytest.fixture()
