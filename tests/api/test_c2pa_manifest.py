@@ -27,7 +27,7 @@ from voxclone.runtime.signing_key import KEY_FILE, load_generated, provenance_di
 from voxclone.service.c2pa_manifest import AI_SOURCE_TYPE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_voice_store import make_record  # noqa: E402
+from fakes import voice_record  # noqa: E402
 
 TEXT = "This sentence was made by a machine, and its file says so."
 OWNER = "c2pa49"
@@ -158,7 +158,7 @@ def test_plain_tags_and_which_formats_are_signed(app: FastAPI) -> None:
 
 def test_voice_reference_names_no_person(app: FastAPI, app_runtime: Any) -> None:
     runtime = app_runtime.current
-    alice = runtime.voice_store.create(make_record("alice", owner=OWNER))
+    alice = runtime.voice_store.create(voice_record("alice", owner=OWNER))
     headers = _headers(app)
     with TestClient(app) as c:
         data = _tts(c, headers, "wav", voice=alice.id)

@@ -16,16 +16,17 @@ tested is when the cache is written, not the audio.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pytest
 import redis
+from fakes import FakeEngine, voice_record
 
 from voxclone.bootstrap import build_purger
 from voxclone.runtime.cache import (
@@ -40,14 +41,14 @@ from voxclone.runtime.db import open_database, sqlite_url
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.redis_conn import connect
 from voxclone.runtime.scheduler import Scheduler
-from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
+from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechRequest, SpeechService
 from voxclone.service.voices import VoiceService
 from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
-from voxclone.synth.engine.base import Engine, EngineCapabilities, EngineVoice, SynthItem
+from voxclone.synth.engine.base import EngineCapabilities, EngineVoice
 from voxclone.synth.text.frontend import TextFrontend
 
 pytestmark = pytest.mark.redis
@@ -79,62 +80,15 @@ class LetterG2P:
         return tuple(1 + (ord(c) % 100) for c in phonemes)
 
 
-class HeldEngine:
-    """An engine whose calls wait on ``gate``: a render held at will, mid-way."""
-
-    capabilities = CAPS
-    ready = True
-    load_seconds = 0.0
-
-    def __init__(self) -> None:
-        self.gate = threading.Event()
-        self.gate.set()
-        self.entered = threading.Event()
-
-    def load(self) -> None: ...
-
-    def warmup(self) -> None: ...
-
-    def builtin_voices(self) -> dict[str, EngineVoice]:
-        return {"plain": EngineVoice("plain", "a built-in", style=np.zeros(STYLE_SHAPE, "f4"))}
-
-    def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
-        self.entered.set()
-        if not self.gate.wait(WAIT_S):
-            raise TimeoutError("the test never let the engine go")
-        return [np.full(2400, 0.1, np.float32) for _ in batch]
-
-
-def _record(name: str, seed: int = 0) -> VoiceRecord:
-    rng = np.random.default_rng(seed)
-    return VoiceRecord(
-        id="",
-        name=name,
-        language="en-us",
-        owner=OWNER,
-        created_at="",
-        updated_at="",
-        version=0,
-        consent=ConsentRecord(
-            statement_sha256=hashlib.sha256(b"I agree").hexdigest(),
-            given_by=OWNER,
-            given_at="2026-01-02T03:04:05Z",
-            client_address=None,
-        ),
-        embedding=rng.standard_normal(256).astype(np.float32),
-        style=rng.standard_normal(STYLE_SHAPE).astype(np.float32),
-        quality={},
-        source="instant",
-        engine=CAPS.engine,
-        model_id=CAPS.model_id,
-    )
+# This test's voices: OWNER's, made for the fake engine.
+record = partial(voice_record, owner=OWNER, engine=CAPS.engine, model_id=CAPS.model_id)
 
 
 @dataclass
 class Server:
     """One server process's worth of the composition root (bootstrap.py's wiring)."""
 
-    engine: HeldEngine
+    engine: FakeEngine
     store: SqlVoiceStore
     cache: TieredCache
     speech: SpeechService
@@ -166,9 +120,12 @@ def _server(
             RedisTier(client, ttl_s=3600, max_value_bytes=1 << 22),
         ]
     )
-    engine = HeldEngine()
-    # A partial engine: the parts the scheduler and the catalog call.
-    as_engine = cast(Engine, engine)
+    # Its calls wait on ``gate``: a render held at will, mid-way.
+    plain = EngineVoice("plain", "a built-in", style=np.zeros(STYLE_SHAPE, "f4"))
+    engine = FakeEngine(
+        capabilities=CAPS, voices={"plain": plain}, samples=2400, level=0.1, wait_s=WAIT_S
+    )
+    as_engine = engine.as_engine()
     scheduler = Scheduler(as_engine, workers=1, queue_size=16)
     catalog = VoiceCatalog({CAPS.engine: as_engine}, store)
     speech = SpeechService(
@@ -270,8 +227,8 @@ def _render_while(
 
 
 def test_a_file_rendered_through_its_voices_deletion_is_not_cached(server: Server) -> None:
-    voice = server.store.create(_record("Alice"))
-    kept = server.store.create(_record("Kept", seed=1))
+    voice = server.store.create(record("Alice"))
+    kept = server.store.create(record("Kept", seed=1))
     # A control: the same render of a voice that stays is cached everywhere.
     server.speech.synthesize(_request(kept.id))
     assert held_by(server, kept.id)["memory"] and held_by(server, kept.id)["redis entries"]
@@ -289,7 +246,7 @@ def test_a_file_rendered_through_its_voices_deletion_is_not_cached(server: Serve
 
 
 def test_a_stream_rendered_through_its_voices_deletion_is_not_cached(server: Server) -> None:
-    voice = server.store.create(_record("Bob"))
+    voice = server.store.create(record("Bob"))
 
     def stream() -> bytes:
         _, chunks = server.speech.stream(_request(voice.id))
@@ -302,7 +259,7 @@ def test_a_stream_rendered_through_its_voices_deletion_is_not_cached(server: Ser
 
 
 def test_a_render_of_an_older_version_is_not_cached(server: Server) -> None:
-    voice = server.store.create(_record("Carol"))
+    voice = server.store.create(record("Carol"))
 
     def new_version() -> None:
         # What adding a recording does: a new style (version 2), then every
@@ -326,7 +283,7 @@ def test_a_deletion_between_the_write_and_the_check_leaves_nothing(
     """The other order: the write lands, then the voice is deleted and purged,
     then the render checks the voice (the purge removes the write; the check
     must not bring anything back)."""
-    voice = server.store.create(_record("Dave"))
+    voice = server.store.create(record("Dave"))
     real_put = TieredCache.put
 
     def put_then_delete(self: TieredCache, key: str, value: bytes, *args: Any, **kw: Any) -> None:
@@ -345,7 +302,7 @@ def test_a_hit_copied_up_from_redis_across_a_deletion_is_not_kept(
 ) -> None:
     """A memory/disk miss read from Redis before the purge and copied into the
     faster tiers after it."""
-    voice = server.store.create(_record("Erin"))
+    voice = server.store.create(record("Erin"))
     request = _request(voice.id)
     server.speech.synthesize(request)
     for tier in server.cache.tiers[:2]:  # only Redis has it now
@@ -386,9 +343,9 @@ def test_the_sweep_removes_audio_of_deleted_voices_from_every_tier_with_sqlite(
     a, close_a = _server(database, tmp_path / "disk-a", redis_client)
     b, close_b = _server(database, tmp_path / "disk-b", redis_client)
     try:
-        gone = a.store.create(_record("Gone"))
-        late = a.store.create(_record("Late", seed=2))
-        kept = a.store.create(_record("Kept", seed=1))
+        gone = a.store.create(record("Gone"))
+        late = a.store.create(record("Late", seed=2))
+        kept = a.store.create(record("Kept", seed=1))
         for voice in (gone, kept):
             b.speech.synthesize(_request(voice.id))  # in B's tiers and Redis
         assert a.purger.reconcile() == 0 and b.purger.reconcile() == 0  # nothing gone yet
@@ -424,7 +381,7 @@ def test_a_library_never_sweeps_another_librarys_voices_from_a_shared_redis(
     a, close_a = _server(sqlite_url(tmp_path / "a.sqlite3"), tmp_path / "disk-a", redis_client)
     b, close_b = _server(sqlite_url(tmp_path / "b.sqlite3"), tmp_path / "disk-b", redis_client)
     try:
-        mine = a.store.create(_record("Mine"))
+        mine = a.store.create(record("Mine"))
         a.speech.synthesize(_request(mine.id))
         assert b.purger.reconcile() == 0
         assert held_by(a, mine.id)["redis entries"] and held_by(a, mine.id)["memory"]

@@ -29,7 +29,8 @@ _CRASH_SCRIPT = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
     sys.path.insert(0, sys.argv[3])
-    from test_voice_store import SHAPES, make_record
+    from fakes import voice_record
+    from test_voice_store import SHAPES
     from voxclone.runtime.voice_store import SqliteVoiceStore
 
     def stall(step):
@@ -37,9 +38,9 @@ _CRASH_SCRIPT = textwrap.dedent(
             print("MIDWAY", flush=True)
             time.sleep(60)
 
-    SqliteVoiceStore(Path(sys.argv[1]), style_shapes=SHAPES).create(make_record(name="Survivor"))
+    SqliteVoiceStore(Path(sys.argv[1]), style_shapes=SHAPES).create(voice_record(name="Survivor"))
     store = SqliteVoiceStore(Path(sys.argv[1]), style_shapes=SHAPES, statement_hook=stall)
-    store.create(make_record(name="Half", reference_audio=b"audio"))
+    store.create(voice_record(name="Half", reference_audio=b"audio"))
     """
 )
 

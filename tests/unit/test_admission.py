@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from test_scheduler import FakeEngine
+from fakes import FakeClock, FakeEngine
 
 from voxclone.errors import Cancelled, Overloaded, PayloadTooLarge
 from voxclone.runtime.admission import HEADROOM, WorkRate, estimate
@@ -25,14 +25,6 @@ from voxclone.runtime.singleflight import SingleFlight
 from voxclone.synth.engine.base import SynthItem
 
 SENTENCE_CHARS = 41  # "Client 7 saw the river and the garden." and alike
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
+from fakes import catalog_engine
 
 from voxclone.errors import NotFound
 from voxclone.runtime.voice_store import SqliteVoiceStore
@@ -16,20 +15,13 @@ from voxclone.synth.engine.kokoro.builtin_voices import PACK_SEX, builtin_voices
 PACKS = {name: np.full((510, 256), i, np.float32) for i, name in enumerate(sorted(PACK_SEX))}
 
 
-class _PackEngine:
-    """The part of an engine a catalog reads: Kokoro's built-ins made from ``PACKS``."""
-
-    capabilities = SimpleNamespace(model_id="kokoro-82m-v1.0-int8")
-
-    def builtin_voices(self) -> dict[str, EngineVoice]:
-        return {
-            name: EngineVoice(name, info.description, style=style, aliases=info.aliases)
-            for name, (info, style) in builtin_voices(PACKS).items()
-        }
-
-
 def catalog_of(store: SqliteVoiceStore | None = None) -> VoiceCatalog:
-    return VoiceCatalog({"kokoro": _PackEngine()}, store)  # type: ignore[dict-item]
+    """A catalog of a fake Kokoro whose built-ins are made from ``PACKS``."""
+    voices = {
+        name: EngineVoice(name, info.description, style=style, aliases=info.aliases)
+        for name, (info, style) in builtin_voices(PACKS).items()
+    }
+    return VoiceCatalog({"kokoro": catalog_engine(voices)}, store)
 
 
 def test_names_and_descriptions_are_plain() -> None:

@@ -4,6 +4,7 @@ bound to its owner, single use, expiring."""
 from __future__ import annotations
 
 import pytest
+from fakes import FakeClock
 
 from voxclone.service.spoken_consent import (
     NONCE_LENGTH,
@@ -12,14 +13,6 @@ from voxclone.service.spoken_consent import (
     ConsentPhrases,
     SpokenConsentRefused,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_phrase_is_the_fixed_sentence_and_a_fresh_nonce() -> None:
@@ -50,7 +43,7 @@ def test_a_phrase_is_single_use_and_its_owners_only() -> None:
 
 
 def test_a_phrase_expires() -> None:
-    clock = Clock()
+    clock = FakeClock()
     phrases = ConsentPhrases(ttl_s=600, clock=clock)
     phrase = phrases.issue("ada")
     clock.now += 601
@@ -61,7 +54,7 @@ def test_a_phrase_expires() -> None:
 def test_a_phrase_given_back_can_be_taken_once_more_and_still_expires() -> None:
     """A refused enrollment (a taken name) gives its phrase back: open again
     for its owner only, single use again, with its original expiry."""
-    clock = Clock()
+    clock = FakeClock()
     phrases = ConsentPhrases(ttl_s=600, clock=clock)
     phrase = phrases.issue("ada")
     phrases.give_back(phrases.take(phrase.id, "ada"))

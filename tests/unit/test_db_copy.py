@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_voice_store import SHAPES, make_record
+from fakes import voice_record
+from test_voice_store import SHAPES
 
 from voxclone.api.cli import main
 from voxclone.runtime.db import open_database
@@ -21,8 +22,8 @@ pytestmark = pytest.mark.postgres
 def _fill_home(home: Path) -> tuple[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     with SqlVoiceStore(home / "voxclone.sqlite3", style_shapes=SHAPES) as store:
-        voice = store.create(make_record("Alice", reference_audio=b"RIFF-reference"))
-        store.create(make_record("Bob", owner="owner-b", seed=1))
+        voice = store.create(voice_record("Alice", reference_audio=b"RIFF-reference"))
+        store.create(voice_record("Bob", owner="owner-b", seed=1))
         log = InlineVoiceLog(store.database)
         log.record("inline-1", "owner-a", voice.consent, expires_at=1.0)
         log.record("inline-2", "owner-a", voice.consent, expires_at=2.0)
@@ -46,7 +47,7 @@ def test_copy_moves_voices_keys_and_logs_into_postgres(
 
     with SqlVoiceStore(postgres_url, style_shapes=SHAPES) as copied:
         record = copied.get(voice_id, owner="owner-a")
-        original = make_record("Alice")
+        original = voice_record("Alice")
         assert record.name == "Alice" and record.consent == original.consent
         assert record.style is not None
         assert np.array_equal(record.style, original.style)  # arrays byte for byte

@@ -8,22 +8,15 @@ import threading
 import time
 
 import pytest
+from fakes import FakeClock
 
 from voxclone.errors import Cancelled, Overloaded
 from voxclone.runtime.admission import HEADROOM
 from voxclone.service.voices_admission import EnrollmentQueue
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_full_queue_refuses_at_once_with_retry_after() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     q = EnrollmentQueue(slots=1, queue=2, clock=clock, prior_s=10.0)
     first = q.admit(renders=True)
     first.wait_turn()  # running
@@ -55,7 +48,7 @@ def test_admitted_places_a_free_slot_takes_are_not_queued() -> None:
 
 
 def test_deadline_refusal_names_when_it_would_fit() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     q = EnrollmentQueue(slots=1, queue=10, clock=clock, prior_s=10.0)
     running = q.admit(renders=True)
     running.wait_turn()
@@ -72,7 +65,7 @@ def test_deadline_refusal_names_when_it_would_fit() -> None:
 def test_a_free_slot_admits_whatever_the_estimate() -> None:
     # A host so slow that one enrollment alone misses the deadline: waiting
     # would not help, so refusing would refuse every retry as well.
-    clock = Clock()
+    clock = FakeClock(100.0)
     q = EnrollmentQueue(slots=1, queue=4, clock=clock, prior_s=57.0)
     alone = q.admit(renders=True, deadline=clock.now + 60.0)
     alone.wait_turn()
@@ -85,7 +78,7 @@ def test_a_running_enrollment_whose_client_left_is_not_waited_for() -> None:
     # It ends at its next render: the next one is admitted, not refused for
     # the rest of its estimate (a real server refused one sent as the first
     # client gave up: 48 s of a 53 s enrollment still counted).
-    clock = Clock()
+    clock = FakeClock(100.0)
     q = EnrollmentQueue(slots=1, queue=4, clock=clock, prior_s=53.0)
     left = threading.Event()
     running = q.admit(renders=True)
@@ -99,7 +92,7 @@ def test_a_running_enrollment_whose_client_left_is_not_waited_for() -> None:
 
 
 def test_learns_the_median_of_completed_enrollments_only() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     q = EnrollmentQueue(slots=1, queue=1, clock=clock, prior_s=3.0)
     for seconds, completed in ((8.0, True), (6.0, True), (100.0, False), (7.0, True)):
         ticket = q.admit(renders=True)

@@ -11,7 +11,6 @@ be produced exactly.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Iterator
@@ -19,52 +18,22 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
+from fakes import STYLE_SHAPE, catalog_engine, silent_builtins, voice_record
 
 from voxclone.errors import Cancelled
 from voxclone.runtime.blobs import BlobStoreUnavailable, LocalBlobStore
 from voxclone.runtime.db import open_database
 from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
-from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
+from voxclone.runtime.voice_store import SqlVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.speech_job_voices import VOICE_DELETED
 from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs, blob_key
 from voxclone.service.voices import VoiceService
 from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
-from voxclone.synth.engine.base import EngineVoice
 
-SHAPE = (510, 1, 256)
 AUDIO = b"RIFF" + b"\x01" * 76_000  # the probe's finished job: 76 KB
-
-
-def _record(name: str, owner: str) -> VoiceRecord:
-    rng = np.random.default_rng(len(name))
-    return VoiceRecord(
-        id="",
-        name=name,
-        language="en-us",
-        owner=owner,
-        created_at="",
-        updated_at="",
-        version=0,
-        consent=ConsentRecord(hashlib.sha256(b"yes").hexdigest(), owner, "2026-01-02T03:04:05Z"),
-        embedding=rng.standard_normal(256).astype(np.float32),
-        style=rng.standard_normal(SHAPE).astype(np.float32),
-        quality={},
-        source="instant",
-    )
-
-
-class _Engine:
-    """What the catalog reads from an engine: its built-ins and model id."""
-
-    capabilities = SimpleNamespace(model_id="kokoro-82m-v1.0-int8")
-
-    def builtin_voices(self) -> dict[str, EngineVoice]:
-        style = np.zeros(SHAPE, np.float32)
-        return {n: EngineVoice(n, n, style=style) for n in ("clear_female", "clear_male")}
 
 
 class _GatedRenderer:
@@ -133,16 +102,17 @@ def _jobs(queue: SqlJobStore, renderer: _GatedRenderer, blobs: Any, lease_s: flo
 @pytest.fixture()
 def world(database_url: str, tmp_path: Path) -> Iterator[World]:
     db = open_database(database_url)
-    store = SqlVoiceStore(db, style_shapes={"kokoro": SHAPE})
+    store = SqlVoiceStore(db, style_shapes={"kokoro": STYLE_SHAPE})
     queue = SqlJobStore(db, recover_on_open=False)
-    renderer = _GatedRenderer(VoiceCatalog({"kokoro": _Engine()}, store))  # type: ignore[dict-item]
+    builtins = silent_builtins("clear_female", "clear_male")
+    renderer = _GatedRenderer(VoiceCatalog({"kokoro": catalog_engine(builtins)}, store))
     jobs = _jobs(queue, renderer, LocalBlobStore(tmp_path / "blobs"), lease_s=0.3)
     voices = VoiceService(  # deleting never clones: no cloning kit
         VoiceStores(voices=store, jobs=queue, job_events=JobEvents()),
         CloningKit(),
         VoiceHooks(on_voice_changed=lambda voice_id: None, revoke_jobs=jobs.revoke_voices),
     )
-    alice = store.create(_record("Alice", "alice"))
+    alice = store.create(voice_record("Alice", "alice"))
     try:
         yield World(
             store=store, queue=queue, jobs=jobs, voices=voices, renderer=renderer, alice=alice
@@ -252,7 +222,7 @@ def test_the_worker_sweep_revokes_jobs_whose_voice_went_another_way(world: World
 
 
 def test_every_voice_of_an_ssml_or_blend_job_is_recorded(world: World) -> None:
-    bob = world.store.create(_record("Bob", "alice"))
+    bob = world.store.create(voice_record("Bob", "alice", seed=1))
     ssml = _submit(
         world,
         "clear_male",

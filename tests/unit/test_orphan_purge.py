@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_voice_store import SHAPES, make_record
+from fakes import voice_record
+from test_voice_store import SHAPES
 
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache, cache_key
 from voxclone.runtime.voice_store import SqlVoiceStore
@@ -34,8 +35,8 @@ def test_a_voice_deleted_through_another_server_leaves_no_audio_here(
         SqlVoiceStore(database_url, style_shapes=SHAPES) as store_a,
         SqlVoiceStore(database_url, style_shapes=SHAPES) as store_b,
     ):
-        gone = store_a.create(make_record("Gone"))
-        kept = store_a.create(make_record("Kept", seed=1))
+        gone = store_a.create(voice_record("Gone"))
+        kept = store_a.create(voice_record("Kept", seed=1))
         cache_b = _cache(tmp_path / "b-cache")
         orphan = _put(cache_b, gone.id, "hello")
         survivor = _put(cache_b, kept.id, "hello")
@@ -88,8 +89,8 @@ def test_the_servers_purger_sweeps_its_tiers_whatever_the_database(
     from voxclone.bootstrap import build_purger
 
     with SqlVoiceStore(database_url, style_shapes=SHAPES) as store:
-        gone = store.create(make_record("Gone"))
-        kept = store.create(make_record("Kept", seed=1))
+        gone = store.create(voice_record("Gone"))
+        kept = store.create(voice_record("Kept", seed=1))
         cache = _cache(tmp_path / "cache")
         orphan = _put(cache, gone.id, "hello")
         survivor = _put(cache, kept.id, "hello")

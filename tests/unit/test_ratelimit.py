@@ -1,20 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeClock
 
 from voxclone.errors import InvalidInput
 from voxclone.runtime.ratelimit import Decision, InMemoryRateLimiter
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def test_burst_then_refusal_with_retry_after() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fakes import FakeClock
 
 from voxclone.errors import Cancelled
 from voxclone.synth.voice.atlas import VoiceAtlas
@@ -15,15 +16,6 @@ from voxclone.synth.voice.clone import RefineConfig, RefineProgress, StyleRefine
 from voxclone.synth.voice.style_space import VoiceRecipe, build_basis
 
 N_PACKS, N_DIRS = 2, 3
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        self.now += 0.01
-        return self.now
 
 
 class CoefficientEncoder:
@@ -99,7 +91,7 @@ def make_refiner(
         transcribe=transcribe,
         word_error_rate=lambda ref, hyp: 0.0 if ref == hyp else 1.0,
         config=config,
-        clock=Clock(),
+        clock=FakeClock(0.0, step=0.01),
     )
 
 

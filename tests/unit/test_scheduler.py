@@ -11,9 +11,11 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 import pytest
+from fakes import WAIT_S, FakeClock, FakeEngine
 
 from voxclone.errors import Cancelled, DeadlineExceeded, Overloaded
 from voxclone.runtime.scheduler import (
@@ -24,89 +26,8 @@ from voxclone.runtime.scheduler import (
     WorkTiming,
 )
 from voxclone.runtime.scheduler.workers import LONE_LISTENER_MAX_UNITS, LONE_LISTENER_QUIET_S
-from voxclone.synth.engine.base import EngineCapabilities, SynthItem
+from voxclone.synth.engine.base import SynthItem
 from voxclone.synth.engine.call_stop import CallStop
-
-WAIT_S = 5.0  # upper bound for anything that should happen "soon"
-
-
-class FakeEngine:
-    """Implements the Engine protocol; records every batch it is asked for.
-
-    ``gate`` lets a test hold the engine inside a call (workers busy);
-    ``fail`` makes calls raise. Output audio encodes the item's first token id
-    so results can be matched to requests.
-    """
-
-    def __init__(self, *, native_batching: bool = False, fast_lane: bool = False) -> None:
-        self._caps = EngineCapabilities(
-            engine="fake",
-            model_id="fake",
-            model_version="0",
-            sample_rate=24_000,
-            max_tokens=510,
-            style_shape=(256,),
-            native_batching=native_batching,
-            fast_lane=fast_lane,
-        )
-        self.exclusive_calls: list[int] = []
-        self.active = 0
-        self.max_active_during_exclusive = 0
-        self.batches: list[list[int]] = []
-        self.gate = threading.Event()
-        self.gate.set()
-        self.entered = threading.Event()
-        self.fail = False
-        self._lock = threading.Lock()
-
-    @property
-    def capabilities(self) -> EngineCapabilities:
-        return self._caps
-
-    @property
-    def ready(self) -> bool:
-        return True
-
-    def load(self) -> None:
-        pass
-
-    def warmup(self) -> None:
-        pass
-
-    def synthesize(self, batch: list[SynthItem], *, exclusive: bool = False) -> list[np.ndarray]:
-        with self._lock:
-            self.batches.append([item.token_ids[0] for item in batch])
-            self.active += 1
-            if exclusive:
-                self.exclusive_calls.append(batch[0].token_ids[0])
-        self.entered.set()
-        try:
-            if not self.gate.wait(WAIT_S):
-                raise TimeoutError("test never released the engine")
-            with self._lock:
-                if self.exclusive_calls:
-                    self.max_active_during_exclusive = max(
-                        self.max_active_during_exclusive, self.active
-                    )
-        finally:
-            with self._lock:
-                self.active -= 1
-        if self.fail:
-            raise RuntimeError("engine exploded")
-        return [np.full(4, item.token_ids[0], dtype=np.float32) for item in batch]
-
-    @property
-    def seen(self) -> list[int]:
-        with self._lock:
-            return [tid for batch in self.batches for tid in batch]
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def item(token: int) -> SynthItem:
@@ -585,7 +506,7 @@ class StoppableFakeEngine(FakeEngine):
 
     stoppable = True
 
-    def __init__(self, **kwargs: bool) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cut: list[int] = []
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from fakes import catalog_engine
 
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.router import SpeechRouter
@@ -109,30 +110,22 @@ SHIPPED = {name: ALL[name].copy() for name in PACK_SEX}
 EXTRA = {name: pack for name, pack in ALL.items() if name not in PACK_SEX}
 
 
-class _Engine:
-    capabilities = SimpleNamespace(model_id="kokoro-82m-v1.0-int8")
-
-    def __init__(self, extra: dict[str, np.ndarray]) -> None:
-        self._extra = extra
-
-    def builtin_voices(self) -> dict[str, EngineVoice]:
-        return {
-            name: EngineVoice(
-                name,
-                info.description,
-                style=style,
-                language=info.language,
-                sex=info.sex,
-                aliases=info.aliases,
-                accent=info.accent,
-                default_for=info.default_for,
-            )
-            for name, (info, style) in builtin_voices(SHIPPED, self._extra).items()
-        }
-
-
 def _catalog(extra: dict[str, np.ndarray] = EXTRA) -> VoiceCatalog:
-    return VoiceCatalog({"kokoro": _Engine(extra)})  # type: ignore[dict-item]
+    """A catalog of a fake Kokoro whose built-ins are the shipped packs and ``extra``."""
+    voices = {
+        name: EngineVoice(
+            name,
+            info.description,
+            style=style,
+            language=info.language,
+            sex=info.sex,
+            aliases=info.aliases,
+            accent=info.accent,
+            default_for=info.default_for,
+        )
+        for name, (info, style) in builtin_voices(SHIPPED, extra).items()
+    }
+    return VoiceCatalog({"kokoro": catalog_engine(voices)})
 
 
 def test_every_pack_is_a_voice_under_its_standard_name() -> None:

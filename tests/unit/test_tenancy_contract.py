@@ -10,15 +10,14 @@ app) except the cloning models, which library operations never touch.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import numpy as np
 import pytest
+from fakes import catalog_engine, silent_builtins, voice_record
 from fastapi.testclient import TestClient
 
 from voxclone.api.app import create_app
@@ -31,7 +30,7 @@ from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.db import open_database
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.keys import KeyStore
-from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
+from voxclone.runtime.voice_store import SqlVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.router import SpeechRouter
 from voxclone.service.speech import SpeechService
@@ -39,59 +38,22 @@ from voxclone.service.voices import VoiceService
 from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
 from voxclone.synth.audio.tone import GRID_HZ
 from voxclone.synth.controls import SpeechControls
-from voxclone.synth.engine.base import Engine, EngineVoice
+from voxclone.synth.engine.base import EngineVoice
 from voxclone.synth.voice.pipeline import CloningPipeline
 
 A, B = "tenant-a", "tenant-b"
 
 
-def _record(name: str, owner: str, seed: int = 0) -> VoiceRecord:
-    rng = np.random.default_rng(seed)
-    return VoiceRecord(
-        id="",
-        name=name,
-        language="en-us",
-        owner=owner,
-        created_at="",
-        updated_at="",
-        version=0,
-        consent=ConsentRecord(
-            statement_sha256=hashlib.sha256(b"I agree").hexdigest(),
-            given_by=owner,
-            given_at="2026-01-02T03:04:05Z",
-            client_address=None,
-        ),
-        embedding=rng.standard_normal(256).astype(np.float32),
-        style=rng.standard_normal((510, 1, 256)).astype(np.float32),
-        quality={"reference_pitch_hz": 120.0},
-        source="instant",
-    )
-
-
-class _Engine:
-    """What a catalog reads from an engine: its built-ins and model id."""
-
-    capabilities = SimpleNamespace(model_id="kokoro-82m-v1.0-int8")
-
-    def __init__(self, voices: dict[str, EngineVoice]) -> None:
-        self._voices = voices
-
-    def builtin_voices(self) -> dict[str, EngineVoice]:
-        return self._voices
-
-
-def _engine(voices: dict[str, EngineVoice]) -> Engine:
-    """A partial engine where the catalog wants one: it reads only these two parts."""
-    return cast(Engine, _Engine(voices))
+# What enrollment measured of the voices here.
+PITCHED = {"reference_pitch_hz": 120.0}
 
 
 def _openai_runtime(store: SqlVoiceStore | None) -> Any:
     """What the OpenAI route reads from a runtime: the catalog (with the two
     voices OpenAI's names stand for) and the model router."""
-    style = np.zeros((510, 1, 256), np.float32)
-    builtins = {n: EngineVoice(n, n, style=style) for n in ("clear_female", "clear_male")}
-    catalog = VoiceCatalog({"kokoro": _engine(builtins)}, store)
-    kokoro: Any = SimpleNamespace(capabilities=_Engine.capabilities)
+    engine = catalog_engine(silent_builtins("clear_female", "clear_male"))
+    catalog = VoiceCatalog({"kokoro": engine}, store)
+    kokoro: Any = SimpleNamespace(capabilities=engine.capabilities)
     return SimpleNamespace(catalog=catalog, speech=SpeechRouter({"kokoro": kokoro}, catalog))
 
 
@@ -115,7 +77,7 @@ def library(database_url: str) -> Iterator[Library]:
         CloningKit(),
         VoiceHooks(on_voice_changed=changed.append),
     )
-    voice = store.create(_record("Alice", A))
+    voice = store.create(voice_record("Alice", A, quality=PITCHED))
     try:
         yield Library(service=service, store=store, jobs=jobs, changed=changed, voice=voice)
     finally:
@@ -150,7 +112,7 @@ def test_another_owner_cannot_touch_a_voice_or_its_jobs(library: Library) -> Non
 
 def test_delete_removes_rows_jobs_and_tells_the_caches(library: Library) -> None:
     svc, vid = library.service, library.voice.id
-    other = library.store.create(_record("Other", A, seed=1))
+    other = library.store.create(voice_record("Other", A, seed=1, quality=PITCHED))
     job = library.jobs.create(kind="refine", owner=A, voice_id=vid)
     kept_job = library.jobs.create(kind="refine", owner=A, voice_id=other.id)
 
@@ -179,7 +141,7 @@ def test_delete_cancels_the_voices_running_jobs(library: Library) -> None:
 
 
 def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
-    catalog = VoiceCatalog({"kokoro": _engine({})}, library.store)
+    catalog = VoiceCatalog({"kokoro": catalog_engine({})}, library.store)
     vid = library.voice.id
     assert catalog.resolve(vid, A).id == vid
     assert catalog.resolve("alice", A).id == vid  # names are case-insensitive
@@ -200,7 +162,7 @@ def test_catalog_resolves_only_the_callers_voices(library: Library) -> None:
 def test_catalog_lists_builtins_for_everyone_and_carries_the_tone(library: Library) -> None:
     style = np.zeros((510, 1, 256), np.float32)
     builtin = EngineVoice("clear_female", "a clear voice", style=style)
-    catalog = VoiceCatalog({"kokoro": _engine({"clear_female": builtin})}, library.store)
+    catalog = VoiceCatalog({"kokoro": catalog_engine({"clear_female": builtin})}, library.store)
     for owner in (A, B):
         head = catalog.listing(owner)[0]
         assert (head.id, head.name, head.description) == (
@@ -214,7 +176,9 @@ def test_catalog_lists_builtins_for_everyone_and_carries_the_tone(library: Libra
     assert (listed.id, listed.name, listed.builtin) == (library.voice.id, "Alice", False)
     assert (listed.language, listed.version) == ("en-us", 1)
     toned = library.store.create(
-        replace(_record("Toned", A, seed=2), tone_db=np.full(GRID_HZ.shape, 3.0, np.float32))
+        voice_record(
+            "Toned", A, seed=2, quality=PITCHED, tone_db=np.full(GRID_HZ.shape, 3.0, np.float32)
+        )
     )
     tone = catalog.resolve(toned.id, A).tone
     assert tone is not None and np.allclose(tone.gain_db, 3.0)

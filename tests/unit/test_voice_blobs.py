@@ -6,16 +6,16 @@ real S3 endpoint: moto's server, tests/conftest.py).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import sqlite3
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from fakes import voice_record
 
 from voxclone.bootstrap import voice_purge
 from voxclone.errors import Conflict, VoxcloneError
@@ -23,7 +23,7 @@ from voxclone.runtime.blobs import BlobStore, voice_reference_key
 from voxclone.runtime.blobs_s3 import S3BlobStore
 from voxclone.runtime.db import open_database
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
-from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
+from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.purge import CachePurger
 from voxclone.service.voices import VoiceService
 from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
@@ -34,25 +34,8 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 AUDIO = b"RIFF-kept-reference-" + bytes(range(256)) * 16
 
 
-def record(name: str, *, seed: int = 0, audio: bytes | None = AUDIO, **extra: Any) -> VoiceRecord:
-    rng = np.random.default_rng(seed)
-    return VoiceRecord(
-        id=str(extra.pop("id", "")),
-        name=name,
-        language="en-us",
-        owner="owner-a",
-        created_at="",
-        updated_at="",
-        version=0,
-        consent=ConsentRecord(
-            hashlib.sha256(b"I agree").hexdigest(), "owner-a", "2026-01-01T00:00:00Z"
-        ),
-        embedding=rng.standard_normal(256).astype(np.float32),
-        style=rng.standard_normal((510, 1, 256)).astype(np.float32),
-        quality={},
-        source="instant",
-        reference_audio=audio,
-    )
+# The voices here keep their reference recording unless a test says otherwise.
+record = partial(voice_record, reference_audio=AUDIO)
 
 
 @pytest.fixture()
@@ -88,7 +71,7 @@ def test_a_new_voice_keeps_its_reference_in_the_blob_store_not_the_database(
     assert found is not None and found.reference_audio is None
     assert [s.has_reference_audio for s in store.list("owner-a")] == [True]
 
-    plain = store.create(record("Bob", seed=1, audio=None))
+    plain = store.create(record("Bob", seed=1, reference_audio=None))
     assert store.get(plain.id, "owner-a").reference_audio is None
     assert not blob_store.exists(f"voices/{plain.id}/reference")
 
@@ -125,10 +108,10 @@ def test_a_refused_create_leaves_no_blob_and_never_overwrites_one(
 ) -> None:
     first = store.create(record("Alice", id="v_first"))
     with pytest.raises(Conflict):  # the name is taken: the new blob is removed again
-        store.create(record("alice", id="v_second", audio=b"RIFF-second"))
+        store.create(record("alice", id="v_second", reference_audio=b"RIFF-second"))
     assert not blob_store.exists("voices/v_second/reference")
     with pytest.raises(Conflict):  # the id is taken: the first voice's blob is untouched
-        store.create(record("Carol", id="v_first", audio=b"RIFF-intruder"))
+        store.create(record("Carol", id="v_first", reference_audio=b"RIFF-intruder"))
     assert store.get(first.id, "owner-a").reference_audio == AUDIO
 
 
@@ -147,10 +130,10 @@ def test_voices_whose_audio_is_in_the_database_keep_working(
     # today's store without a blob store: both keep the bytes in the row.
     legacy = _legacy_voice_store()
     old_store = legacy.SqliteVoiceStore(db_file, style_shapes=SHAPES)
-    old = old_store.create(record("Old", audio=b"RIFF-legacy-v0"))
+    old = old_store.create(record("Old", reference_audio=b"RIFF-legacy-v0"))
     old_store.close()
     with SqlVoiceStore(db_file, style_shapes=SHAPES) as without_blobs:
-        recent = without_blobs.create(record("Recent", seed=1, audio=b"RIFF-in-a-row"))
+        recent = without_blobs.create(record("Recent", seed=1, reference_audio=b"RIFF-in-a-row"))
 
     with SqlVoiceStore(db_file, style_shapes=SHAPES, blobs=blob_store) as voices:
         assert voices.get(old.id, "owner-a").reference_audio == b"RIFF-legacy-v0"

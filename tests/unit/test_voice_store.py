@@ -7,19 +7,18 @@ SQLite file, SIGKILL mid-write) are SQLite's own.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from fakes import voice_record
 from sqlalchemy import MetaData, func, select, text
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, VoiceChanged, VoxcloneError
 from voxclone.runtime.db import Database
 from voxclone.runtime.voice_store import (
-    ConsentRecord,
     SqliteVoiceStore,
     SqlVoiceStore,
     VoiceRecord,
@@ -31,36 +30,6 @@ from voxclone.runtime.voice_store import (
 SHAPES: dict[str, tuple[int, ...] | None] = {"kokoro": (510, 1, 256)}
 
 SRC_DIR = Path(__file__).resolve().parents[2] / "src"
-
-
-def make_record(
-    name: str = "Alice",
-    owner: str = "owner-a",
-    *,
-    seed: int = 0,
-    reference_audio: bytes | None = None,
-) -> VoiceRecord:
-    rng = np.random.default_rng(seed)
-    return VoiceRecord(
-        id="",
-        name=name,
-        language="en-us",
-        owner=owner,
-        created_at="",
-        updated_at="",
-        version=0,
-        consent=ConsentRecord(
-            statement_sha256=hashlib.sha256(b"I agree to be cloned").hexdigest(),
-            given_by=owner,
-            given_at="2025-01-02T03:04:05Z",
-            client_address="127.0.0.1",
-        ),
-        embedding=rng.standard_normal(256).astype(np.float32),
-        style=rng.standard_normal((510, 1, 256)).astype(np.float32),
-        quality={"similarity": np.float32(0.5), "warnings": ["short"]},
-        source="instant",
-        reference_audio=reference_audio,
-    )
 
 
 @pytest.fixture
@@ -116,7 +85,11 @@ def test_store_satisfies_protocol(store: SqliteVoiceStore) -> None:
 def test_create_assigns_opaque_id_and_round_trips_arrays_bit_exactly(
     store: SqliteVoiceStore,
 ) -> None:
-    record = make_record(reference_audio=b"RIFF....fake wav")
+    record = voice_record(
+        reference_audio=b"RIFF....fake wav",
+        quality={"similarity": np.float32(0.5), "warnings": ["short"]},
+        client_address="127.0.0.1",
+    )
     created = store.create(record)
     assert created.id.startswith("v_") and len(created.id) == 18
     assert created.version == 1 and created.created_at.endswith("Z")
@@ -136,12 +109,12 @@ def test_create_assigns_opaque_id_and_round_trips_arrays_bit_exactly(
 
 
 def test_ids_are_unique(store: SqliteVoiceStore) -> None:
-    ids = {store.create(make_record(name=f"v{i}")).id for i in range(20)}
+    ids = {store.create(voice_record(name=f"v{i}")).id for i in range(20)}
     assert len(ids) == 20
 
 
 def test_tenancy_other_owner_sees_nothing(store: SqliteVoiceStore) -> None:
-    voice = store.create(make_record(owner="owner-b"))
+    voice = store.create(voice_record(owner="owner-b"))
     for call in (
         lambda: store.get(voice.id, "owner-a"),
         lambda: store.rename(voice.id, "owner-a", "Stolen"),
@@ -167,10 +140,10 @@ def test_tenancy_other_owner_sees_nothing(store: SqliteVoiceStore) -> None:
 
 
 def test_names_unique_per_owner_case_insensitive(store: SqliteVoiceStore) -> None:
-    store.create(make_record(name="Alice", owner="owner-a"))
-    store.create(make_record(name="Alice", owner="owner-b"))  # other owner: fine
+    store.create(voice_record(name="Alice", owner="owner-a"))
+    store.create(voice_record(name="Alice", owner="owner-b"))  # other owner: fine
     with pytest.raises(Conflict) as excinfo:
-        store.create(make_record(name="  alice ", owner="owner-a"))
+        store.create(voice_record(name="  alice ", owner="owner-a"))
     assert excinfo.value.field == "name"
     assert store.count() == 2
 
@@ -185,16 +158,16 @@ def test_name_validation() -> None:
 
 
 def test_create_rejects_bad_arrays_and_consent(store: SqliteVoiceStore) -> None:
-    bad_shape = make_record()
+    bad_shape = voice_record()
     bad_shape.style = np.zeros((510, 256), np.float32)
     with pytest.raises(InvalidInput) as excinfo:
         store.create(bad_shape)
     assert excinfo.value.field == "style"
-    not_finite = make_record()
+    not_finite = voice_record()
     not_finite.embedding[3] = np.nan
     with pytest.raises(InvalidInput):
         store.create(not_finite)
-    bad_consent = make_record()
+    bad_consent = voice_record()
     bad_consent.consent.statement_sha256 = "abc"
     with pytest.raises(InvalidInput) as excinfo:
         store.create(bad_consent)
@@ -203,8 +176,8 @@ def test_create_rejects_bad_arrays_and_consent(store: SqliteVoiceStore) -> None:
 
 
 def test_find_by_name_and_list_paging(store: SqliteVoiceStore) -> None:
-    created = [store.create(make_record(name=f"Voice {i}", seed=i)) for i in range(5)]
-    store.create(make_record(name="Other", owner="owner-b"))
+    created = [store.create(voice_record(name=f"Voice {i}", seed=i)) for i in range(5)]
+    store.create(voice_record(name="Other", owner="owner-b"))
     found = store.find_by_name("voice 3", "owner-a")
     assert found is not None and found.id == created[3].id
     assert style_of(found).tobytes() == style_of(created[3]).tobytes()
@@ -219,7 +192,7 @@ def test_find_by_name_and_list_paging(store: SqliteVoiceStore) -> None:
 
 
 def test_update_style_bumps_version(store: SqliteVoiceStore) -> None:
-    voice = store.create(make_record())
+    voice = store.create(voice_record())
     new_style = np.full((510, 1, 256), 0.25, np.float32)
     updated = store.update_style(
         voice.id, "owner-a", style=new_style, quality={"similarity": 0.7}, source="refined"
@@ -246,7 +219,7 @@ def test_update_style_over_a_stale_version_is_refused_and_changes_nothing(
 ) -> None:
     # A background job (report, refinement) writes only over the version it
     # measured; a recording added meanwhile must survive it.
-    voice = store.create(make_record())
+    voice = store.create(voice_record())
 
     def restyle(value: float, source: str, **kwargs: Any) -> Any:
         style = np.full((510, 1, 256), value, np.float32)
@@ -268,8 +241,8 @@ def test_update_style_over_a_stale_version_is_refused_and_changes_nothing(
 
 
 def test_rename(store: SqliteVoiceStore) -> None:
-    a = store.create(make_record(name="A"))
-    store.create(make_record(name="B"))
+    a = store.create(voice_record(name="A"))
+    store.create(voice_record(name="B"))
     assert store.rename(a.id, "owner-a", "  Anna ").name == "Anna"
     assert store.rename(a.id, "owner-a", "anna").name == "anna"  # own name, new case
     with pytest.raises(Conflict):
@@ -280,8 +253,8 @@ def test_rename(store: SqliteVoiceStore) -> None:
 
 def test_delete_leaves_no_derived_data(store: SqlVoiceStore) -> None:
     db = store.database
-    keep = store.create(make_record(name="Keep", seed=1))
-    doomed = store.create(make_record(name="Gone", seed=2, reference_audio=b"secret-audio-bytes"))
+    keep = store.create(voice_record(name="Keep", seed=1))
+    doomed = store.create(voice_record(name="Gone", seed=2, reference_audio=b"secret-audio-bytes"))
     assert raw_rows_mentioning(db, doomed.id)  # the scan does find live data
 
     deleted = store.delete(doomed.id, "owner-a")
@@ -314,7 +287,7 @@ def test_delete_leaves_no_derived_data(store: SqlVoiceStore) -> None:
 
 
 def test_drop_reference_audio(store: SqliteVoiceStore) -> None:
-    voice = store.create(make_record(reference_audio=b"pcm"))
+    voice = store.create(voice_record(reference_audio=b"pcm"))
     assert store.list("owner-a")[0].has_reference_audio
     assert store.drop_reference_audio(voice.id, "owner-a") is True
     assert store.drop_reference_audio(voice.id, "owner-a") is False
@@ -329,7 +302,7 @@ def test_concurrent_creates_from_eight_threads(store: SqliteVoiceStore) -> None:
         try:
             barrier.wait()
             for i in range(3):
-                store.create(make_record(name=f"t{n}-{i}", owner=f"owner-{n % 2}", seed=n))
+                store.create(voice_record(name=f"t{n}-{i}", owner=f"owner-{n % 2}", seed=n))
         except BaseException as exc:  # collected and re-raised in the main thread
             errors.append(exc)
 
@@ -351,7 +324,7 @@ def test_concurrent_creates_of_one_name_leave_exactly_one(store: SqlVoiceStore) 
     def worker(n: int) -> None:
         barrier.wait()
         try:
-            store.create(make_record(name="Same" if n % 2 else "same", seed=n))
+            store.create(voice_record(name="Same" if n % 2 else "same", seed=n))
             outcomes.append("created")
         except Conflict:
             outcomes.append("conflict")
@@ -368,7 +341,7 @@ def test_concurrent_creates_of_one_name_leave_exactly_one(store: SqlVoiceStore) 
 
 
 def test_concurrent_deletes_of_one_voice_journal_once(store: SqlVoiceStore) -> None:
-    voice = store.create(make_record())
+    voice = store.create(voice_record())
     outcomes: list[str] = []
     barrier = threading.Barrier(4)
 
@@ -390,7 +363,7 @@ def test_concurrent_deletes_of_one_voice_journal_once(store: SqlVoiceStore) -> N
 
 
 def test_concurrent_renames_to_one_name(store: SqlVoiceStore) -> None:
-    ids = [store.create(make_record(name=f"n{i}", seed=i)).id for i in range(6)]
+    ids = [store.create(voice_record(name=f"n{i}", seed=i)).id for i in range(6)]
     outcomes: list[str] = []
     barrier = threading.Barrier(len(ids))
 
@@ -415,7 +388,7 @@ PROMPT_SHAPES: dict[str, tuple[int, ...] | None] = {**SHAPES, "fakeprompt": None
 
 
 def prompt_record(name: str = "Pat", prompt: bytes = b"\x00opaque conditioning\xff") -> VoiceRecord:
-    record = make_record(name=name)
+    record = voice_record(name=name)
     record.style = None
     record.prompt = prompt
     record.engine, record.model_id, record.model_version = "fakeprompt", "fake-1", "abc"
@@ -443,10 +416,10 @@ def test_prompt_voice_round_trip_and_delete_purges_the_prompt(database_url: str)
 def test_store_validates_against_each_engines_style_shape(database_url: str) -> None:
     with SqlVoiceStore(database_url, style_shapes=PROMPT_SHAPES) as s:
         # Another engine's shape is fine for that engine, wrong for Kokoro.
-        tiny = make_record(name="Tiny")
+        tiny = voice_record(name="Tiny")
         tiny.engine, tiny.style = "tiny", np.ones((4, 8), np.float32)
         assert s.create(tiny).style is not None
-        kokoro_sized = make_record(name="Big")
+        kokoro_sized = voice_record(name="Big")
         kokoro_sized.engine = "tiny"
         with pytest.raises(InvalidInput) as excinfo:
             s.create(kokoro_sized)
@@ -459,11 +432,11 @@ def test_store_validates_against_each_engines_style_shape(database_url: str) -> 
         with pytest.raises(InvalidInput) as excinfo:
             s.create(prompt_record(name="Empty", prompt=b""))
         assert excinfo.value.field == "prompt"
-        style_with_prompt = make_record(name="Odd")
+        style_with_prompt = voice_record(name="Odd")
         style_with_prompt.prompt = b"x"
         with pytest.raises(InvalidInput, match="style array, not a reference prompt"):
             s.create(style_with_prompt)
-        unknown = make_record(name="Who")
+        unknown = voice_record(name="Who")
         unknown.engine = "nope"
         with pytest.raises(InvalidInput) as excinfo:
             s.create(unknown)
@@ -472,7 +445,7 @@ def test_store_validates_against_each_engines_style_shape(database_url: str) -> 
 
 def test_refuses_schema_from_the_future(database_url: str) -> None:
     with SqlVoiceStore(database_url, style_shapes=SHAPES) as s:
-        s.create(make_record())
+        s.create(voice_record())
         with s.database.write() as conn:
             conn.execute(text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
     with pytest.raises(VoxcloneError, match="newer"):
@@ -486,8 +459,8 @@ def test_failed_statement_rolls_back_whole_voice(database_url: str) -> None:
 
     with SqlVoiceStore(database_url, style_shapes=SHAPES, statement_hook=fail_after_style) as s:
         with pytest.raises(RuntimeError):
-            s.create(make_record())
+            s.create(voice_record())
         assert s.count() == 0
         assert count_rows(s.database, "voice_consents") == 0
     with SqlVoiceStore(database_url, style_shapes=SHAPES) as s:
-        assert s.create(make_record()).version == 1  # name is free again
+        assert s.create(voice_record()).version == 1  # name is free again
