@@ -172,7 +172,7 @@ def test_frozen_redis_costs_one_timeout_then_local_tiers_serve(
 def test_rate_limiter_without_redis_follows_its_setting_and_says_so(
     private_redis: PrivateRedis, tmp_path: Path, mode: str
 ) -> None:
-    from voxclone.api.ratelimit import rate_limiter_status
+    from voxclone.api.auth import rate_limiter_status
     from voxclone.bootstrap import build_rate_limiter
     from voxclone.config import Settings
 

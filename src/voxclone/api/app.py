@@ -38,7 +38,7 @@ from voxclone.api import (
     routes_tts,
     routes_voices,
 )
-from voxclone.api.auth import Authenticator
+from voxclone.api.auth import Authenticator, RateLimitHeadersMiddleware
 from voxclone.api.body_guard import BodyGuardMiddleware, text_body_limit
 from voxclone.api.body_timeout import BodyReadTimeoutMiddleware
 from voxclone.api.deadline import ArrivalClockMiddleware
@@ -47,7 +47,6 @@ from voxclone.api.errors import BodySizeLimitMiddleware, install_error_handlers
 from voxclone.api.header_guard import HeaderHygieneMiddleware
 from voxclone.api.host_guard import HostGuardMiddleware
 from voxclone.api.observability import RequestContextMiddleware
-from voxclone.api.ratelimit import RateLimitHeadersMiddleware
 from voxclone.api.startup_notes import startup_notes
 from voxclone.api.streaming import StreamSlots
 from voxclone.api.watermark_header import WatermarkHeaderMiddleware

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -75,14 +75,26 @@ def request_deadline(request: Request, limit_s: float) -> float:
 
 
 async def run_until_disconnect(
-    request: Request, work: Callable[[CancelFlag], T], *, deadline: float | None = None
+    request: Request,
+    work: Callable[..., T],
+    *args: Any,
+    deadline: float | None = None,
+    **kwargs: Any,
 ) -> T:
-    """Run ``work(flag)`` in a worker thread; ``flag`` turns true if the client leaves.
+    """Run ``work(*args, cancelled=flag, **kwargs)`` in a worker thread; ``flag``
+    turns true if the client leaves.
+
+    Pass the service's method and its arguments rather than a closure of the
+    route: the thread then calls down into the service, not back into the
+    route that awaits it (the request walk's call-backs up, docs/architecture.md).
 
     With ``deadline`` (``time.monotonic()``) the answer comes by it: at the
     deadline ``flag`` turns true and DeadlineExceeded (504) is raised at once,
-    while ``work`` stops in its thread at its next check (api/deadline.py)."""
+    while ``work`` stops in its thread at its next check (api/deadline.py).
+    ``work`` is given the deadline too (``deadline=``) when there is one."""
     flag = CancelFlag()
+    if deadline is not None:
+        kwargs["deadline"] = deadline
 
     async def watch() -> None:
         while not await request.is_disconnected():
@@ -91,6 +103,7 @@ async def run_until_disconnect(
 
     watcher = asyncio.ensure_future(watch())
     try:
-        return await by_deadline(request.scope, run_in_threadpool(work, flag), deadline, flag.set)
+        thread = run_in_threadpool(work, *args, cancelled=flag, **kwargs)
+        return await by_deadline(request.scope, thread, deadline, flag.set)
     finally:
         watcher.cancel()

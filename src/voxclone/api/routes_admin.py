@@ -9,10 +9,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from voxclone.api.auth import AnyCaller, authenticate_request
+from voxclone.api.auth import AnyCaller, authenticate_request, rate_limiter_status
 from voxclone.api.deps import NOT_READY_RETRY_S, RuntimeDep, loaded_runtime
 from voxclone.api.errors import error_body, retry_after_header
-from voxclone.api.ratelimit import rate_limiter_status
 from voxclone.api.startup_notes import models_detail, runtime_library_id
 from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden

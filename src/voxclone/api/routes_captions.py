@@ -32,8 +32,8 @@ from voxclone.api.cancellation import request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep
 from voxclone.api.routes_openai import openai_speech_request
 from voxclone.api.schemas import CaptionedSpeechRequest
+from voxclone.api.speech_headers import voice_header
 from voxclone.api.streaming import CancelFlag, open_audio_stream
-from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.speech_request import Speakable
@@ -59,11 +59,7 @@ async def captioned_response(
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     with runtime.speech.admission(req, AdmissionTerms(deadline), stream=False) as terms:
         result = await run_until_disconnect(
-            request,
-            lambda flag: runtime.speech.synthesize_captioned(
-                req, cancelled=flag, deadline=deadline, admission=terms
-            ),
-            deadline=deadline,
+            request, runtime.speech.synthesize_captioned, req, deadline=deadline, admission=terms
         )
     voice = voice_header(req)
     if caption_format == "srt":
@@ -105,9 +101,9 @@ async def captioned_stream(request: Request, runtime: Runtime, speech: Speakable
     )
     with runtime.speech.admission(req, terms, stream=True) as checked:
 
-        def start(flag: CancelFlag) -> tuple[str, Iterator[bytes]]:
+        def start(*, cancelled: CancelFlag, deadline: float) -> tuple[str, Iterator[bytes]]:
             _, parts = runtime.speech.stream_captioned(
-                req, cancelled=flag, deadline=deadline, admission=checked
+                req, cancelled=cancelled, deadline=deadline, admission=checked
             )
             return "text/event-stream", _sse(parts, req.request.format)
 

@@ -74,11 +74,11 @@ async def _whole(
     service = dialogues(runtime)
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
 
-    def work(flag: CancelFlag) -> DialogueResult:
+    def work(*, cancelled: CancelFlag, deadline: float) -> DialogueResult:
         # Priced (413) and admitted (503) as a whole before any turn renders.
         prepared = service.prepare(dialogue)
         admissions = service.admit(prepared, deadline, stream=False)
-        return service.synthesize(prepared, admissions, cancelled=flag, timestamps=timestamps)
+        return service.synthesize(prepared, admissions, cancelled=cancelled, timestamps=timestamps)
 
     result = await run_until_disconnect(request, work, deadline=deadline)
     if fmt == "srt":
@@ -104,7 +104,7 @@ async def _streamed(request: Request, runtime: Runtime, dialogue: Dialogue) -> R
     deadline = request_deadline(request, runtime.settings.request_deadline_s)
     first_audio_s = runtime.settings.stream_first_audio_s
 
-    def start(flag: CancelFlag) -> tuple[str, Iterator[bytes]]:
+    def start(*, cancelled: CancelFlag, deadline: float) -> tuple[str, Iterator[bytes]]:
         prepared = service.prepare(dialogue)
         admissions = service.admit(
             prepared,
@@ -113,7 +113,7 @@ async def _streamed(request: Request, runtime: Runtime, dialogue: Dialogue) -> R
             must_finish=client_set_deadline(request),
             first_audio_s=first_audio_s,
         )
-        return prepared.content_type, service.stream(prepared, admissions, cancelled=flag)
+        return prepared.content_type, service.stream(prepared, admissions, cancelled=cancelled)
 
     stream = await open_audio_stream(request, start, deadline=deadline)
     return stream.response(stream.audio, media_type=stream.content_type)

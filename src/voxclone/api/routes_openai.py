@@ -58,9 +58,8 @@ from voxclone.api.schemas import (
     ModelOut,
     OpenAISpeechRequest,
 )
-from voxclone.api.ssml_headers import ssml_headers
+from voxclone.api.speech_headers import ssml_headers, voice_header
 from voxclone.api.streaming import open_audio_stream
-from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput, NotFound, UnknownModel, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
@@ -273,9 +272,9 @@ async def _audio_speech(
         headers = await ssml_headers(runtime, req)
         stream = await open_audio_stream(
             request,
-            lambda flag: runtime.speech.stream(
-                req, cancelled=flag, deadline=deadline, admission=checked
-            ),
+            runtime.speech.stream,
+            req,
+            admission=checked,
             deadline=deadline,  # its first audio by it, or 504 before any header
         )
     headers.update(voice_header(req))

@@ -37,8 +37,7 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from voxclone.api.auth import Principal
-from voxclone.api.ratelimit import enforce_rate_limit
+from voxclone.api.auth import Principal, enforce_rate_limit
 from voxclone.errors import (
     Forbidden,
     InvalidInput,

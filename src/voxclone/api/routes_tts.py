@@ -20,9 +20,8 @@ from voxclone.api.deps import RuntimeDep, get_voice_service
 from voxclone.api.routes_captions import captioned_response, captioned_stream
 from voxclone.api.routes_voices import request_types
 from voxclone.api.schemas import SpeechFields, TTSRequest
-from voxclone.api.ssml_headers import ssml_headers
+from voxclone.api.speech_headers import ssml_headers, voice_header
 from voxclone.api.streaming import open_audio_stream
-from voxclone.api.voice_header import voice_header
 from voxclone.assembly import Runtime
 from voxclone.errors import Forbidden, InvalidInput
 from voxclone.runtime.admission import AdmissionTerms
@@ -117,11 +116,7 @@ async def whole_file_response(request: Request, runtime: Runtime, req: ResolvedR
     # request's lower bound reserved, so a flood arriving at once sees itself).
     with runtime.speech.admission(req, AdmissionTerms(deadline), stream=False) as terms:
         result = await run_until_disconnect(
-            request,
-            lambda flag: runtime.speech.synthesize(
-                req, cancelled=flag, deadline=deadline, admission=terms
-            ),
-            deadline=deadline,
+            request, runtime.speech.synthesize, req, deadline=deadline, admission=terms
         )
     return Response(
         content=result.audio,
@@ -145,9 +140,9 @@ async def streaming_response(request: Request, runtime: Runtime, req: ResolvedRe
     with runtime.speech.admission(req, terms, stream=True) as checked:
         stream = await open_audio_stream(
             request,
-            lambda flag: runtime.speech.stream(
-                req, cancelled=flag, deadline=deadline, admission=checked
-            ),
+            runtime.speech.stream,
+            req,
+            admission=checked,
             started=started,
             deadline=deadline,  # its first audio by it, or 504 before any header
         )

@@ -149,10 +149,7 @@ async def enroll_voice(
                 # The client waits for the voice: if it leaves, the enrollment stops
                 # and stores nothing (api/cancellation.py polls the connection).
                 enrolled = await run_until_disconnect(
-                    request,
-                    lambda gone: voices.start_enrollment(
-                        req, wait=True, ticket=ticket, cancelled=gone
-                    ),
+                    request, voices.start_enrollment, req, wait=True, ticket=ticket
                 )
             else:  # answered at once; the voice is kept whatever the client does next
                 enrolled = await run_in_threadpool(

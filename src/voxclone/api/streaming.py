@@ -162,13 +162,17 @@ class AudioStream:
 
 async def open_audio_stream(
     request: Request,
-    start: Callable[[CancelFlag], tuple[str, Iterator[bytes]]],
-    *,
+    start: Callable[..., tuple[str, Iterator[bytes]]],
+    *args: Any,
     started: float | None = None,
     deadline: float | None = None,
     first_audio_index: int = 1,
+    **kwargs: Any,
 ) -> AudioStream:
-    """Take a stream slot and call ``start(flag)`` (the service's ``stream``) off the loop.
+    """Take a stream slot and call ``start(*args, cancelled=flag, **kwargs)`` (the
+    service's ``stream`` and its arguments, not a closure of the route: the thread
+    calls down, not back into the route) off the loop; with ``deadline``, ``start``
+    is given it too (``deadline=``).
 
     Starting runs in a thread because it validates and may load a voice; an
     error there (a 4xx) frees the slot again, since no response will. The
@@ -183,9 +187,11 @@ async def open_audio_stream(
     """
     release = request.app.state.stream_slots.acquire()
     flag = CancelFlag()
+    if deadline is not None:
+        kwargs["deadline"] = deadline
 
     def begin() -> tuple[str, Iterator[bytes], list[bytes]]:
-        content_type, chunks = start(flag)
+        content_type, chunks = start(*args, cancelled=flag, **kwargs)
         head: list[bytes] = []
         if deadline is not None:
             for chunk in chunks:  # not closed by the break: the rest follows

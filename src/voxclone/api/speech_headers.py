@@ -1,8 +1,20 @@
-"""The SSML check every speech route runs before it reserves engine time.
+"""The response headers of speech: ``X-SSML-Warnings`` and ``X-Voice``.
 
-Its own module because the native, OpenAI and captioned routes all use it
-(routes_openai importing routes_tts made an import cycle with the captioned
-routes).
+The native, OpenAI and captioned routes all send them, so they live here,
+not in one route's module (routes_openai importing routes_tts made an import
+cycle with the captioned routes).
+
+:func:`ssml_headers` is the SSML check every speech route runs before it
+reserves engine time: malformed markup is a 400, what the markup ignored is
+named in ``X-SSML-Warnings``.
+
+:func:`voice_header` names the voice that spoke (``X-Voice``). A request may
+be answered by another voice than the one it named, or name none: no voice
+speaks its language's default (``zf_xiaoxiao`` for Chinese), OpenAI's names
+speak as built-ins (``alloy`` -> ``af_heart``), and a clone the stock check
+replaced speaks as a built-in. The header names it (a built-in's name, else
+the clone's ``v_...`` id: ids are ASCII, user names may not be), on /v1/tts,
+OpenAI speech and the captioned route.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ from voxclone.errors import PayloadTooLarge
 from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
 
 SSML_WARNINGS_HEADER = "X-SSML-Warnings"
+VOICE_HEADER = "X-Voice"
 
 
 async def ssml_headers(runtime: Runtime, req: SpeechRequest | ResolvedRequest) -> dict[str, str]:
@@ -39,3 +52,13 @@ async def ssml_headers(runtime: Runtime, req: SpeechRequest | ResolvedRequest) -
     # Header values are Latin-1 and one line: the warnings quote user markup.
     text = "; ".join(warnings).encode("ascii", "replace").decode("ascii")
     return {SSML_WARNINGS_HEADER: "".join(ch if ch.isprintable() else " " for ch in text)}
+
+
+def voice_header(req: ResolvedRequest) -> dict[str, str]:
+    """``{"X-Voice": ...}`` for ``req``, read on the event loop with no I/O:
+    the render resolved it (the router's route, its cache key names the
+    voice) and this reads what was stored; a request nobody resolved is a
+    programming error (RuntimeError), never a database read here."""
+    name = req.voice.spoken_as
+    # A header value is one line of Latin-1; built-in names and ids are ASCII.
+    return {VOICE_HEADER: name.encode("ascii", "replace").decode("ascii")[:128]}
