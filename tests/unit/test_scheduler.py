@@ -463,6 +463,34 @@ def test_a_lone_listener_s_later_chunks_take_every_core(make_scheduler) -> None:
     next_clause.release()
 
 
+def test_a_first_chunk_shares_the_cores_while_another_socket_is_between_clauses(
+    make_scheduler,
+) -> None:  # type: ignore[no-untyped-def]
+    """A request's first chunk takes every core only when no other voice
+    agent's socket is between two clauses: at 2 sessions one session's next
+    clause took both cores while the other's waited behind it with a core
+    idle (0.9 s of silence, 2026-12-07)."""
+    engine = FakeEngine(fast_lane=True)
+    clock = FakeClock()
+    sched = make_scheduler(engine, workers=2, clock=clock)
+    far = clock() + 60
+    head = sched.admit(10, far)
+    head.listener = "socket-b"
+    sched.submit(item(1), priority=PRIORITY_FIRST_CHUNK, listener="socket-b").result(WAIT_S)
+    assert engine.exclusive_calls == [1]  # alone on the server: the fast lane
+    head.release()  # socket-b's clause is spoken; its next one is coming
+    clause = sched.admit(40, far)
+    clause.listener = "socket-a"
+    sched.submit(item(2), priority=PRIORITY_FIRST_CHUNK, listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1]  # socket-b is between clauses: one core
+    sched.submit(item(3), priority=PRIORITY_FIRST_CHUNK).result(WAIT_S)
+    assert engine.exclusive_calls == [1]  # an HTTP stream's first chunk too
+    clock.now += LONE_LISTENER_QUIET_S
+    sched.submit(item(4), priority=PRIORITY_FIRST_CHUNK, listener="socket-a").result(WAIT_S)
+    assert engine.exclusive_calls == [1, 4]  # socket-b has gone quiet
+    clause.release()
+
+
 def test_first_chunk_on_busy_server_shares_the_cores(make_scheduler) -> None:  # type: ignore[no-untyped-def]
     engine = FakeEngine(fast_lane=True)
     sched = make_scheduler(engine, workers=2)

@@ -335,7 +335,7 @@ def test_a_cut_that_would_leave_a_lone_word_is_not_made() -> None:
 def test_the_streamed_first_chunk_is_three_words_with_three_left_behind() -> None:
     from voxclone.synth.text import frontend
 
-    assert (frontend.STREAM_FIRST_CHUNK_WORDS, frontend.STREAM_MIN_TAIL_WORDS) == (3, 3)
+    assert (frontend.STREAM_FIRST_CHUNK_WORDS, frontend.STREAM_MIN_TAIL_WORDS) == (3, 2)
 
 
 def test_input_list_is_not_modified() -> None:

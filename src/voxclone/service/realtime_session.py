@@ -323,6 +323,9 @@ class RealtimeSession:
         for ctx in self._contexts.values():
             if ctx.task is not None:
                 await asyncio.gather(ctx.task, return_exceptions=True)
+        # Its last clause's end no longer keeps others' first chunks off the
+        # all-cores lane: a closed socket says no next clause is coming.
+        self._speech.listener_gone(self._listener)
 
     # -- inside -----------------------------------------------------------------
     def _arm_idle(self, ctx: _Context) -> None:

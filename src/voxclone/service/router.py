@@ -351,6 +351,12 @@ class SpeechRouter:
         assumes a fast machine and refuses only what even that could not do."""
         threading.Thread(target=self.calibrate, name="voxclone-calibrate", daemon=True).start()
 
+    def listener_gone(self, listener: str) -> None:
+        """A voice agent's socket has closed: every engine forgets that its
+        listener is between clauses."""
+        for service in self._services.values():
+            service.listener_gone(listener)
+
     def invalidate_voice(self, voice_id: str) -> None:
         self.purge_voice_audio(voice_id)
 

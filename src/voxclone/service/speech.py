@@ -664,6 +664,10 @@ class SpeechService:
         """Drop ``voice_id``'s audio from every tier; raises if a tier is unreachable."""
         self.purge_voice_audio(voice_id)
 
+    def listener_gone(self, listener: str) -> None:
+        """A voice agent's socket has closed (:meth:`Scheduler.listener_gone`)."""
+        self._scheduler.listener_gone(listener)
+
     def purge_voice_audio(self, voice_id: str) -> int:
         """:meth:`invalidate_voice`, returning how many entries went (a deletion
         receipt's count)."""

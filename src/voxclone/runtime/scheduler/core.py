@@ -175,6 +175,13 @@ class Scheduler(AdmissionControl, WorkerLoop):
             }
         return turn
 
+    def listener_gone(self, listener: str) -> None:
+        """``listener``'s socket has closed: it is no longer between two
+        clauses, so it keeps no other request off the all-cores lanes
+        (workers.py, LONE_LISTENER_QUIET_S)."""
+        with self._cond:
+            self._listeners_left.pop(listener, None)
+
     def calibrate(self, item: SynthItem, cost: float) -> float:
         """Run one real call at background priority so the rate is measured
         before the first burst (the server does this once after start-up);

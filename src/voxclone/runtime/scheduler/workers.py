@@ -112,10 +112,16 @@ class WorkerLoop(SchedulerFields):
         # ended 27.2 s after its start against an estimate of 18.5 s
         # (admission plans two workers side by side): the 504s of
         # tests/e2e/test_capacity.py's flood (2026-12-07).
+        # Nor while another voice agent's socket is between two clauses (its
+        # request ended under LONE_LISTENER_QUIET_S ago): at 2 sessions one
+        # session's next clause took both cores for 0.50 s while the other's,
+        # queued 26 ms later, waited for it with a core idle, and its listener
+        # heard 0.9 s of silence (server trace, 2026-12-07).
         return (
             work.priority == PRIORITY_FIRST_CHUNK
             and not (self._queue and self._queue[0].priority == PRIORITY_FIRST_CHUNK)
             and self._live_admissions_locked() <= 1
+            and not self._other_listener_between_clauses_locked(work.listener)
         )
 
     def _lone_listener_locked(self, work: Work) -> bool:
@@ -137,7 +143,6 @@ class WorkerLoop(SchedulerFields):
             or work.cost > LONE_LISTENER_MAX_UNITS
         ):
             return False
-        now = self._clock()
         return (
             all(
                 a.listener == listener
@@ -147,10 +152,16 @@ class WorkerLoop(SchedulerFields):
             and all(
                 w.listener == listener for w in self._queue if w.priority != PRIORITY_BACKGROUND
             )
-            and not any(
-                name != listener and now - at < LONE_LISTENER_QUIET_S
-                for name, at in self._listeners_left.items()
-            )
+            and not self._other_listener_between_clauses_locked(listener)
+        )
+
+    def _other_listener_between_clauses_locked(self, listener: str | None) -> bool:
+        """Whether a request of a listener other than ``listener`` ended less
+        than LONE_LISTENER_QUIET_S ago: that socket's next clause is coming."""
+        now = self._clock()
+        return any(
+            name != listener and now - at < LONE_LISTENER_QUIET_S
+            for name, at in self._listeners_left.items()
         )
 
     def _live_admissions_locked(self) -> int:

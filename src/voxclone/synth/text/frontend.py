@@ -59,7 +59,12 @@ AUTO = "auto"
 STREAM_FIRST_CHUNK_WORDS = 3
 # ... but never so that the rest of the first sentence is shorter than this: a
 # one-word chunk ("expected.") is the least intelligible piece Kokoro speaks.
-STREAM_MIN_TAIL_WORDS = 3
+# Two words are heard as well as three (a voice agent's two-word head, 12
+# answers through Whisper, 2026-12-07); with three, a voice agent's five-word
+# clause after its head ("checked the weather for you,") rendered whole, 0.84-0.93 s
+# on one thread behind the head's 0.66 s of audio: at 2 sessions its listener
+# heard 0.13-0.24 s of silence there (server trace, 2026-12-07).
+STREAM_MIN_TAIL_WORDS = 2
 # ... and fewer words (down to STREAM_FIRST_CHUNK_MIN_WORDS) when those three
 # hold more phoneme tokens than this: the engine's time follows tokens, not
 # words. Three ordinary words are 13-18 tokens (the bench paragraphs' first
