@@ -85,6 +85,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 warnings.filterwarnings("ignore", category=UserWarning)
 
 import speaker_splits  # noqa: E402
+from audition import Auditioner, AuditionResult  # noqa: E402
 from voxclone.cloning_setup import REFINE_SENTENCES  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import AudioQualityError  # noqa: E402
@@ -104,7 +105,6 @@ from voxclone.synth.engine.kokoro.builtin_voices import (  # noqa: E402
 )
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.atlas import VoiceAtlas  # noqa: E402
-from voxclone.synth.voice.audition import Auditioner  # noqa: E402
 from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner  # noqa: E402
 from voxclone.synth.voice.listener import CAMPLUS, make_listener  # noqa: E402
 from voxclone.synth.voice.pipeline import ClonedVoice, CloningPipeline  # noqa: E402
@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         action=argparse.BooleanOptionalAction,
         default=False,
         help="hear the atlas's nearest voices speak and keep the closest by GE2E + CAM++ "
-        "(synth/voice/audition.py; measured, not in the service: docs/studies.md)",
+        "(bench/audition.py; measured, not in the service: docs/studies.md)",
     )
     parser.add_argument(
         "--split",
@@ -624,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
             sample_rate=24_000,
             calibrator=calibrator,
             stock_check=args.stock_check,
-            auditioner=auditioner,
+            chooser=auditioner,
         )
         for v in variants
     }
@@ -807,7 +807,9 @@ def main(argv: list[str] | None = None) -> int:
                 # The built-in the stock check started the voice from (moved toward
                 # the reference: synth/voice/stock_move.py), None: its own clone.
                 "stock_voice": None if cloned.moved is None else cloned.moved.started_from,
-                "audition": None if cloned.audition is None else cloned.audition.summary(),
+                "audition": cloned.chosen.summary()
+                if isinstance(cloned.chosen, AuditionResult)
+                else None,
             }
             if cloned.voice.probe is not None:
                 # What the quality report calls the clone's similarity: the product

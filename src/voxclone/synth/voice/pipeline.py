@@ -3,7 +3,8 @@
     references → voice print (embedding, pitch, long-term spectrum; pooled
     over clips, weighted by their speech seconds) → instant clone (atlas
     lookup) → spoken voice (pitch-calibrated, with the probe sentence) →
-    [audition: measured, off in the service, see synth/voice/audition.py] →
+    [a chooser hook: none in the service; the benchmark's audition,
+    bench/audition.py, hears the atlas's nearest speak] →
     recording-tone filter → stock check (the built-in voices of the
     reference's sex closest by the atlas, given the same tone, are heard; when
     the product encoder does not hear the clone closer to the reference by
@@ -34,7 +35,6 @@ import numpy as np
 import soxr
 
 from voxclone.synth.audio.tone import ToneFilter, long_term_spectrum, tone_filter_for
-from voxclone.synth.voice.audition import Auditioner, AuditionResult
 from voxclone.synth.voice.clone import (
     ENCODER_RATE,
     InstantClone,
@@ -72,8 +72,8 @@ class VoicePrint:
     speech_seconds: float  # total, the weight of this print when pooled again
     clips: int
     rate: float = 0.0  # prosody.speaking_rate (peaks per second of speech); 0.0 = unknown
-    # The audition's second listener's embedding (synth/voice/audition.py);
-    # None: not measured (no listener wired, or a stored print from before it).
+    # The chooser hook's own embedding of the references
+    # (VoiceChooser.embed_reference); None: no chooser wired (the service).
     listener_embedding: np.ndarray | None = None
 
     def pitch_json(self) -> dict[str, float]:
@@ -152,6 +152,51 @@ class SpokenVoice:
     seconds: float = 0.0  # calibration and probe renders
 
 
+class ChosenVoice(Protocol):
+    """The voice a :class:`VoiceChooser` kept, spoken."""
+
+    @property
+    def recipe(self) -> VoiceRecipe: ...
+
+    @property
+    def style(self) -> np.ndarray: ...
+
+    @property
+    def probe(self) -> np.ndarray: ...
+
+    @property
+    def tone(self) -> ToneFilter | None: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+
+class VoiceChooser(Protocol):
+    """A hook that may choose another voice than the atlas lookup's, by hearing
+    candidates speak. The service wires none; the benchmark's audition
+    (bench/audition.py) is one, measured and not adopted (docs/studies.md)."""
+
+    def embed_reference(self, samples16k: np.ndarray) -> np.ndarray:
+        """The chooser's own embedding of one reference clip (16 kHz), kept on
+        the print as ``VoicePrint.listener_embedding`` and pooled with it."""
+        ...
+
+    def choose(
+        self,
+        cloner: InstantCloner,
+        voice_print: VoicePrint,
+        voice: SpokenVoice,
+        *,
+        render: ProbeFn,
+        tone_for: Callable[[np.ndarray], ToneFilter | None],
+        sample_rate: int,
+    ) -> ChosenVoice | None:
+        """The voice to serve instead of ``voice`` (the calibrated lookup), or
+        None to keep it; ``render`` speaks the probe sentence with a style
+        pack, ``tone_for`` gives a probe the reference's recording tone."""
+        ...
+
+
 @dataclass(frozen=True)
 class ClonedVoice:
     print: VoicePrint
@@ -171,8 +216,9 @@ class ClonedVoice:
     # What the stock check heard (None: no check ran); the quality report's
     # closest built-in and its verdict come from this one comparison.
     comparison: StockComparison | None = None
-    # The audition that chose the voice among the atlas's nearest (None: none ran).
-    audition: AuditionResult | None = None
+    # The chooser hook's voice, served instead of the lookup (None: no chooser,
+    # or it kept the lookup).
+    chosen: ChosenVoice | None = None
 
     @property
     def instant_seconds(self) -> float:
@@ -191,7 +237,7 @@ class CloningPipeline:
         follow_rate: bool = True,
         stock_check: bool = True,
         stock_preference: float = STOCK_PREFERENCE,
-        auditioner: Auditioner | None = None,
+        chooser: VoiceChooser | None = None,
     ) -> None:
         """``probe`` renders the quality report's test sentence with a style pack
         (None: no probe, so no tone match and no calibration); ``calibrator``
@@ -199,15 +245,16 @@ class CloningPipeline:
         ``follow_rate`` gives the clone a speed towards the reference's pace;
         ``stock_check`` lets a built-in voice the encoder hears closer replace
         the clone, unless the clone is heard closer by more than
-        ``stock_preference`` (synth/voice/stock_check.py); ``auditioner`` hears the
-        atlas's nearest voices speak and keeps the closest (:meth:`audition`)."""
+        ``stock_preference`` (synth/voice/stock_check.py); ``chooser`` may
+        replace the calibrated lookup before the stock check (:class:`VoiceChooser`;
+        it needs a probe)."""
         self._cloner = cloner
         self._probe = probe
         self._rate = sample_rate
         self._calibrator = calibrator
         self._follow_rate = follow_rate
         self._stock_check = stock_check
-        self._auditioner = auditioner
+        self._chooser = chooser
         self._stock_preference = stock_preference
         self._stock: StockCheck | None = None
         self._stock_lock = threading.Lock()  # warm-up thread and enrollments ask at once
@@ -259,8 +306,8 @@ class CloningPipeline:
                 speech_seconds=float(ref.speech_seconds),
                 clips=1,
                 rate=speaking_rate(ref.samples16k, ENCODER_RATE),
-                listener_embedding=self._auditioner.embed_reference(ref.samples16k)
-                if self._auditioner is not None
+                listener_embedding=self._chooser.embed_reference(ref.samples16k)
+                if self._chooser is not None
                 else None,
             )
             for ref in references
@@ -356,17 +403,26 @@ class CloningPipeline:
         voice_print = draft.print
         voice = self.speak(draft.instant.recipe, voice_print.pitch.median_hz)
         spectrum = voice_print.spectrum if match_tone else None
-        audition = self.audition(voice_print, voice, spectrum)
-        if audition is not None:
+        chosen = None
+        if self._chooser is not None and self._probe is not None:
+            chosen = self._chooser.choose(
+                self._cloner,
+                voice_print,
+                voice,
+                render=self._probe,
+                tone_for=lambda probe: self.tone_for(spectrum, probe),
+                sample_rate=self._rate,
+            )
+        if chosen is not None:
             voice = SpokenVoice(
-                audition.recipe,
-                audition.style,
-                audition.probe,
+                chosen.recipe,
+                chosen.style,
+                chosen.probe,
                 voice.calibration,
                 0.0,
-                voice.seconds + audition.seconds,
+                voice.seconds + chosen.seconds,
             )
-            tone = audition.tone
+            tone = chosen.tone
         else:
             tone = self.tone_for(spectrum, voice.probe)
         comparison = None
@@ -404,38 +460,7 @@ class CloningPipeline:
             speed,
             moved,
             comparison,
-            audition,
-        )
-
-    def audition(
-        self, voice_print: VoicePrint, voice: SpokenVoice, spectrum: np.ndarray | None
-    ) -> AuditionResult | None:
-        """The atlas's nearest eligible voices, with ``voice``'s calibrated
-        prosody half, heard speaking the probe sentence (with the reference's
-        recording tone from ``spectrum``); None when no auditioner, probe or
-        listener embedding of the reference is there, or fewer than two
-        candidates pass the cloner's gates."""
-        auditioner = self._auditioner
-        if auditioner is None or self._probe is None or voice_print.listener_embedding is None:
-            return None
-        matches = self._cloner.eligible_nearest(
-            voice_print.embedding, voice_print.pitch.median_hz, auditioner.k
-        )
-        if len(matches) < 2:
-            return None
-        atlas = self._cloner.atlas
-        prosody = voice.recipe.prosody_weights
-        candidates = []
-        for match in matches:
-            recipe = atlas.recipe(match.index).with_prosody(prosody)
-            candidates.append((match.index, recipe, atlas.basis.pack(recipe)))
-        return auditioner.choose(
-            candidates,
-            render=self._probe,
-            tone_for=lambda probe: self.tone_for(spectrum, probe),
-            sample_rate=self._rate,
-            reference_embedding=voice_print.embedding,
-            reference_listener=voice_print.listener_embedding,
+            chosen,
         )
 
     def warm_stock_probes(self) -> None:

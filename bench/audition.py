@@ -12,7 +12,7 @@ listeners compare each with the reference: GE2E (the product encoder) and
 CAM++ (synth/voice/campplus*.py). Each listener's cosines are z-scored over
 the candidates and summed, so neither's scale dominates; the top sum wins.
 
-Measured, and not wired into the service (issue 38). On the ceiling study's
+Measured, and not adopted by the service (issue 38). On the ceiling study's
 renders (studies/listener_audition.py; 8 fit + validation speakers) the top
 10 heard by both listeners looked like +0.175 normalized over the pick, but
 that replay lets the judge score the very render the listener chose, so the
@@ -23,8 +23,10 @@ normalized with no stock check, +0.021 with it (leave one speaker out,
 studies/stock_preference.py: +0.071 vs +0.050); 8 speakers better, 5 worse
 (vctk-p228 -0.29). A gain inside the split-to-split noise, for ~10 extra
 renders per enrollment (35-130 s on the busy 2-core host), so cloning keeps
-the encoder's pick; ``CloningPipeline(auditioner=...)`` stays so the
-benchmark measures this code and not a copy.
+the encoder's pick. :class:`Auditioner` is a ``VoiceChooser``
+(synth/voice/pipeline.py): ``CloningPipeline(chooser=Auditioner(...))`` runs
+it inside the product's own pipeline, so what is measured is that pipeline
+with one choice added.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ import numpy as np
 import soxr
 
 from voxclone.synth.audio.tone import ToneFilter
+from voxclone.synth.voice.clone import InstantCloner
 from voxclone.synth.voice.listener import SpeakerListener
+from voxclone.synth.voice.pipeline import SpokenVoice, VoicePrint
 from voxclone.synth.voice.speaker_encoder import SAMPLE_RATE as ENCODER_RATE
 from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine
 from voxclone.synth.voice.style_space import VoiceRecipe
@@ -65,7 +69,7 @@ class AuditionResult:
     seconds: float
 
     def summary(self) -> dict[str, object]:
-        """What the quality report keeps of it."""
+        """What the benchmark's rows keep of it."""
         return {
             "candidates": len(self.heard),
             "chosen_rank": 1 + [h.index for h in self.heard].index(self.chosen.index),
@@ -96,6 +100,42 @@ class Auditioner:
         return self.listener.embed(samples16k, ENCODER_RATE)
 
     def choose(
+        self,
+        cloner: InstantCloner,
+        voice_print: VoicePrint,
+        voice: SpokenVoice,
+        *,
+        render: Callable[[np.ndarray], np.ndarray],
+        tone_for: Callable[[np.ndarray], ToneFilter | None],
+        sample_rate: int,
+    ) -> AuditionResult | None:
+        """The cloner's ``k`` nearest eligible voices, with ``voice``'s
+        calibrated prosody half, heard speaking the probe sentence; None when
+        the print has no listener embedding (a stored print, or one made
+        without this chooser) or fewer than two candidates pass the gates."""
+        if voice_print.listener_embedding is None:
+            return None
+        matches = cloner.eligible_nearest(
+            voice_print.embedding, voice_print.pitch.median_hz, self.k
+        )
+        if len(matches) < 2:
+            return None
+        atlas = cloner.atlas
+        prosody = voice.recipe.prosody_weights
+        candidates = []
+        for match in matches:
+            recipe = atlas.recipe(match.index).with_prosody(prosody)
+            candidates.append((match.index, recipe, atlas.basis.pack(recipe)))
+        return self.hear(
+            candidates,
+            render=render,
+            tone_for=tone_for,
+            sample_rate=sample_rate,
+            reference_embedding=voice_print.embedding,
+            reference_listener=voice_print.listener_embedding,
+        )
+
+    def hear(
         self,
         candidates: list[tuple[int, VoiceRecipe, np.ndarray]],
         *,

@@ -1,19 +1,24 @@
-"""The enrollment audition (synth/voice/audition.py) on synthetic voices: which
-candidate it keeps, and that the pipeline serves it (no models)."""
+"""The benchmark's audition (bench/audition.py) on synthetic voices: which
+candidate it keeps, and that the pipeline serves what its chooser hook keeps
+(no models)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from test_style_space import _atlas, fake_packs
 
-from voxclone.synth.voice.audition import Auditioner
 from voxclone.synth.voice.clone import InstantCloner
 from voxclone.synth.voice.pipeline import CloningPipeline, VoicePrint, pool_prints
 from voxclone.synth.voice.prosody import PitchStats
 from voxclone.synth.voice.style_space import VoiceRecipe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from audition import Auditioner, AuditionResult  # noqa: E402
 
 
 def _direction(angle: float, dims: int) -> np.ndarray:
@@ -44,7 +49,7 @@ def _candidates(levels: list[float]) -> list[tuple[int, VoiceRecipe, np.ndarray]
 
 
 def _choose(auditioner: Auditioner, levels: list[float], encoder_ref: float, listener_ref: float):
-    return auditioner.choose(
+    return auditioner.hear(
         _candidates(levels),
         render=lambda pack: np.full(2_400, float(pack.flat[0]), np.float32),
         tone_for=lambda probe: None,
@@ -118,7 +123,7 @@ def _pipeline(auditioner: Auditioner | None) -> tuple[CloningPipeline, Any, dict
     cloner = InstantCloner(atlas, encoder, top_k=1)  # type: ignore[arg-type]
     return (
         CloningPipeline(
-            cloner, probe=probe, sample_rate=24_000, stock_check=False, auditioner=auditioner
+            cloner, probe=probe, sample_rate=24_000, stock_check=False, chooser=auditioner
         ),
         atlas,
         levels,
@@ -152,13 +157,13 @@ def test_the_pipeline_serves_the_voice_the_audition_kept() -> None:
     )
     draft = pipeline.draft(voice_print)
     cloned = pipeline.finish(draft, match_tone=False)
-    assert cloned.audition is not None
-    heard = [h.index for h in cloned.audition.heard]
+    assert isinstance(cloned.chosen, AuditionResult)
+    heard = [h.index for h in cloned.chosen.heard]
     assert heard == [
         m.index for m in pipeline.cloner.eligible_nearest(voice_print.embedding, 0.0, 5)
     ]
     assert heard == lookup(voice)
-    chosen = cloned.audition.chosen.index
+    chosen = cloned.chosen.chosen.index
     assert levels[chosen] == levels[voice] and chosen in lookup(voice)[1:]
     expected = chosen
     # Served: the kept voice's style with the clone's prosody half, its probe.
@@ -168,8 +173,8 @@ def test_the_pipeline_serves_the_voice_the_audition_kept() -> None:
     assert float(cloned.voice.probe[0]) == pytest.approx(levels[expected])
     assert not np.allclose(cloned.voice.style, draft.voice.style)
 
-    # A print without the listener's embedding (a stored voice from before the
-    # audition) keeps the encoder's pick.
+    # A print without the listener's embedding (a stored print, or one made
+    # without the chooser) keeps the encoder's pick.
     plain = pipeline.finish(
         pipeline.draft(
             VoicePrint(
@@ -178,5 +183,5 @@ def test_the_pipeline_serves_the_voice_the_audition_kept() -> None:
         ),
         match_tone=False,
     )
-    assert plain.audition is None
+    assert plain.chosen is None
     np.testing.assert_allclose(plain.voice.style, draft.voice.style)
