@@ -2,7 +2,7 @@
 
 Pocket TTS's weights are operator-supplied and not reachable here, so its
 model is the package's full-size ``english`` architecture with random weights
-(voxclone.synth.engine.pocket.random_bundle): same layers, same sizes, so the
+(bench/pocket_random_bundle.py): same layers, same sizes, so the
 same arithmetic per frame — but the audio is noise. Its length is the
 package's cap for the text (random weights never emit end-of-speech), which
 is longer than real speech would be; RTF is per audio second either way.
@@ -419,9 +419,9 @@ def main() -> int:
         return 0
 
     from _common import bench_home
+    from pocket_random_bundle import make_random_bundle
     from voxclone.synth.engine.pocket.bundle import install_bundle
     from voxclone.synth.engine.pocket.loading import check_bundle
-    from voxclone.synth.engine.pocket.random_bundle import make_random_bundle
 
     load_before = os.getloadavg()[0]
     kokoro_home = bench_home("voxclone-engines-")

@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import pytest
 
 from voxclone.api.cli import main
 from voxclone.synth.engine.pocket.bundle import read_manifest, write_manifest
-from voxclone.synth.engine.pocket.random_bundle import WEIGHTS_FILE, make_random_bundle
+
+# The random-weight bundle builder is shared with bench/engines_speed.py.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from pocket_random_bundle import WEIGHTS_FILE, make_random_bundle  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tarfile
 import time
 from collections.abc import Generator, Iterator
@@ -25,7 +26,10 @@ from voxclone.errors import InvalidInput
 from voxclone.synth.engine.base import Engine, SynthItem
 from voxclone.synth.engine.pocket.bundle import MANIFEST, installed_bundles
 from voxclone.synth.engine.pocket.engine import PocketEngine, PocketPrompt
-from voxclone.synth.engine.pocket.random_bundle import make_random_bundle
+
+# The random-weight bundle builder is shared with bench/engines_speed.py.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from pocket_random_bundle import make_random_bundle  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # The tokenizer is trained on these, inside the test: no vocabulary is shipped.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,7 +30,10 @@ from voxclone.errors import NotFound, VoiceModelMismatch
 from voxclone.service.speech import SpeechRequest
 from voxclone.service.voices_request import ConsentInput, EnrollRequest
 from voxclone.synth.controls import SpeechControls
-from voxclone.synth.engine.pocket.random_bundle import make_random_bundle
+
+# The random-weight bundle builder is shared with bench/engines_speed.py.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from pocket_random_bundle import make_random_bundle  # noqa: E402
 
 pytestmark = pytest.mark.models
 

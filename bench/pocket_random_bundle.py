@@ -1,11 +1,12 @@
 """Make a Pocket TTS bundle with random weights from the package's own classes.
 
-The real weights live on a hub this environment cannot reach, so tests and
-benchmarks build the model from a config with random weights and a tokenizer
-trained on a few sentences (``tokenizers`` BPE). That runs every code path of
-the engine (bundle import, prompt encoding, streaming generation, decoding)
-and, at full size, has the real model's speed — but it says nothing about how
-the speech sounds: the audio is noise.
+The real weights live on a hub this environment cannot reach, so tests
+(tests/integration/test_pocket_*.py) and benchmarks (bench/engines_speed.py)
+build the model from a config with random weights and a tokenizer trained on
+a few sentences (``tokenizers`` BPE). That runs every code path of the engine
+(bundle import, prompt encoding, streaming generation, decoding) and, at full
+size, has the real model's speed — but it says nothing about how the speech
+sounds: the audio is noise.
 
 The EOS head's bias is set far below the threshold so a random model never
 stops early: every call generates the package's maximum length for its text
