@@ -22,7 +22,7 @@ from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
 from voxclone.runtime.voice_store import SqlVoiceStore
-from voxclone.service.router import SpeechRouter
+from voxclone.service.speech.router import SpeechRouter
 from voxclone.service.spoken_consent import ConsentClips, SpokenConsentCheck
 from voxclone.service.voices import VoiceService
 from voxclone.service.voices_admission import enrollment_cancel_check

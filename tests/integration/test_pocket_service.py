@@ -26,7 +26,7 @@ from voxclone.api.cli import main
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.errors import NotFound, VoiceModelMismatch
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.service.voices_request import ConsentInput, EnrollRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.pocket.random_bundle import make_random_bundle

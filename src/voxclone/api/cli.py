@@ -302,7 +302,7 @@ def _say(
         # Speaking in-process: the model loads while the rest is imported
         # (engine_setup.py: ~0.3 s of a 2-core `say`).
         engine_load = EngineLoad(settings)
-    from voxclone.service.speech import SpeechRequest, ssml_warnings
+    from voxclone.service.speech.service import SpeechRequest, ssml_warnings
 
     # Markup errors before the text goes anywhere; ignored tags on stderr.
     for warning in ssml_warnings(SpeechRequest(text=text, ssml=args.ssml)):

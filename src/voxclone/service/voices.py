@@ -46,8 +46,8 @@ from voxclone.runtime.voice_store import (
 )
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
+from voxclone.service.job_voices import SPEECH_JOB_KIND
 from voxclone.service.report_jobs import ReportInputs, mark_pending
-from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
 from voxclone.service.spoken_consent import (
     ConsentPhrase,
     ConsentPhrases,

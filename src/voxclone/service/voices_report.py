@@ -16,6 +16,7 @@ import numpy as np
 from voxclone.errors import Cancelled, InvalidInput, NotFound, VoiceChanged, VoxcloneError
 from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
+from voxclone.service.jobs import default_worker_id
 from voxclone.service.report_jobs import (
     RESUMED_NOTE,
     ReportInputs,
@@ -27,7 +28,6 @@ from voxclone.service.report_jobs import (
     stranded_voices,
     task_of,
 )
-from voxclone.service.speech_jobs import default_worker_id
 from voxclone.service.voices_jobs import VoiceJobs
 from voxclone.service.voices_refine import Refinements
 from voxclone.service.voices_stored import (
