@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from voxclone.service.purge import CachePurger
     from voxclone.service.speech.router import SpeechRouter
     from voxclone.service.speech.service import SpeechService
-    from voxclone.service.voices import VoiceService
+    from voxclone.service.voices.service import VoiceService
     from voxclone.synth.engine.base import Engine
 
 

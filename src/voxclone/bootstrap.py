@@ -49,7 +49,7 @@ from voxclone.service.speech.service import (
     ServiceHooks,
     SpeechService,
 )
-from voxclone.service.voices import VoiceService
+from voxclone.service.voices.service import VoiceService
 from voxclone.synth.audio import watermark
 from voxclone.synth.audio.file_encode import load_codecs
 from voxclone.synth.engine.base import Engine

@@ -147,7 +147,7 @@ class Voxclone:
         return its id, which :meth:`synthesize` takes as ``voice`` (so does
         its ``name``). The speaker's consent is recorded as for the HTTP API.
         Needs a runtime loaded with ``cloning=True``."""
-        from voxclone.service.voices_request import ConsentInput, EnrollRequest
+        from voxclone.service.voices.request import ConsentInput, EnrollRequest
 
         if self.runtime.voices is None:
             raise VoxcloneError("cloning is not loaded: use voxclone.load(cloning=True)")

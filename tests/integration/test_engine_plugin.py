@@ -23,7 +23,7 @@ from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput
 from voxclone.service.speech.service import SpeechRequest
-from voxclone.service.voices_request import EnrollRequest
+from voxclone.service.voices.request import EnrollRequest
 from voxclone.synth.engine import registry
 
 pytestmark = pytest.mark.models

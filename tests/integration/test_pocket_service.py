@@ -27,7 +27,7 @@ from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.errors import NotFound, VoiceModelMismatch
 from voxclone.service.speech.service import SpeechRequest
-from voxclone.service.voices_request import ConsentInput, EnrollRequest
+from voxclone.service.voices.request import ConsentInput, EnrollRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.pocket.random_bundle import make_random_bundle
 

@@ -359,7 +359,7 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
 
             return print_voices(library.catalog.listing(owner=None), args.language)
         if args.voices_command == "blend":
-            from voxclone.service.saved_blends import save_blend
+            from voxclone.service.voices.saved_blends import save_blend
 
             record = save_blend(
                 library.catalog,
