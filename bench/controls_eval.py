@@ -26,7 +26,7 @@ import numpy as np
 from out_paths import RESULTS_DIR  # noqa: E402
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.effects import loudness_lufs, measure_f0, pitch_shift, true_peak_dbfs
 from voxclone.synth.controls import EMOTIONS, SpeechControls
 from voxclone.synth.engine.base import SynthItem

@@ -189,7 +189,7 @@ def _pocket_service_ttfa(
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
     from voxclone.service.catalog import ResolvedVoice
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     settings = Settings(
         home=models_dir.parent,

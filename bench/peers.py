@@ -97,14 +97,14 @@ class VoxcloneCandidate(Candidate):
         self._voice = speech.default_voice(speech.default_engine)
 
     def render(self, text: str) -> int:
-        from voxclone.service.speech import SpeechRequest
+        from voxclone.service.speech.service import SpeechRequest
 
         return int(
             self._runtime.speech.render_audio(SpeechRequest(text=text, voice=self._voice)).size
         )
 
     def first_audio(self, text: str) -> float:
-        from voxclone.service.speech import SpeechRequest
+        from voxclone.service.speech.service import SpeechRequest
 
         started = time.perf_counter()
         _, parts = self._runtime.speech.stream(

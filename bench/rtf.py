@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
-from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.service.speech.service import SpeechRequest  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402
 from voxclone.synth.engine.kokoro.engine import KokoroEngine, style_row  # noqa: E402
 

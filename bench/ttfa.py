@@ -130,7 +130,7 @@ def service_ttfa(texts: list[str]) -> dict[str, Any]:
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
     from voxclone.runtime.metrics import Metrics
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     settings = Settings(home=bench_home("voxclone-ttfa-"), memory_cache_mb=0, disk_cache_mb=0)
     metrics = Metrics()

@@ -22,7 +22,7 @@ and sentences twice, from a runtime with marking on and one with it off
   chunks, the renderer's path) and of detection (marked renders: the plain
   read only; unmarked ones: the plain read and every speed); the CPU and wall time to
   mark each stream's first 0.2 s head (what marking adds to first audio:
-  service/speech_render.py FIRST_HEAD_S) and its whole first piece; and the
+  service/speech/render.py FIRST_HEAD_S) and its whole first piece; and the
   streams' first audio marked vs unmarked (pcm, the same texts, alternating
   which goes first: on a loaded host the engine's own spread is far larger
   than the mark).
@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result  # noqa: E402
-from voxclone.service.speech_render import FIRST_HEAD_S  # noqa: E402
+from voxclone.service.speech.render import FIRST_HEAD_S  # noqa: E402
 from voxclone.synth.audio import watermark, watermark_search  # noqa: E402
 from voxclone.synth.audio.resample import resample  # noqa: E402
 
@@ -157,14 +157,14 @@ def _runtime(marked: bool) -> Any:
 
 
 def _render(runtime: Any, text: str, voice: str) -> np.ndarray:
-    from voxclone.service.speech_request import SpeechRequest
+    from voxclone.service.speech.request import SpeechRequest
 
     return np.asarray(runtime.speech.render_audio(SpeechRequest(text=text, voice=voice)))
 
 
 def _first_audio(runtime: Any, text: str) -> tuple[float, np.ndarray]:
     """Seconds to the stream's first bytes, and its first piece (pcm16)."""
-    from voxclone.service.speech_request import SpeechRequest
+    from voxclone.service.speech.request import SpeechRequest
 
     started = time.perf_counter()
     _, parts = runtime.speech.stream(SpeechRequest(text=text, format="pcm"))

@@ -33,7 +33,7 @@ from _common import bench_home
 from out_paths import RESULTS_DIR  # noqa: E402
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.voice.asr import Transcriber
 

@@ -9,7 +9,7 @@ speaker as the consent clip (the 19 dev speakers with >= 2 recordings); an
 the victim's sample (every ordered pair of different speakers' recordings).
 
 For each listener the threshold is the equal-error point; the product rule
-(every listener must pass, service/spoken_consent.py) is scored too. Rates are
+(every listener must pass, service/voices/spoken_consent.py) is scored too. Rates are
 reported on all pairs and leave-one-speaker-out: the threshold is chosen
 without any pair involving a speaker, then that speaker's genuine pairs give
 its false rejects and its impostor pairs (as victim or impostor) its false

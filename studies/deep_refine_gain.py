@@ -54,7 +54,7 @@ from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.cloning_setup import REFINE_SENTENCES  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.models_location import default_models_dir  # noqa: E402
-from voxclone.service.voices_request import EnrollRequest  # noqa: E402
+from voxclone.service.voices.request import EnrollRequest  # noqa: E402
 from voxclone.synth.audio.tone import ToneFilter  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402

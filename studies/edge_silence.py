@@ -39,7 +39,7 @@ from _common import bench_home, stream_pcm, write_result  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import Runtime, build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
-from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.service.speech.service import SpeechRequest  # noqa: E402
 from voxclone.synth.audio.effects import loudness_lufs  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine  # noqa: E402

@@ -34,7 +34,7 @@ from _common import bench_home, stream_pcm  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
-from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.service.speech.service import SpeechRequest  # noqa: E402
 from voxclone.synth.text import frontend  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 

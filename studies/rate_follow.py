@@ -46,8 +46,8 @@ from _common import bench_home, write_result  # noqa: E402
 from clone_eval import DEFAULT_EVALDATA, Judge  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
-from voxclone.service.speech import SpeechRequest  # noqa: E402
-from voxclone.service.voices_request import ConsentInput, EnrollRequest  # noqa: E402
+from voxclone.service.speech.service import SpeechRequest  # noqa: E402
+from voxclone.service.voices.request import ConsentInput, EnrollRequest  # noqa: E402
 from voxclone.synth.audio.reference import prepare_reference  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.controls import SpeechControls  # noqa: E402

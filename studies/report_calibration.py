@@ -55,8 +55,8 @@ from clone_eval import DEFAULT_EVALDATA, Judge  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import VoxcloneError  # noqa: E402
-from voxclone.service.speech import SpeechRequest  # noqa: E402
-from voxclone.service.voices_request import EnrollRequest  # noqa: E402
+from voxclone.service.speech.service import SpeechRequest  # noqa: E402
+from voxclone.service.voices.request import EnrollRequest  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 RESULTS = ROOT / "studies" / "results" / "report_calibration.json"

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # _commo
 from _common import bench_home  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
-from voxclone.service.speech import SpeechRequest  # noqa: E402
+from voxclone.service.speech.service import SpeechRequest  # noqa: E402
 from voxclone.synth.voice.asr import Transcriber, word_error_rate  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"

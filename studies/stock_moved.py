@@ -63,8 +63,8 @@ from clone_eval import (  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.models_location import default_models_dir  # noqa: E402
-from voxclone.service.voices_request import ConsentInput, EnrollRequest  # noqa: E402
-from voxclone.service.voices_stored import recipe_from_json  # noqa: E402
+from voxclone.service.voices.request import ConsentInput, EnrollRequest  # noqa: E402
+from voxclone.service.voices.stored import recipe_from_json  # noqa: E402
 from voxclone.synth.audio.tone import ToneFilter  # noqa: E402
 from voxclone.synth.audio.vad import SpeechDetector  # noqa: E402
 from voxclone.synth.engine.base import SynthItem  # noqa: E402

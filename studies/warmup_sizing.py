@@ -46,7 +46,7 @@ def child(variant: str) -> dict[str, Any]:
     from ttfa import paragraphs
     from voxclone.bootstrap import build_runtime
     from voxclone.config import Settings
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
     from voxclone.synth.engine.kokoro.engine import KokoroEngine
 
     settings = Settings(

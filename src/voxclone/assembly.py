@@ -29,11 +29,11 @@ if TYPE_CHECKING:
     from voxclone.runtime.url_signing import UrlSigner
     from voxclone.runtime.voice_store import SqlVoiceStore
     from voxclone.service.catalog import VoiceCatalog
+    from voxclone.service.jobs import JobWorker, SpeechJobs
     from voxclone.service.purge import CachePurger
-    from voxclone.service.router import SpeechRouter
-    from voxclone.service.speech import SpeechService
-    from voxclone.service.speech_jobs import JobWorker, SpeechJobs
-    from voxclone.service.voices import VoiceService
+    from voxclone.service.speech.router import SpeechRouter
+    from voxclone.service.speech.service import SpeechService
+    from voxclone.service.voices.service import VoiceService
     from voxclone.synth.engine.base import Engine
 
 

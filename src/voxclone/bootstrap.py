@@ -40,11 +40,16 @@ from voxclone.runtime.url_signing import build_signer
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.c2pa_manifest import ManifestStamper
 from voxclone.service.catalog import VoiceCatalog
+from voxclone.service.jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.purge import CachePurger, orphan_audio_purge
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import FirstAudioStages, RenderStats, ServiceHooks, SpeechService
-from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
-from voxclone.service.voices import VoiceService
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.speech.service import (
+    FirstAudioStages,
+    RenderStats,
+    ServiceHooks,
+    SpeechService,
+)
+from voxclone.service.voices.service import VoiceService
 from voxclone.synth.audio import watermark
 from voxclone.synth.audio.file_encode import load_codecs
 from voxclone.synth.engine.base import Engine
@@ -465,5 +470,5 @@ def _watermark_installed(settings: Settings) -> bool:
 def _load_watermark() -> None:
     try:
         watermark.shared()
-    except Exception:  # renders then speak unmarked (speech_render.py), and say so
+    except Exception:  # renders then speak unmarked (service/speech/render.py), and say so
         log.exception("the watermark model could not be loaded")

@@ -22,12 +22,12 @@ from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
 from voxclone.runtime.voice_store import SqlVoiceStore
-from voxclone.service.router import SpeechRouter
-from voxclone.service.spoken_consent import ConsentClips, SpokenConsentCheck
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_admission import enrollment_cancel_check
-from voxclone.service.voices_request import PromptCloning
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.voices.admission import enrollment_cancel_check
+from voxclone.service.voices.request import PromptCloning
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
+from voxclone.service.voices.spoken_consent import ConsentClips, SpokenConsentCheck
 from voxclone.synth.engine.base import Engine, StyleCloning, SynthItem, builtin_comparison
 
 if TYPE_CHECKING:

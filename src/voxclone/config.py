@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     # How a speaker's consent to enrollment is given (issue 49): "typed" = a
     # statement and consent=true; "spoken" = the speaker reads a phrase the
     # server issued (POST /v1/consent/phrases, single use, with nonce words)
-    # and the clip must say it in the recordings' voice (service/spoken_consent.py).
+    # and the clip must say it in the recordings' voice (service/voices/spoken_consent.py).
     consent_mode: Literal["typed", "spoken"] = "typed"
     # What the Redis rate limiter does while Redis is unreachable: "local"
     # keeps limiting with this process's own buckets; "fail-open" lets every
@@ -257,7 +257,7 @@ class Settings(BaseSettings):
     # Load the cloning models at start-up (+~0.5 GB RSS) so the first clone is
     # instant; turn off on synthesis-only replicas.
     warm_cloning: bool = True
-    # Enrollment admission (POST /v1/voices, service/voices_admission.py): at
+    # Enrollment admission (POST /v1/voices, service/voices/admission.py): at
     # most enroll_slots enrollments render at once, in arrival order, and
     # enroll_queue more wait for a slot; beyond that, or when the estimate
     # (the median of recent enrollments) puts the answer past

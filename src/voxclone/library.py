@@ -31,7 +31,7 @@ from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput, VoxcloneError
 from voxclone.runtime.key_scopes import LOCAL_OWNER  # the CLI's: its clones speak here
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.file_encode import encode
 from voxclone.synth.controls import SpeechControls
 
@@ -72,7 +72,7 @@ _AT_LEAST: dict[str, float] = {"workers": 1, "max_text_chars": 1, "max_output_s"
 class Voxclone:
     """Loaded engines and the voice library of one home (see :func:`load`).
 
-    Speech is priced as the server prices it (service/pricing.py): text whose
+    Speech is priced as the server prices it (service/speech/pricing.py): text whose
     spoken form or audio is over the limits (``max_text_chars``,
     ``max_output_s``) is refused with PayloadTooLarge before any render."""
 
@@ -147,7 +147,7 @@ class Voxclone:
         return its id, which :meth:`synthesize` takes as ``voice`` (so does
         its ``name``). The speaker's consent is recorded as for the HTTP API.
         Needs a runtime loaded with ``cloning=True``."""
-        from voxclone.service.voices_request import ConsentInput, EnrollRequest
+        from voxclone.service.voices.request import ConsentInput, EnrollRequest
 
         if self.runtime.voices is None:
             raise VoxcloneError("cloning is not loaded: use voxclone.load(cloning=True)")

@@ -16,7 +16,7 @@ import numpy as np
 from voxclone.errors import AudioQualityError, NotFound
 from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.voice_store import ConsentRecord, VoiceRecord, VoiceSummary
-from voxclone.service.voices_request import DeletedVoice
+from voxclone.service.voices.request import DeletedVoice
 
 
 class FakeVoiceService:
@@ -55,13 +55,13 @@ class FakeVoiceService:
         return voice, job
 
     def admit_enrollment(self, *, wait: bool = True, **_terms: Any) -> Any:
-        from voxclone.service.voices_admission import EnrollmentQueue
+        from voxclone.service.voices.admission import EnrollmentQueue
 
         # No audio work here: a place that never queues.
         return EnrollmentQueue().admit(renders=False)
 
     def start_enrollment(self, req: Any, *, wait: bool = True, **_admission: Any) -> Any:
-        from voxclone.service.voices_request import Enrollment
+        from voxclone.service.voices.request import Enrollment
 
         self.waited = wait
         voice, job = self.enroll(req)

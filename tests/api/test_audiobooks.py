@@ -27,8 +27,8 @@ from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.key_scopes import SCOPE_UNMARKED
 from voxclone.service.audiobooks import Audiobooks, BookLimits, Casting, chapter_turns
 from voxclone.service.dialogue import Dialogue, Dialogues, Turn
-from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
-from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs
+from voxclone.service.job_voices import SPEECH_JOB_KIND
+from voxclone.service.jobs import SpeechJobConfig, SpeechJobs
 from voxclone.synth.text.chapters import Chapter, parse_book
 
 BOOK = """# The Short Book

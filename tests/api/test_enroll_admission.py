@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from voxclone.errors import Cancelled
-from voxclone.service.voices_request import ConsentInput, EnrollRequest
+from voxclone.service.voices.request import ConsentInput, EnrollRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 import report_fakes  # noqa: E402  (tests/unit: the service on stand-in models)

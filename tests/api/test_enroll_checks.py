@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from voxclone.errors import AudioQualityError
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.voice_store import ConsentRecord, SqlVoiceStore, VoiceRecord
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 
 FORM = {
     "name": "Ada",

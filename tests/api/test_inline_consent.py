@@ -125,8 +125,8 @@ def test_inline_voice_audio_is_purged_when_it_expires(client: TestClient, runtim
 def test_orphaned_inline_audio_is_purged_at_start(tmp_path: Path) -> None:
     """A process that died with live inline voices: the next one purges their audio."""
     from voxclone.runtime.inline_log import InlineVoiceLog
-    from voxclone.service.voices import VoiceService
-    from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
+    from voxclone.service.voices.service import VoiceService
+    from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 
     log = InlineVoiceLog(tmp_path / "voices.sqlite3")
     consent = ConsentRecord("0" * 64, "Ada", "2026-01-01T00:00:00+00:00", "127.0.0.1")

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 
 TEXT = "Mister Nguyen is here."
 

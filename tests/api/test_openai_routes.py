@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES, emotion_from_instructions
 from voxclone.runtime.key_scopes import LOCAL_OWNER
-from voxclone.service.speech_request import SpeechRequest
+from voxclone.service.speech.request import SpeechRequest
 
 pytestmark = pytest.mark.timed
 

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from voxclone.bootstrap import Runtime
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_jobs import ESTIMATE_FIELD, SpeechJobConfig, SpeechJobs
+from voxclone.service.jobs import ESTIMATE_FIELD, SpeechJobConfig, SpeechJobs
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.text.lexicon import Pronunciation
 
 WORD = "qux"

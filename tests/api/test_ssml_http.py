@@ -16,7 +16,7 @@ import pyworld
 import soundfile as sf
 from fastapi.testclient import TestClient
 
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.join import audible_bounds
 
 FRAME_S = 0.01

@@ -14,10 +14,10 @@ import numpy as np
 
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech_request import SpeechRequest
+from voxclone.service.speech.request import SpeechRequest
 from voxclone.synth.audio import watermark
 
-# speech_render.FIRST_HEAD_S (0.2 s), written out so the test runs on code without it.
+# speech/render.py FIRST_HEAD_S (0.2 s), written out so the test runs on code without it.
 FIRST_HEAD_S = 0.2
 TEXT = "The first words of a stream go out before the rest of its first sentence is marked."
 

@@ -40,7 +40,7 @@ IMPOSTOR = "clear_male"  # the female built-ins are heard as one speaker: see th
 # is a subprocess, so its nonce is fixed by the launcher, not by monkeypatch.
 NONCE = ("amber", "river", "garden")
 FIXED_NONCE_LAUNCHER = (
-    "import voxclone.service.spoken_consent as sc; "
+    "import voxclone.service.voices.spoken_consent as sc; "
     f"sc.random_nonce = lambda: {NONCE!r}; " + APP_LAUNCHER
 )
 ENROLL_TIMEOUT_MS = 240_000

@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 
 from voxclone.api import cli
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 
 TEXT = "I like tomato."
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.effects import loudness_lufs, measure_f0, true_peak_dbfs
 from voxclone.synth.audio.post import PEAK_CEILING_DBFS, apply_controls
 from voxclone.synth.controls import EMOTIONS, ResolvedControls, SpeechControls

@@ -25,7 +25,7 @@ pytest.importorskip("torch", reason="the deep refine needs torch ([deep] extra)"
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
 from voxclone.errors import InvalidInput  # noqa: E402
-from voxclone.service.voices_request import ConsentInput, EnrollRequest  # noqa: E402
+from voxclone.service.voices.request import ConsentInput, EnrollRequest  # noqa: E402
 
 pytestmark = [pytest.mark.models, pytest.mark.slow]
 

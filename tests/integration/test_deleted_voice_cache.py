@@ -44,10 +44,10 @@ from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.purge import CachePurger
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import SpeechRequest, SpeechService
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.speech.service import SpeechRequest, SpeechService
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 from voxclone.synth.engine.base import EngineCapabilities, EngineVoice
 from voxclone.synth.text.frontend import TextFrontend
 

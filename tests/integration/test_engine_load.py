@@ -14,7 +14,7 @@ from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
 from voxclone.engine_setup import EngineLoad
 from voxclone.errors import ModelAssetError
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.kokoro.engine import KokoroEngine
 

@@ -22,8 +22,8 @@ from test_prompt_engine import CONSENT, REFERENCE, _dominant_hz
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.voices_request import EnrollRequest
+from voxclone.service.speech.service import SpeechRequest
+from voxclone.service.voices.request import EnrollRequest
 from voxclone.synth.engine import registry
 
 pytestmark = pytest.mark.models

@@ -19,7 +19,7 @@ from char_tokenizer import CharTokenizer
 
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import (

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from voxclone.errors import InvalidInput, PayloadTooLarge, VoxcloneError
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 
 pytestmark = pytest.mark.models
 

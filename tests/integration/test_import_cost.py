@@ -34,7 +34,10 @@ def _imported(code: str, heavy: tuple[str, ...]) -> list[str]:
 
 
 def test_speech_path_and_server_do_not_import_heavy_modules_at_start() -> None:
-    code = "import voxclone.api.app, voxclone.api.cli, voxclone.bootstrap, voxclone.service.speech"
+    code = (
+        "import voxclone.api.app, voxclone.api.cli, voxclone.bootstrap, "
+        "voxclone.service.speech.service"
+    )
     assert _imported_heavy(code) == []
 
 
@@ -65,7 +68,7 @@ def test_the_cli_parser_imports_no_database_layer() -> None:
 def test_speech_path_imports_neither_ffmpeg_nor_alembic() -> None:
     # PyAV (~75 ms) only for Opus/AAC/MP4 output; Alembic (~0.13 s) only where a
     # migration runs: a one-shot `voxclone say` to WAV needs neither (issue #20).
-    code = "import voxclone.api.cli, voxclone.bootstrap, voxclone.service.speech"
+    code = "import voxclone.api.cli, voxclone.bootstrap, voxclone.service.speech.service"
     assert _imported(code, ("av", "alembic")) == []
 
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.voice.asr import word_error_rate
 
 pytestmark = pytest.mark.models

@@ -27,8 +27,8 @@ from voxclone.api.cli import main
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.errors import NotFound, VoiceModelMismatch
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.voices_request import ConsentInput, EnrollRequest
+from voxclone.service.speech.service import SpeechRequest
+from voxclone.service.voices.request import ConsentInput, EnrollRequest
 from voxclone.synth.controls import SpeechControls
 
 # The random-weight bundle builder is shared with bench/engines_speed.py.

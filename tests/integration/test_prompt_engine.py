@@ -30,8 +30,8 @@ from voxclone.api.app import create_app
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
 from voxclone.errors import InvalidInput, NotFound, UnknownModel, VoiceModelMismatch
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.voices_request import ConsentInput, EnrollRequest
+from voxclone.service.speech.service import SpeechRequest
+from voxclone.service.voices.request import ConsentInput, EnrollRequest
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import (
     EngineBase,

@@ -19,7 +19,7 @@ from report_fakes import DRAFT_STYLE, until  # tests/unit (conftest.py)
 from test_report_recovery import CHILD_LEASE_S, _assert_measured  # tests/unit (conftest.py)
 
 from voxclone.runtime.job_store import SqlJobStore
-from voxclone.service.voices import VoiceService
+from voxclone.service.voices.service import VoiceService
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"  # a child imports its helpers too
 

@@ -16,7 +16,7 @@ import pytest
 
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest, SpeechResult
+from voxclone.service.speech.service import SpeechRequest, SpeechResult
 
 pytestmark = pytest.mark.models
 

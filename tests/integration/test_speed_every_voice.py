@@ -18,7 +18,7 @@ import pytest
 
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs, packs_dir
 

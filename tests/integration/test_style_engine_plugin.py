@@ -27,8 +27,8 @@ from test_prompt_engine import CONSENT, REFERENCE, _dominant_hz
 
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.voices_request import EnrollRequest
+from voxclone.service.speech.service import SpeechRequest
+from voxclone.service.voices.request import EnrollRequest
 from voxclone.synth.engine import registry
 from voxclone.synth.voice.prosody import pitch_stats
 

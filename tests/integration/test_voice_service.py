@@ -22,9 +22,9 @@ from voxclone.models_location import default_models_dir
 from voxclone.runtime.job_store import JobEvents, SqliteJobStore
 from voxclone.runtime.voice_store import SqliteVoiceStore
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_request import ConsentInput, EnrollRequest
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
+from voxclone.service.voices.request import ConsentInput, EnrollRequest
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
 from voxclone.synth.audio.reference import prepare_reference
 from voxclone.synth.audio.tone import GRID_HZ, long_term_spectrum
 from voxclone.synth.audio.vad import SpeechDetector

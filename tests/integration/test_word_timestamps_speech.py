@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxclone.service.speech import CaptionedResult, SpeechRequest
+from voxclone.service.speech.service import CaptionedResult, SpeechRequest
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.base import SynthItem, TokenTiming
 from voxclone.synth.voice.asr import normalize_for_wer

@@ -40,7 +40,7 @@ from wyoming.tts import (
 
 from voxclone.api.wyoming_server import BUILTINS_ONLY, WyomingTts, serve_wyoming
 from voxclone.devserver import free_loopback_port
-from voxclone.service.speech import LOOKAHEAD_CHUNKS
+from voxclone.service.speech.service import LOOKAHEAD_CHUNKS
 from voxclone.synth.voice.asr import word_error_rate
 
 pytestmark = pytest.mark.models

@@ -24,9 +24,9 @@ import numpy as np
 from voxclone.errors import InvalidInput
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.voice_store import SqlVoiceStore
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_request import ConsentInput, EnrollRequest
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
+from voxclone.service.voices.request import ConsentInput, EnrollRequest
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.voice.clone import InstantClone
 from voxclone.synth.voice.quality_report import QualityReporter
@@ -163,9 +163,9 @@ def enroll_request(name: str = "Ada", **extra: Any) -> EnrollRequest:
 def child(db: str, lease_s: str) -> None:
     """Enroll without waiting, print the voice and job ids, then hang mid-report
     until killed (the test's ``kill -9``)."""
-    from voxclone.service import report_jobs
+    from voxclone.service.voices import report_queue
 
-    report_jobs.LEASE_S = float(lease_s)
+    report_queue.LEASE_S = float(lease_s)
     svc = service(Path(db), mode="block")
     enrolled = svc.start_enrollment(enroll_request(), wait=False)
     assert enrolled.report_job is not None

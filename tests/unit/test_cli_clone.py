@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from voxclone.api import cli
-from voxclone.service.voices_request import EnrollRequest
+from voxclone.service.voices.request import EnrollRequest
 
 
 class _Service:

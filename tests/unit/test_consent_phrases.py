@@ -1,4 +1,4 @@
-"""Spoken consent's phrases (service/spoken_consent.py): a nonce per phrase,
+"""Spoken consent's phrases (service/voices/spoken_consent.py): a nonce per phrase,
 bound to its owner, single use, expiring."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fakes import FakeClock
 
-from voxclone.service.spoken_consent import (
+from voxclone.service.voices.spoken_consent import (
     NONCE_LENGTH,
     NONCE_WORDS,
     PHRASE_PREFIX,

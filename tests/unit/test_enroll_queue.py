@@ -1,4 +1,4 @@
-"""The enrollment queue (service/voices_admission.py) on a made-up clock:
+"""The enrollment queue (service/voices/admission.py) on a made-up clock:
 what it admits, refuses (and the Retry-After it names), the order of turns,
 what it learns, and a waiting enrollment whose client left (issue 45)."""
 
@@ -12,7 +12,7 @@ from fakes import FakeClock
 
 from voxclone.errors import Cancelled, Overloaded
 from voxclone.runtime.admission import HEADROOM
-from voxclone.service.voices_admission import EnrollmentQueue
+from voxclone.service.voices.admission import EnrollmentQueue
 
 
 def test_full_queue_refuses_at_once_with_retry_after() -> None:

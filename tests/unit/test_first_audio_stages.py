@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from voxclone.runtime.scheduler import WorkTiming
-from voxclone.service.speech import FirstAudioStages
+from voxclone.service.speech.service import FirstAudioStages
 
 
 def test_stages_add_up_to_the_time_to_first_audio() -> None:

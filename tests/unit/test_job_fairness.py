@@ -21,8 +21,8 @@ import pytest
 from voxclone.errors import Cancelled
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_jobs import JobWorker, SpeechJobConfig, SpeechJobs
+from voxclone.service.jobs import JobWorker, SpeechJobConfig, SpeechJobs
+from voxclone.service.speech.service import SpeechRequest
 
 KIND = ("speech",)
 CHUNK_S = 0.2  # engine time of one chunk

@@ -15,7 +15,7 @@ import pytest
 from voxclone.errors import Conflict, Overloaded
 from voxclone.runtime.blobs import LocalBlobStore
 from voxclone.runtime.job_store import JobEvents, LeaseLost, SqlJobStore
-from voxclone.service.speech_jobs import SPEECH_JOB_KIND, SpeechJobConfig, SpeechJobs
+from voxclone.service.jobs import SPEECH_JOB_KIND, SpeechJobConfig, SpeechJobs
 
 KIND = ("speech",)
 PAYLOAD = {"text": "Hello there.", "format": "wav"}
@@ -229,7 +229,7 @@ def _speech_jobs(queue: SqlJobStore, tmp_path: Path, speech: _FlakySpeech) -> Sp
 
 
 def test_worker_retries_with_backoff_then_succeeds(queue: SqlJobStore, tmp_path: Path) -> None:
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs = _speech_jobs(queue, tmp_path, _FlakySpeech(failures=1))
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -245,7 +245,7 @@ def test_worker_retries_with_backoff_then_succeeds(queue: SqlJobStore, tmp_path:
 
 
 def test_worker_fails_the_job_after_max_attempts(queue: SqlJobStore, tmp_path: Path) -> None:
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs = _speech_jobs(queue, tmp_path, _FlakySpeech(failures=5))
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -309,7 +309,7 @@ def _in_thread(jobs: SpeechJobs) -> tuple[threading.Thread, list[Any]]:
 def test_cancel_through_the_database_stops_a_running_render(
     queue: SqlJobStore, tmp_path: Path
 ) -> None:
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs, speech = _slow_jobs(queue, tmp_path)
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -323,7 +323,7 @@ def test_cancel_through_the_database_stops_a_running_render(
 
 
 def test_deleting_a_running_job_stops_its_worker(queue: SqlJobStore, tmp_path: Path) -> None:
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs, speech = _slow_jobs(queue, tmp_path)
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -338,8 +338,8 @@ def test_deleting_a_running_job_stops_its_worker(queue: SqlJobStore, tmp_path: P
 def test_a_clean_shutdown_hands_the_job_back_without_spending_a_try(
     queue: SqlJobStore, tmp_path: Path
 ) -> None:
-    from voxclone.service.speech import SpeechRequest
-    from voxclone.service.speech_jobs import JobWorker
+    from voxclone.service.jobs import JobWorker
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs, speech = _slow_jobs(queue, tmp_path)
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -356,7 +356,7 @@ def test_retention_sweep_deletes_ended_jobs_and_their_audio(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs = _speech_jobs(queue, tmp_path, _FlakySpeech(failures=0))
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -375,7 +375,7 @@ def test_retention_sweep_deletes_ended_jobs_and_their_audio(
 def test_a_stalled_worker_that_lost_its_job_keeps_the_new_holders_audio(
     queue: SqlJobStore, tmp_path: Path
 ) -> None:
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     jobs = _speech_jobs(queue, tmp_path, _FlakySpeech(failures=0))
     job, _ = jobs.submit(SpeechRequest(text="Hello.", owner="alice"))
@@ -404,7 +404,7 @@ def test_job_audio_on_s3_is_handed_out_as_a_presigned_url(tmp_path: Path, s3_end
     import urllib.request
 
     from voxclone.runtime.blobs_s3 import S3BlobStore
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
     store = SqlJobStore(tmp_path / "jobs.sqlite3")
     jobs = SpeechJobs(

@@ -27,11 +27,11 @@ from voxclone.runtime.db import open_database
 from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
 from voxclone.runtime.voice_store import SqlVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_job_voices import VOICE_DELETED
-from voxclone.service.speech_jobs import SpeechJobConfig, SpeechJobs, blob_key
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
+from voxclone.service.job_voices import VOICE_DELETED
+from voxclone.service.jobs import SpeechJobConfig, SpeechJobs, blob_key
+from voxclone.service.speech.service import SpeechRequest
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 
 AUDIO = b"RIFF" + b"\x01" * 76_000  # the probe's finished job: 76 KB
 

@@ -19,9 +19,9 @@ import pytest
 import report_fakes
 from report_fakes import enroll_request, until
 
-from voxclone.service import report_jobs
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_stored import LISTENER_PRINTS_KEY, pooled_listener_prints
+from voxclone.service.voices import report_queue
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.stored import LISTENER_PRINTS_KEY, pooled_listener_prints
 
 
 class StandInListener:
@@ -38,7 +38,7 @@ class StandInListener:
 
 @pytest.fixture()
 def made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[VoiceService, Any]]:
-    monkeypatch.setattr(report_jobs, "POLL_S", 0.2)
+    monkeypatch.setattr(report_queue, "POLL_S", 0.2)
     listener = StandInListener()
     svc = report_fakes.service(tmp_path / "voices.sqlite3", deep_refiner=listener)
     yield svc, listener

@@ -1,4 +1,4 @@
-"""The output-length pieces (service/output_length.py, speech_encode.encode_file_into):
+"""The output-length pieces (service/speech/output_length.py, speech/encode.py encode_file_into):
 a render held to its allowance stops before the piece that crosses it and
 closes its source; a whole file written into a spool is a valid WAV."""
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voxclone.service.output_length import OutputOverEstimate, allowance, held_to, pace
-from voxclone.service.render_stats import RenderStats
-from voxclone.service.speech_encode import encode_file_into
+from voxclone.service.speech.encode import encode_file_into
+from voxclone.service.speech.output_length import OutputOverEstimate, allowance, held_to, pace
+from voxclone.service.speech.render_stats import RenderStats
 
 RATE = 24_000
 

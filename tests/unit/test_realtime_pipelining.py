@@ -20,7 +20,7 @@ import numpy as np
 
 from voxclone.service.realtime_audio import parse_output_format
 from voxclone.service.realtime_session import RealtimeSession, Voice
-from voxclone.service.speech_request import SpeechRequest
+from voxclone.service.speech.request import SpeechRequest
 
 RATE = 24_000
 PART = (np.zeros(RATE // 10, dtype="<i2")).tobytes()  # 0.1 s of PCM

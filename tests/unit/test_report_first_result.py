@@ -21,7 +21,7 @@ import report_fakes
 from report_fakes import ENGINE_RATE, Encoder, enroll_request, until
 
 from voxclone.runtime.job_store import JobRecord
-from voxclone.service.voices import VoiceService
+from voxclone.service.voices.service import VoiceService
 from voxclone.synth.voice.quality_report import TEST_SENTENCE, QualityReporter
 
 

@@ -21,16 +21,16 @@ import report_fakes
 from report_fakes import DRAFT_STYLE, SPOKEN_STYLE, enroll_request, until
 
 from voxclone.errors import NotFound
-from voxclone.service import report_jobs
-from voxclone.service.voices import VoiceService
+from voxclone.service.voices import report_queue
+from voxclone.service.voices.service import VoiceService
 
 CHILD_LEASE_S = 0.6
 
 
 @pytest.fixture(autouse=True)
 def _fast_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report_jobs, "LEASE_S", CHILD_LEASE_S)
-    monkeypatch.setattr(report_jobs, "POLL_S", 0.2)
+    monkeypatch.setattr(report_queue, "LEASE_S", CHILD_LEASE_S)
+    monkeypatch.setattr(report_queue, "POLL_S", 0.2)
 
 
 @pytest.fixture()
@@ -57,7 +57,7 @@ def _assert_measured(svc: VoiceService, voice_id: str) -> dict[str, Any]:
     assert record.quality["similarity"] == pytest.approx(1.0)
     assert record.quality["snr_db"] == pytest.approx(31.5)
     assert "short: 3.0 s of speech" in record.quality["warnings"]
-    assert record.quality["report_resumed"] == report_jobs.RESUMED_NOTE
+    assert record.quality["report_resumed"] == report_queue.RESUMED_NOTE
     return dict(record.quality)
 
 

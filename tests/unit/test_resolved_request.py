@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import SpeechService
-from voxclone.service.speech_request import Resolution, ResolvedRequest, SpeechRequest
+from voxclone.service.speech.request import Resolution, ResolvedRequest, SpeechRequest
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.speech.service import SpeechService
 from voxclone.synth.text.lexicon import Pronunciation
 
 VOICE = ResolvedVoice("v", "v", 1, np.zeros((1, 256), np.float32), "en-us", True, engine="kokoro")

@@ -1,4 +1,4 @@
-"""How a transport holds an admission (service/pricing.py, SpeechRouter.admission).
+"""How a transport holds an admission (service/speech/pricing.py, SpeechRouter.admission).
 
 The invariant that matters: a stream's reservation outlives the route that
 opened it (its render frees it when it ends), so it is freed only when
@@ -16,10 +16,10 @@ import pytest
 from voxclone.errors import Overloaded
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import Admission
-from voxclone.service.pricing import released_at_end, released_on_failure
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import SpeechService
-from voxclone.service.speech_request import SpeechRequest
+from voxclone.service.speech.pricing import released_at_end, released_on_failure
+from voxclone.service.speech.request import SpeechRequest
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.speech.service import SpeechService
 
 
 @dataclass

@@ -17,8 +17,8 @@ import pytest
 from fakes import catalog_engine
 
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_VOICE_NAMES, EngineVoice
 from voxclone.synth.engine.kokoro import voice_packs
 from voxclone.synth.engine.kokoro.assets import KokoroAssets

@@ -32,10 +32,10 @@ from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.keys import KeyStore
 from voxclone.runtime.voice_store import SqlVoiceStore, VoiceRecord
 from voxclone.service.catalog import VoiceCatalog
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech import SpeechService
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
+from voxclone.service.speech.router import SpeechRouter
+from voxclone.service.speech.service import SpeechService
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 from voxclone.synth.audio.tone import GRID_HZ
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.engine.base import EngineVoice

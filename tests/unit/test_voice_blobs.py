@@ -25,8 +25,8 @@ from voxclone.runtime.db import open_database
 from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.purge import CachePurger
-from voxclone.service.voices import VoiceService
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoiceStores
+from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 
 SHAPES: dict[str, tuple[int, ...] | None] = {"kokoro": (510, 1, 256)}
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"

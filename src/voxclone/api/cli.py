@@ -302,7 +302,7 @@ def _say(
         # Speaking in-process: the model loads while the rest is imported
         # (engine_setup.py: ~0.3 s of a 2-core `say`).
         engine_load = EngineLoad(settings)
-    from voxclone.service.speech import SpeechRequest, ssml_warnings
+    from voxclone.service.speech.service import SpeechRequest, ssml_warnings
 
     # Markup errors before the text goes anywhere; ignored tags on stderr.
     for warning in ssml_warnings(SpeechRequest(text=text, ssml=args.ssml)):
@@ -359,7 +359,7 @@ def cmd_voices(args: argparse.Namespace, settings: Settings) -> int:
 
             return print_voices(library.catalog.listing(owner=None), args.language)
         if args.voices_command == "blend":
-            from voxclone.service.saved_blends import save_blend
+            from voxclone.service.voices.saved_blends import save_blend
 
             record = save_blend(
                 library.catalog,

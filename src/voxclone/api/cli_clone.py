@@ -138,7 +138,7 @@ def read_recordings(paths: list[str]) -> list[bytes]:
 
 def _clone(args: argparse.Namespace, settings: Settings, clips: list[bytes]) -> int:
     from voxclone.bootstrap import build_runtime
-    from voxclone.service.voices_request import ConsentInput, EnrollRequest
+    from voxclone.service.voices.request import ConsentInput, EnrollRequest
 
     if _clone_via_server(args, settings, clips):
         return 0

@@ -18,7 +18,7 @@ from voxclone.assembly import Runtime
 from voxclone.errors import NotReady
 
 if TYPE_CHECKING:
-    from voxclone.service.voices import VoiceService
+    from voxclone.service.voices.service import VoiceService
 
 # How long a client should wait before retrying while models load.
 NOT_READY_RETRY_S = 5.0

@@ -36,7 +36,7 @@ from voxclone.api.speech_headers import voice_header
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.assembly import Runtime
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.service.speech_request import Speakable
+from voxclone.service.speech.request import Speakable
 from voxclone.synth.text.wordtimes import WordTime, to_srt, to_vtt
 
 router = APIRouter(tags=["speech"])

@@ -29,8 +29,8 @@ from voxclone.runtime.blobs import BlobNotFound, check_key
 from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE
 from voxclone.service.dialogue import UNMARKED_FIELD
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND
+from voxclone.service.jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.file_encode import AudioFormat, content_type, file_extension
 
 router = APIRouter(tags=["jobs"])

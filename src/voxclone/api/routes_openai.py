@@ -64,8 +64,8 @@ from voxclone.assembly import Runtime
 from voxclone.errors import InvalidInput, NotFound, UnknownModel, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.service.router import OPENAI_ALIASES, ModelInfo
-from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
+from voxclone.service.speech.request import ResolvedRequest, SpeechRequest
+from voxclone.service.speech.router import OPENAI_ALIASES, ModelInfo
 from voxclone.synth.controls import EMOTIONS, SPEED_RANGE, SpeechControls
 from voxclone.synth.engine.base import OPENAI_FEMALE, OPENAI_MALE
 

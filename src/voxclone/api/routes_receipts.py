@@ -27,7 +27,7 @@ from voxclone.service.deletion_receipt import (
     receipt_payload,
     sign_receipt,
 )
-from voxclone.service.voices_request import DeletedVoice
+from voxclone.service.voices.request import DeletedVoice
 
 router = APIRouter(tags=["provenance"])
 

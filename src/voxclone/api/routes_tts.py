@@ -27,7 +27,7 @@ from voxclone.errors import Forbidden, InvalidInput
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.keys import SCOPE_VOICES_WRITE
 from voxclone.runtime.voice_store import OWNER_MAX_CHARS
-from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
+from voxclone.service.speech.request import ResolvedRequest, SpeechRequest
 from voxclone.synth.controls import SpeechControls
 
 router = APIRouter(tags=["speech"])

@@ -29,7 +29,7 @@ router = APIRouter(tags=["voices"])
 def request_types() -> tuple[Any, Any]:
     """(ConsentInput, EnrollRequest) of the voice service, imported when first needed."""
     try:
-        from voxclone.service.voices_request import ConsentInput, EnrollRequest
+        from voxclone.service.voices.request import ConsentInput, EnrollRequest
     except ImportError:
         raise NotReady("voice cloning is not available on this server") from None
     return ConsentInput, EnrollRequest
@@ -215,7 +215,7 @@ async def _take_spoken_consent(
     or replayed phrases are refused here), None for typed consent."""
     if parts is None:
         return None
-    from voxclone.service.spoken_consent import SpokenConsentInput
+    from voxclone.service.voices.spoken_consent import SpokenConsentInput
 
     phrase_id, audio = parts
     phrase = voices.consent_phrases.take(phrase_id, owner)
@@ -234,7 +234,7 @@ async def _take_spoken_consent(
 async def save_blend_voice(
     body: SaveBlendRequest, request: Request, principal: VoiceWriter
 ) -> VoiceOut:
-    from voxclone.service.saved_blends import save_blend
+    from voxclone.service.voices.saved_blends import save_blend
 
     runtime = get_runtime(request)
     record = await run_in_threadpool(

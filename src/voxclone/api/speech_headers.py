@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from voxclone.assembly import Runtime
 from voxclone.errors import PayloadTooLarge
-from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
+from voxclone.service.speech.request import ResolvedRequest, SpeechRequest
 
 SSML_WARNINGS_HEADER = "X-SSML-Warnings"
 VOICE_HEADER = "X-Voice"

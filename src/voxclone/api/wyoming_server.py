@@ -55,8 +55,8 @@ from wyoming.tts import (
 from voxclone.api.streaming import CancelFlag, StreamSlots
 from voxclone.api.wyoming_events import EventRefused, check_event, read_event
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge, VoxcloneError
-from voxclone.service.pricing import released_on_failure
-from voxclone.service.speech import SpeechRequest
+from voxclone.service.speech.pricing import released_on_failure
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.text.segment import split_sentences
 from voxclone.synth.text.ssml import looks_like_ssml
 

@@ -4,7 +4,7 @@ chapter on the durable speech-job queue, assembled into one M4B with chapter mar
 A book is a parent record in the jobs table (kind ``audiobook``, never claimed
 by a worker: its payload keeps the chapters' text and the casting, its result
 the id of each chapter's job) and one *dialogue job* per chapter
-(service/dialogue.py, service/speech_jobs.py). This keeps the code small: the
+(service/dialogue.py, service/jobs.py). This keeps the code small: the
 queue already gives each chapter leases, retries, cancellation, fairness,
 voice-deletion revocation, blob storage and restart recovery, so a server
 killed mid-book resumes by itself — chapters that succeeded stay succeeded,
@@ -76,8 +76,8 @@ from voxclone.synth.text.chapters import Book, Chapter
 
 if TYPE_CHECKING:
     from voxclone.runtime.blobs import BlobStore
-    from voxclone.service.router import SpeechRouter
-    from voxclone.service.speech_jobs import SpeechJobs
+    from voxclone.service.jobs import SpeechJobs
+    from voxclone.service.speech.router import SpeechRouter
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from voxclone.runtime.signing_key import SigningCredential
-from voxclone.service.voices_request import DeletedVoice
+from voxclone.service.voices.request import DeletedVoice
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import padding

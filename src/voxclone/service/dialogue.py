@@ -35,11 +35,11 @@ import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.scheduler import Admission
-from voxclone.service.output_length import held_to
-from voxclone.service.render_stats import RenderStats
-from voxclone.service.speech_encode import encode_file, encode_file_into, encode_stream
-from voxclone.service.speech_job_voices import spoken_voice_ids
-from voxclone.service.speech_request import ResolvedRequest, SpeechRequest
+from voxclone.service.job_voices import spoken_voice_ids
+from voxclone.service.speech.encode import encode_file, encode_file_into, encode_stream
+from voxclone.service.speech.output_length import held_to
+from voxclone.service.speech.render_stats import RenderStats
+from voxclone.service.speech.request import ResolvedRequest, SpeechRequest
 from voxclone.synth.audio.file_encode import content_type
 from voxclone.synth.audio.join import audible_bounds
 from voxclone.synth.audio.loudness import level_to
@@ -47,8 +47,8 @@ from voxclone.synth.audio.resample import resample
 from voxclone.synth.controls import SpeechControls
 
 if TYPE_CHECKING:
-    from voxclone.service.router import SpeechRouter
-    from voxclone.service.speech import SpeechService
+    from voxclone.service.speech.router import SpeechRouter
+    from voxclone.service.speech.service import SpeechService
 
 # Gap between turns when a turn sets no pause_ms (see the module docstring).
 DEFAULT_GAP_MS = 250
@@ -145,7 +145,7 @@ class Dialogue:
         )
 
 
-# The key of a job payload that makes it a dialogue (service/speech_jobs.py).
+# The key of a job payload that makes it a dialogue (service/jobs.py).
 DIALOGUE_FIELD = "turns"
 # A job payload's per-key waiver of the watermark (SpeechRequest.unmarked):
 # the job renders later, in a worker that no longer knows the caller's key.

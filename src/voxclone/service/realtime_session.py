@@ -40,8 +40,8 @@ from voxclone.service.realtime_audio import (
     open_output_encoder,
 )
 from voxclone.service.realtime_text import DEFAULT_SCHEDULE, ClauseBuffer
-from voxclone.service.router import SpeechRouter
-from voxclone.service.speech_request import SpeechRequest
+from voxclone.service.speech.request import SpeechRequest
+from voxclone.service.speech.router import SpeechRouter
 from voxclone.synth.controls import SpeechControls
 from voxclone.synth.text.wordtimes import WordTime
 

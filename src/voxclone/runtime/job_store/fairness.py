@@ -12,7 +12,7 @@ The claim now orders runnable jobs by
 
 A worker also passes the owners it is already running a job for
 (``exclude_owners``), so its next slot goes to another tenant while a long job
-renders (service/speech_jobs.py, ``JobWorker`` slots).
+renders (service/jobs.py, ``JobWorker`` slots).
 
 Both sort keys are correlated subqueries over the owner's rows, each an index
 lookup (``jobs_owner_started``, ``jobs_owner_created``); that stays cheap while

@@ -6,7 +6,7 @@ Create Date: 2026-12-08
 
 ``job_voices`` links a job to each stored voice it speaks with (its main voice,
 the parts of a blend expression, every SSML ``<voice name>``): deleting a voice
-finds its jobs there and revokes their audio (service/speech_job_voices.py). No
+finds its jobs there and revokes their audio (service/job_voices.py). No
 foreign key to ``voices``: a link to a voice that is gone is exactly what the
 revocation sweep looks for. ``jobs.started_at`` (Unix seconds of the latest
 claim) lets the queue serve the tenant served longest ago first

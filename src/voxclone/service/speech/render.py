@@ -28,9 +28,9 @@ from voxclone.runtime.scheduler import (
 )
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.service.pricing import LOOKAHEAD_CHUNKS
-from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
-from voxclone.service.speech_plan import PlannedChunk, at_voice_pace, units
+from voxclone.service.speech.plan import PlannedChunk, at_voice_pace, units
+from voxclone.service.speech.pricing import LOOKAHEAD_CHUNKS
+from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats, ServiceHooks
 from voxclone.synth.audio.effects import true_peak_limit
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import PEAK_CEILING_DBFS, apply_controls

@@ -11,8 +11,8 @@ import numpy as np
 
 from voxclone.errors import InvalidInput, VoiceChanged
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
-from voxclone.service.voices_request import load_references, no_style_engine, refuse_blend
-from voxclone.service.voices_stored import (
+from voxclone.service.voices.request import load_references, no_style_engine, refuse_blend
+from voxclone.service.voices.stored import (
     LISTENER_PRINTS_KEY,
     ListenerPrints,
     clone_quality,

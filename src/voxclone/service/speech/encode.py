@@ -14,7 +14,7 @@ from typing import IO
 import numpy as np
 
 from voxclone.service.captions import WordTrack
-from voxclone.service.render_stats import FirstAudioStages, RenderStats
+from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats
 from voxclone.synth.audio.file_encode import encode, parse_format
 from voxclone.synth.audio.stream_encode import open_stream_encoder
 from voxclone.synth.text.wordtimes import WordTime

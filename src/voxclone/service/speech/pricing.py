@@ -4,7 +4,7 @@
 request in *spoken units* (the characters of its text as it will be spoken:
 after SSML ``<sub>``/``<phoneme>``, the caller's lexicon and number
 expansion, an inline phoneme counted as its IPA; the unit the scheduler
-learns its rate in) and the length of its audio (service/output_length.py),
+learns its rate in) and the length of its audio (service/speech/output_length.py),
 refuses a spoken form that outgrows its text or audio longer than
 ``max_output_s`` (413, before any render, on every route), and
 turns :class:`~voxclone.runtime.admission.AdmissionTerms` into a scheduler
@@ -36,8 +36,8 @@ from dataclasses import dataclass, replace
 from voxclone.errors import InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.scheduler import PRIORITY_NORMAL, Admission, Scheduler
-from voxclone.service.output_length import check_output_s, pace, speech_seconds
-from voxclone.service.speech_request import Admit, ResolvedRequest, SpeechRequest, spoken_text
+from voxclone.service.speech.output_length import check_output_s, pace, speech_seconds
+from voxclone.service.speech.request import Admit, ResolvedRequest, SpeechRequest, spoken_text
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.text.frontend import STREAM_FIRST_CHUNK_TOKENS, Spoken, TextFrontend
 from voxclone.synth.text.lexicon import Lexicon

@@ -2,11 +2,11 @@
 
 The same object serves HTTP, the CLI and Ray Serve replicas. This module
 holds the use cases (a whole file, a stream, captions, admission); the steps
-live beside it: ``speech_request.py`` (the request and result values, the
-request as it travels and its resolver: voice, language, lexicon, cache key),
-``speech_plan.py`` (text and SSML to chunks), ``speech_render.py`` (chunks
-through the scheduler to joined audio), ``speech_encode.py`` (bytes),
-``pricing.py`` (what a request costs, its admission), ``render_stats.py``.
+live beside it in this package: ``request.py`` (the request and result values,
+the request as it travels and its resolver: voice, language, lexicon, cache
+key), ``plan.py`` (text and SSML to chunks), ``render.py`` (chunks through the
+scheduler to joined audio), ``encode.py`` (bytes), ``pricing.py`` (what a
+request costs, its admission), ``render_stats.py``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,16 @@ from voxclone.runtime.stream_share import SharedStream, StreamShares
 from voxclone.service.c2pa_manifest import ManifestStamper, OutputFacts, voice_reference
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
-from voxclone.service.output_length import held_to
-from voxclone.service.pricing import (
+from voxclone.service.speech.encode import (
+    Stamp,
+    encode_captioned,
+    encode_file,
+    encode_file_into,
+    encode_stream,
+)
+from voxclone.service.speech.output_length import held_to
+from voxclone.service.speech.plan import PlannedChunk, plan_ssml, plan_text, units
+from voxclone.service.speech.pricing import (
     LOOKAHEAD_CHUNKS,
     SpeechPrice,
     SpeechPricer,
@@ -37,17 +45,9 @@ from voxclone.service.pricing import (
     released_at_end,
     released_on_failure,
 )
-from voxclone.service.render_stats import FirstAudioStages, RenderStats, ServiceHooks
-from voxclone.service.speech_encode import (
-    Stamp,
-    encode_captioned,
-    encode_file,
-    encode_file_into,
-    encode_stream,
-)
-from voxclone.service.speech_plan import PlannedChunk, plan_ssml, plan_text, units
-from voxclone.service.speech_render import ChunkRenderer
-from voxclone.service.speech_request import (
+from voxclone.service.speech.render import ChunkRenderer
+from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.speech.request import (
     Admit,
     CaptionedResult,
     RequestResolver,
@@ -172,7 +172,7 @@ class SpeechService:
         ``ipa`` in ``language`` (service/lexicon_check.py)."""
         self._frontend.check_ipa(word, ipa, language)
 
-    # -- the request, resolved once (service/speech_request.py) ------------------
+    # -- the request, resolved once (service/speech/request.py) ------------------
     # ``resolver`` (a RequestResolver): this engine's checks and resolution of
     # a request; the router resolves the requests it routes with it.
 
@@ -557,7 +557,7 @@ class SpeechService:
             on_first_audio_stages=self._hooks.on_first_audio_stages,
         )
 
-    # -- admission (service/pricing.py) ----------------------------------------
+    # -- admission (service/speech/pricing.py) ----------------------------------------
     def admit(
         self,
         req: Speakable,

@@ -98,7 +98,7 @@ def save_blend(
                 given_at=utc_now_iso(),
             ),
             # No recording, so no speaker print: refinement and added
-            # recordings are refused for blends (service/voices.py).
+            # recordings are refused for blends (service/voices/service.py).
             embedding=np.zeros(DEFAULT_EMBEDDING_SHAPE, np.float32),
             style=mixed.style,
             quality=quality,

@@ -7,7 +7,7 @@ jobs build a :class:`SpeechRequest`; the service answers a
 times).
 
 A transport hands its request to
-:meth:`SpeechRouter.request <voxclone.service.router.SpeechRouter.request>`
+:meth:`SpeechRouter.request <voxclone.service.speech.router.SpeechRouter.request>`
 at the edge; the :class:`ResolvedRequest` it gets back travels through the
 router, the service and its steps (precheck, cache key, pricing, plan,
 render), and each of them reads its parts from it instead of resolving them
@@ -22,14 +22,14 @@ document (pure) may be read there (the flood precheck, the SSML warnings
 header). The voice, the engine that speaks it, the language, the voices SSML
 switches to and the caller's pronunciations are resolved together, with the
 request's 4xx checks, once, in the worker thread that routes it:
-:meth:`SpeechRouter.resolve <voxclone.service.router.SpeechRouter.resolve>`
+:meth:`SpeechRouter.resolve <voxclone.service.speech.router.SpeechRouter.resolve>`
 picks the voice and its engine, then that engine's :class:`RequestResolver`
 checks the rest, and the :class:`Resolution` is stored on the request (under
 its lock: once, even when two threads ask). The request holds no function of
 anyone's: read before it is resolved, its resolved parts raise RuntimeError.
-A :class:`~voxclone.service.speech.SpeechService` called without the router
+A :class:`~voxclone.service.speech.service.SpeechService` called without the router
 resolves a request with its own engine the same way
-(:meth:`SpeechService.resolve <voxclone.service.speech.SpeechService.resolve>`).
+(:meth:`SpeechService.resolve <voxclone.service.speech.service.SpeechService.resolve>`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class SpeechRequest:
     sample_rate: int = 24_000
     owner: str | None = None
     # Which engine speaks: a registry name, a model id or an alias (see
-    # service/router.py); None = the voice's own engine, else the default.
+    # service/speech/router.py); None = the voice's own engine, else the default.
     model: str | None = None
     # An already-resolved voice (e.g. an inline reference clip cloned for this
     # request only); takes precedence over ``voice``.
@@ -153,8 +153,8 @@ class ResolvedRequest:
     """A :class:`SpeechRequest` as it travels, with its parts resolved once.
 
     Whoever resolves it (:meth:`SpeechRouter.resolve
-    <voxclone.service.router.SpeechRouter.resolve>`, or
-    :meth:`SpeechService.resolve <voxclone.service.speech.SpeechService.resolve>`
+    <voxclone.service.speech.router.SpeechRouter.resolve>`, or
+    :meth:`SpeechService.resolve <voxclone.service.speech.service.SpeechService.resolve>`
     for a service called without the router) takes :attr:`lock` and stores
     the :class:`Resolution` in :attr:`resolution` unless it is there already:
     once, even if two threads ask at once. Its resolved parts read what was
@@ -285,7 +285,7 @@ class RequestResolver:
         self._default_voice = default_voice
         self._default_language = default_language
         # The length of its audio (Settings.max_output_s) is priced with its
-        # spoken form, on every route: service/pricing.py.
+        # spoken form, on every route: service/speech/pricing.py.
         self._max_text = max_text_chars
         self._detect = detect_language
         # An owner's pronunciation entries (runtime/lexicon_store.py), read per request.

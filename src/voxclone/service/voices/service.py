@@ -13,12 +13,12 @@ voice deletes its rows and jobs and tells the audio caches to drop what was
 made with it (``on_voice_changed``).
 
 VoiceService is the entry point, built from the four values of
-voices_setup.py (stores, cloning kit, hooks, policy); its parts live beside
-it: the request
-values and checks (voices_request.py), stored values and quality reports
-(voices_stored.py), its jobs (voices_jobs.py), refinement (voices_refine.py),
-report jobs (voices_report.py), added recordings (voices_recordings.py) and
-inline voices (voices_inline.py).
+setup.py (stores, cloning kit, hooks, policy); its parts live beside it in
+this package: the request
+values and checks (request.py), stored values and quality reports
+(stored.py), its jobs (jobs.py), refinement (refine.py), report jobs
+(report_measure.py, over the durable queue of report_queue.py), added
+recordings (recordings.py) and inline voices (inline.py).
 """
 
 from __future__ import annotations
@@ -45,20 +45,16 @@ from voxclone.runtime.voice_store import (
     utc_now_iso,
 )
 from voxclone.service.catalog import ResolvedVoice
-from voxclone.service.enroll_checks import check_given_by, check_name_free, voice_language
-from voxclone.service.report_jobs import ReportInputs, mark_pending
-from voxclone.service.speech_job_voices import SPEECH_JOB_KIND
-from voxclone.service.spoken_consent import (
-    ConsentPhrase,
-    ConsentPhrases,
-)
-from voxclone.service.voices_admission import EnrollmentQueue, EnrollTicket, cancelled_by
-from voxclone.service.voices_inline import INLINE_ID_PREFIX, InlineVoices
-from voxclone.service.voices_jobs import VoiceJobs
-from voxclone.service.voices_recordings import AddedRecordings
-from voxclone.service.voices_refine import Refinements
-from voxclone.service.voices_report import ReportJobs
-from voxclone.service.voices_request import (
+from voxclone.service.job_voices import SPEECH_JOB_KIND
+from voxclone.service.voices.admission import EnrollmentQueue, EnrollTicket, cancelled_by
+from voxclone.service.voices.enroll_checks import check_given_by, check_name_free, voice_language
+from voxclone.service.voices.inline import INLINE_ID_PREFIX, InlineVoices
+from voxclone.service.voices.jobs import VoiceJobs
+from voxclone.service.voices.recordings import AddedRecordings
+from voxclone.service.voices.refine import Refinements
+from voxclone.service.voices.report_measure import ReportJobs
+from voxclone.service.voices.report_queue import ReportInputs, mark_pending
+from voxclone.service.voices.request import (
     ConsentInput,
     DeletedVoice,
     Enrollment,
@@ -68,8 +64,12 @@ from voxclone.service.voices_request import (
     load_references,
     no_style_engine,
 )
-from voxclone.service.voices_setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
-from voxclone.service.voices_stored import clone_quality, prompt_quality, with_listener_prints
+from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoicePolicy, VoiceStores
+from voxclone.service.voices.spoken_consent import (
+    ConsentPhrase,
+    ConsentPhrases,
+)
+from voxclone.service.voices.stored import clone_quality, prompt_quality, with_listener_prints
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.audio.warmup_clip import vowel_wav
 from voxclone.synth.voice.pipeline import CloningPipeline
@@ -144,7 +144,7 @@ class VoiceService:
             listener_prints=self._listener_prints,
         )
         # The background half of ``wait=False`` enrollments, durable across
-        # crashes (service/report_jobs.py); None: this process cannot measure
+        # crashes (service/voices/report_queue.py); None: this process cannot measure
         # clones (no style engine) or has no durable queue, so enrollment waits.
         self._reports = (
             ReportJobs(
@@ -386,7 +386,7 @@ class VoiceService:
 
     def _checked_fields(self, req: EnrollRequest, prompt: PromptCloning | None) -> EnrollRequest:
         """``req`` with its language as stored, once every field the store would
-        refuse after the cloning work has been checked (service/enroll_checks.py)."""
+        refuse after the cloning work has been checked (service/voices/enroll_checks.py)."""
         check_name_free(self._store, req.name, req.owner)
         check_given_by(req.consent.given_by)
         caps = prompt.capabilities if prompt is not None else self._style_caps
@@ -524,7 +524,7 @@ class VoiceService:
 
     def add_recordings(self, voice_id: str, owner: str, audio: list[bytes]) -> VoiceRecord:
         """Pool more recordings into a stored voice and clone it again (a new
-        version; service/voices_recordings.py)."""
+        version; service/voices/recordings.py)."""
         return self._recordings.add(voice_id, owner, audio)
 
     def inline_voice(

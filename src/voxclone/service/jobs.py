@@ -19,7 +19,7 @@ What survives what:
   spending an attempt;
 * a voice the job speaks with is deleted: the job is revoked (failed,
   ``voice_deleted``) and its audio deleted, whether it was queued, running or
-  done (service/speech_job_voices.py); a render that ends after the delete
+  done (service/job_voices.py); a render that ends after the delete
   checks its voices once its audio is stored and deletes it.
 
 Fairness: the claim serves the tenant with the fewest running jobs, then the
@@ -58,26 +58,26 @@ from voxclone.service.dialogue import (
     SpeakerWord,
     is_dialogue,
 )
-from voxclone.service.job_words import WORDS_CONTENT_TYPE, dump_words, words_key
-from voxclone.service.output_length import OUTGROW_FLOOR_S, allowance
-from voxclone.service.pricing import released_at_end
-from voxclone.service.speech import SpeechRequest
-from voxclone.service.speech_job_voices import (
+from voxclone.service.job_voices import (
     SPEECH_JOB_KIND,
     VOICE_DELETED_ERROR,
     spoken_voice_ids,
 )
+from voxclone.service.job_words import WORDS_CONTENT_TYPE, dump_words, words_key
+from voxclone.service.speech.output_length import OUTGROW_FLOOR_S, allowance
+from voxclone.service.speech.pricing import released_at_end
+from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.file_encode import file_extension
 from voxclone.synth.controls import SpeechControls
 
 if TYPE_CHECKING:
-    from voxclone.service.router import SpeechRouter
+    from voxclone.service.speech.router import SpeechRouter
 
 log = logging.getLogger(__name__)
 
 JOB_BLOB_PREFIX = "jobs/"
 # Where a job's payload keeps its estimate ({"units", "output_s"}), priced
-# when it was queued; its render is held to it (service/output_length.py).
+# when it was queued; its render is held to it (service/speech/output_length.py).
 ESTIMATE_FIELD = "estimate"
 # A blob prefix of files made from a job's audio (an audiobook's assembled
 # M4B: service/audiobooks.py), purged with the job's own audio when a voice it
@@ -99,7 +99,7 @@ class SpeechJobConfig:
     # Ended jobs and their audio are deleted this long after they ended (0: never).
     retention_s: float = 7 * 24 * 3600.0
     # Audio a render may make beyond OUTGROW_FACTOR times its estimate
-    # before it is stopped (service/output_length.py).
+    # before it is stopped (service/speech/output_length.py).
     outgrow_floor_s: float = OUTGROW_FLOOR_S
 
 
@@ -163,7 +163,7 @@ class SpeechJobs:
         voice_ids: Callable[[SpeechRequest], Sequence[str]] | None = None,
     ) -> None:
         """``voice_ids``: the stored voices a request speaks with (default:
-        resolved through ``speech``'s catalog, service/speech_job_voices.py)."""
+        resolved through ``speech``'s catalog, service/job_voices.py)."""
         self._queue = queue
         self._speech = speech
         self._blobs = blobs

@@ -2,7 +2,7 @@
 measure the stored draft and store the result as its next version, start the
 refinement queued behind it, settle a voice whose measurement never came, and
 find at start-up the voices still waiting for one. The durable queue that
-claims and retries these jobs is service/report_jobs.py."""
+claims and retries these jobs is service/voices/report_queue.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ import numpy as np
 from voxclone.errors import Cancelled, InvalidInput, NotFound, VoiceChanged, VoxcloneError
 from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
-from voxclone.service.report_jobs import (
+from voxclone.service.jobs import default_worker_id
+from voxclone.service.voices.jobs import VoiceJobs
+from voxclone.service.voices.refine import Refinements
+from voxclone.service.voices.report_queue import (
     RESUMED_NOTE,
     ReportInputs,
     ReportLease,
@@ -27,10 +30,7 @@ from voxclone.service.report_jobs import (
     stranded_voices,
     task_of,
 )
-from voxclone.service.speech_jobs import default_worker_id
-from voxclone.service.voices_jobs import VoiceJobs
-from voxclone.service.voices_refine import Refinements
-from voxclone.service.voices_stored import (
+from voxclone.service.voices.stored import (
     ListenerPrints,
     clone_quality,
     stored_print,
@@ -215,7 +215,7 @@ class ReportJobs:
     def _stored_inputs(self, record: VoiceRecord) -> tuple[Sequence[ReferenceAudio], ClonedVoice]:
         """What a report needs when the enrolling process is gone: the draft
         again from the stored print, and the recording itself where it was kept
-        (one clip), else its stored summary (report_jobs.stand_in_reference)."""
+        (one clip), else its stored summary (report_queue.stand_in_reference)."""
         voice_print = stored_print(record)
         if voice_print is None:
             raise InvalidInput("this voice has no stored print to measure", field="voice_id")

@@ -1,7 +1,7 @@
 """How long a request's audio will be, the cap on it, and the guard that holds a render to it.
 
 Every route that makes audio (``/v1/tts``, OpenAI speech, captions, Wyoming,
-speech jobs, the library) is priced by :class:`~voxclone.service.pricing.SpeechPricer`,
+speech jobs, the library) is priced by :class:`~voxclone.service.speech.pricing.SpeechPricer`,
 which estimates the audio's length here from the text *as it will be spoken*
 (after the caller's lexicon, SSML ``<sub>``/``<phoneme>``/``<say-as>`` and
 number expansion: its spoken units), at the pace each part is spoken at (the
@@ -48,7 +48,7 @@ class OutputOverEstimate(PayloadTooLarge):
 
 def pace(speed: float, rate: float = 1.0, voice_speed: float = 1.0) -> float:
     """The speed a part is spoken at, clamped as the planner clamps it
-    (service/speech_plan.py: the request's speed times ``<prosody rate>``,
+    (service/speech/plan.py: the request's speed times ``<prosody rate>``,
     then times the voice's own pace)."""
     low, high = SPEED_RANGE
     seg = min(max(speed * rate, low), high)

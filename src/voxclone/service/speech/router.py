@@ -30,14 +30,14 @@ from voxclone.errors import NotFound, UnknownModel
 from voxclone.lru import Lru
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
-from voxclone.service.pricing import released_at_end, released_on_failure, speech_request_key
-from voxclone.service.speech import SpeechService
-from voxclone.service.speech_request import (
+from voxclone.service.speech.pricing import released_at_end, released_on_failure, speech_request_key
+from voxclone.service.speech.request import (
     Resolution,
     ResolvedRequest,
     Speakable,
     SpeechRequest,
 )
+from voxclone.service.speech.service import SpeechService
 from voxclone.synth.engine.base import EngineCapabilities
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class SpeechRouter:
         )
 
     def request(self, req: Speakable, *, voice: ResolvedVoice | None = None) -> ResolvedRequest:
-        """``req`` as it travels from the edge (service/speech_request.py): the
+        """``req`` as it travels from the edge (service/speech/request.py): the
         engine its model names is picked here, at once (400 for an unknown
         model), with no I/O; its voice, the engine that speaks it, its
         language, SSML voices and lexicon are resolved once, by :meth:`resolve`

@@ -1,4 +1,4 @@
-"""What a :class:`~voxclone.service.voices.VoiceService` is built from, in four
+"""What a :class:`~voxclone.service.voices.service.VoiceService` is built from, in four
 values the composition root (cloning_setup.py) fills in: where voices and
 their jobs are kept, the engines' cloning kit, the hooks into the rest of the
 server, and the policy settings."""
@@ -12,9 +12,9 @@ from voxclone.errors import VoxcloneError
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import JobEvents, JobStore, SqlJobStore
 from voxclone.runtime.voice_store import VoiceStore
-from voxclone.service.spoken_consent import ConsentClips, SpokenConsentCheck
-from voxclone.service.voices_refine import RefinerSource
-from voxclone.service.voices_request import PromptCloning
+from voxclone.service.voices.refine import RefinerSource
+from voxclone.service.voices.request import PromptCloning
+from voxclone.service.voices.spoken_consent import ConsentClips, SpokenConsentCheck
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.clone import InstantCloner
@@ -78,7 +78,7 @@ class VoiceHooks:
 @dataclass(frozen=True)
 class VoicePolicy:
     """Settings: ``enroll_slots`` enrollments render at once and
-    ``enroll_queue`` more wait their turn (service/voices_admission.py);
+    ``enroll_queue`` more wait their turn (service/voices/admission.py);
     ``refine_method``: what a refine naming no method runs."""
 
     refine_budget_s: float = 180.0

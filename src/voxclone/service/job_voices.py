@@ -29,7 +29,7 @@ from voxclone.synth.text.ssml import as_document, parse_ssml
 
 if TYPE_CHECKING:
     from voxclone.service.catalog import ResolvedVoice
-    from voxclone.service.speech import SpeechRequest
+    from voxclone.service.speech.service import SpeechRequest
 
 SPEECH_JOB_KIND = "speech"
 VOICE_DELETED = "voice_deleted"

@@ -16,9 +16,9 @@ import numpy as np
 from voxclone.errors import Cancelled, InvalidInput, NotFound, VoiceChanged
 from voxclone.runtime.job_store import JobRecord
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
-from voxclone.service.voices_jobs import VoiceJobs
-from voxclone.service.voices_request import no_style_engine, refuse_blend
-from voxclone.service.voices_stored import recipe_from_json, recipe_to_json
+from voxclone.service.voices.jobs import VoiceJobs
+from voxclone.service.voices.request import no_style_engine, refuse_blend
+from voxclone.service.voices.stored import recipe_from_json, recipe_to_json
 from voxclone.synth.audio.tone import ToneFilter
 from voxclone.synth.voice.clone import RefineProgress, StyleRefiner
 from voxclone.synth.voice.deep_voice import DeepVoiceRefiner

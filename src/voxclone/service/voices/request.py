@@ -12,7 +12,7 @@ import numpy as np
 from voxclone.errors import InvalidInput, UnknownModel, VoxcloneError
 from voxclone.runtime.job_store import JobRecord
 from voxclone.runtime.voice_store import BLEND_SOURCE, ConsentRecord, VoiceRecord, utc_now_iso
-from voxclone.service.spoken_consent import SpokenConsentInput
+from voxclone.service.voices.spoken_consent import SpokenConsentInput
 from voxclone.synth.audio.reference import ReferenceAudio
 from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.quality_report import QualityReporter
@@ -49,7 +49,7 @@ class EnrollRequest:
     # Keep the clone even where the stock check hears a built-in about as close.
     keep_clone: bool = False
     # consent_mode "spoken": the issued phrase and the clip reading it, checked
-    # against the recordings before any voice is made (service/spoken_consent.py).
+    # against the recordings before any voice is made (service/voices/spoken_consent.py).
     spoken_consent: SpokenConsentInput | None = None
 
 
