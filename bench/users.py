@@ -298,11 +298,19 @@ async def send(
         return Sample(
             route, kind, len(text), None, seconds, first[0] if first else None, timed_out=True
         )
-    except httpx.HTTPError:
+    except httpx.HTTPError as exc:
         # Connection reset, or a body cut short (httpx checks Content-Length and
         # the chunked encoding's end).
         seconds = time.perf_counter() - started
-        return Sample(route, kind, len(text), None, seconds, first[0] if first else None)
+        return Sample(
+            route,
+            kind,
+            len(text),
+            None,
+            seconds,
+            first[0] if first else None,
+            reason=type(exc).__name__,
+        )
 
 
 # -- a level of users -------------------------------------------------------------------

@@ -74,6 +74,18 @@ def refusal_reasons(rows: Iterable[Sample]) -> dict[str, int]:
     return reasons
 
 
+def error_reasons(rows: Iterable[Sample]) -> dict[str, int]:
+    """How often each error came: its status (``no answer`` for a reset or a
+    body cut short) and message, numbers blanked."""
+    reasons: dict[str, int] = {}
+    for s in rows:
+        if s.outcome == "error":
+            status = "200 cut short" if s.status == 200 else str(s.status or "no answer")
+            key = f"{status}: {re.sub(r'[0-9]+([.][0-9]+)?', '#', s.reason or '')}"[:160]
+            reasons[key] = reasons.get(key, 0) + 1
+    return reasons
+
+
 def _r(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -124,6 +136,7 @@ def summarize_level(
         "refusal_p95_ms": _r(percentile(refused_ms, 95), 1),
         "refusal_max_ms": _r(max(refused_ms) if refused_ms else None, 1),
         "refusal_reasons": refusal_reasons(rows),
+        "error_reasons": error_reasons(rows),
         "audio_s": round(audio, 2),
         "audio_s_per_s": round(audio / wall_s, 3) if wall_s > 0 else None,
         "requests_per_min": round(len(rows) / wall_s * 60, 1) if wall_s > 0 else None,

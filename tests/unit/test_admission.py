@@ -427,3 +427,52 @@ def test_an_early_arrival_is_not_refused_for_the_ones_behind_it(
     for admission in [first, *arrived]:
         admission.release()
     assert scheduler.stats().reserved_chars == 0
+
+
+def test_new_first_chunks_do_not_push_an_admitted_file_past_its_deadline(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    """16 users (bench/users.py, 2026-12-07): each new request's first chunk
+    jumps the queue, so admitted whole files' later chunks slid back behind
+    them until 5 of 18 missed their deadlines (504 after ~30 s). A new request
+    whose first chunk would make an admitted file late is refused (503 at
+    once); the file is still projected to finish in time."""
+    _calibrate(scheduler, 0.01)  # 100 units: 1 s on one worker
+    now = clock()
+    # A whole file: 2000 units in 200-unit chunks, two at a time: ~10 s of
+    # its 12 s deadline's 10.2 s budget.
+    whole = scheduler.admit(2000, now + 12.0, piece_chars=200, first_piece_chars=200)
+    streams = []
+    for _ in range(10):
+        # Short streams, each fine on its own (first audio by 30 s), each
+        # first chunk (100 units, 0.5 s of two workers) going ahead of the file.
+        try:
+            streams.append(
+                scheduler.admit(
+                    400,
+                    now + 600.0,
+                    must_finish=False,
+                    first_audio_s=30.0,
+                    piece_chars=100,
+                    first_piece_chars=100,
+                )
+            )
+        except Overloaded as refused:
+            assert "already admitted" in str(refused) and refused.retry_after
+            break
+    else:
+        pytest.fail("every stream was admitted: the file is pushed past its deadline")
+    assert whole.finish_by is not None
+    jumped = sum(s.first_pending for s in streams)
+    assert clock() + (whole.remaining + jumped) * 0.01 / 2 <= whole.finish_by
+    # A request whose first chunk waits its turn delays nothing and is taken.
+    scheduler.admit(
+        100, now + 600.0, must_finish=False, first_piece_chars=100, queue_first=False
+    ).release()
+    # Once the file is done, new first chunks are welcome again.
+    whole.release()
+    scheduler.admit(
+        400, now + 600.0, must_finish=False, first_audio_s=30.0, first_piece_chars=100
+    ).release()
+    for s in streams:
+        s.release()
