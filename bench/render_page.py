@@ -331,14 +331,24 @@ def section_machine(machine: dict[str, Any]) -> str:
     )
 
 
+def _script_exists(command: str | None) -> bool:
+    """Whether the script a recorded command ran is still in the tree (a
+    renamed or retired benchmark's row would name a file that is gone)."""
+    words = (command or "").split()
+    return len(words) > 1 and (ROOT / words[1]).is_file()
+
+
 def section_runs(runs: dict[str, Any]) -> str:
-    if not runs:
-        return ""
     rows = [
         [f"`{r.get('command')}`", r.get("status"), fmt(r.get("seconds"), 1), r.get("error") or ""]
         for r in runs.values()
+        if _script_exists(r.get("command"))
     ]
-    return "## Scripts in this run\n\n" + table(["command", "status", "seconds", "error"], rows)
+    if not rows:
+        return ""
+    return "## Scripts of the last `bench/run_all.py` run\n\n" + table(
+        ["command", "status", "seconds", "error"], rows
+    )
 
 
 def speed_rtf(data: dict[str, Any], runs: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ writes bench/results, docs/benchmarks.md and docs/img, to be committed.
 
 ``--quick`` aims at under 10 minutes on two cores; scripts without a quick
 mode are skipped there and their previous result, if any, is reused (the
-page's "Scripts in this run" table says which).
+page's "Scripts of the last `bench/run_all.py` run" table says which).
 """
 
 from __future__ import annotations
