@@ -15,12 +15,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
 from voxclone.api.auth import TTSCaller
 from voxclone.api.cancellation import client_set_deadline, request_deadline, run_until_disconnect
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_jobs import IdempotencyKey, job_out
+from voxclone.api.routes_jobs import IdempotencyKey, queued_job
 from voxclone.api.schemas import DialogueFields, DialogueRequest, JobOut
 from voxclone.api.streaming import CancelFlag, open_audio_stream
 from voxclone.assembly import Runtime
@@ -163,10 +162,9 @@ async def create_dialogue_job(
     spoken = dialogue_of(body, principal.owner, unmarked=principal.unmarked)
     jobs = runtime.speech_jobs
     service = dialogues(runtime)
-    job, created = await run_in_threadpool(
-        lambda: jobs.submit_dialogue(spoken, service, idempotency_key=idempotency_key)
+    return await queued_job(
+        request,
+        response,
+        runtime,
+        lambda: jobs.submit_dialogue(spoken, service, idempotency_key=idempotency_key),
     )
-    if not created:
-        response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return job_out(request, runtime, job)

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from voxclone.api.auth import JobCaller, Principal, TTSCaller
 from voxclone.api.blob_download import blob_response
 from voxclone.api.deps import RuntimeDep
-from voxclone.api.routes_tts import speech_controls
+from voxclone.api.routes_tts import speech_request
 from voxclone.api.schemas import DeletedOut, JobOut, SpeechJobRequest
 from voxclone.api.streaming import CancelFlag, CancellableStreamingResponse
 from voxclone.assembly import Runtime
@@ -30,7 +30,6 @@ from voxclone.runtime.job_store import JobEvents, JobRecord
 from voxclone.runtime.keys import SCOPE_TTS, SCOPE_VOICES_READ, SCOPE_VOICES_WRITE
 from voxclone.service.dialogue import UNMARKED_FIELD
 from voxclone.service.jobs import JOB_BLOB_PREFIX, SPEECH_JOB_KIND
-from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.audio.file_encode import AudioFormat, content_type, file_extension
 
 router = APIRouter(tags=["jobs"])
@@ -106,6 +105,21 @@ def job_out(request: Request, runtime: Runtime, job: JobRecord) -> JobOut:
     return JobOut.of(job, audio_url=link[0], expires_at=link[1])
 
 
+async def queued_job(
+    request: Request,
+    response: Response,
+    runtime: Runtime,
+    submit: Callable[[], tuple[JobRecord, bool]],
+) -> JobOut:
+    """A submitted job's answer: 202 with its Location, or 200 for the job an
+    earlier request with the same Idempotency-Key created."""
+    job, created = await run_in_threadpool(submit)
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return job_out(request, runtime, job)
+
+
 async def _load(runtime: Runtime, job_id: str, principal: Principal, *, write: bool) -> JobRecord:
     job = await run_in_threadpool(runtime.jobs.get, job_id, principal.owner)
     _check_scope(principal, job, write=write)
@@ -127,25 +141,11 @@ async def create_speech_job(
     runtime: RuntimeDep,
     idempotency_key: IdempotencyKey,
 ) -> JobOut:
-    req = SpeechRequest(
-        text=body.text,
-        voice=body.voice,
-        model=body.model,
-        language=body.language,
-        controls=speech_controls(body),
-        format=body.format,
-        sample_rate=body.sample_rate,
-        owner=principal.owner,
-        unmarked=principal.unmarked,
-    )
+    req = speech_request(body, principal.owner, unmarked=principal.unmarked)
     jobs = runtime.speech_jobs
-    job, created = await run_in_threadpool(
-        lambda: jobs.submit(req, idempotency_key=idempotency_key)
+    return await queued_job(
+        request, response, runtime, lambda: jobs.submit(req, idempotency_key=idempotency_key)
     )
-    if not created:
-        response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return job_out(request, runtime, job)
 
 
 @router.get("/v1/jobs/{job_id}", response_model=JobOut, summary="A job's state and progress")

@@ -88,8 +88,14 @@ def speech_controls(body: SpeechFields) -> SpeechControls:
 
 
 def speech_request(
-    body: TTSRequest, owner: str, voice_override: Any = None, *, unmarked: bool = False
+    body: SpeechFields,
+    owner: str,
+    voice_override: Any = None,
+    *,
+    unmarked: bool = False,
 ) -> SpeechRequest:
+    """The service's request for a native body: live (``TTSRequest``, which
+    also says whether its text is SSML) or a speech job (detected SSML only)."""
     return SpeechRequest(
         text=body.text,
         voice=body.voice,
@@ -100,7 +106,7 @@ def speech_request(
         sample_rate=body.sample_rate,
         owner=owner,
         voice_override=voice_override,
-        ssml=body.ssml,
+        ssml=body.ssml if isinstance(body, TTSRequest) else None,
         unmarked=unmarked,
     )
 
