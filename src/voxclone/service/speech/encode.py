@@ -13,8 +13,9 @@ from typing import IO
 
 import numpy as np
 
+from voxclone.runtime.metrics import Metrics
 from voxclone.service.captions import WordTrack
-from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats
+from voxclone.service.speech.render_stats import RenderStats
 from voxclone.synth.audio.file_encode import encode, parse_format
 from voxclone.synth.audio.stream_encode import open_stream_encoder
 from voxclone.synth.text.wordtimes import WordTime
@@ -38,11 +39,11 @@ def encode_stream(
     render: Render,
     *,
     stream: bool,
-    on_first_audio_stages: Callable[[FirstAudioStages], None] | None = None,
+    metrics: Metrics | None = None,
 ) -> Iterator[bytes]:
     """The encoded bytes of ``render``'s audio (engine ``rate``) as they come;
-    for a ``stream`` the first audio's stages go to ``on_first_audio_stages``
-    once its first bytes are out of the encoder."""
+    for a ``stream`` the first audio's stages go to ``metrics`` once its first
+    bytes are out of the encoder."""
     encoder = open_stream_encoder(fmt, rate, out_rate=out_rate)
     stats = RenderStats()
     try:
@@ -57,8 +58,8 @@ def encode_stream(
                 if not staged and stats.first_audio_stages is not None:
                     staged = True
                     stats.first_audio_stages.encode = time.perf_counter() - fed
-                    if on_first_audio_stages is not None:
-                        on_first_audio_stages(stats.first_audio_stages)
+                    if metrics is not None:
+                        metrics.observe_first_audio_stages(stats.first_audio_stages.as_dict())
                 yield data
         final = encoder.finish()
         if final:

@@ -22,6 +22,7 @@ import numpy as np
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache
 from voxclone.runtime.cache_guard import put_while_current
+from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import Admission, Scheduler
 from voxclone.runtime.singleflight import SingleFlight
 from voxclone.runtime.stream_share import SharedStream, StreamShares
@@ -46,7 +47,7 @@ from voxclone.service.speech.pricing import (
     released_on_failure,
 )
 from voxclone.service.speech.render import ChunkRenderer
-from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats
 from voxclone.service.speech.request import (
     Admit,
     CaptionedResult,
@@ -74,7 +75,6 @@ __all__ = [
     "CaptionedResult",
     "FirstAudioStages",
     "RenderStats",
-    "ServiceHooks",
     "SpeechRequest",
     "SpeechResult",
     "SpeechService",
@@ -101,7 +101,7 @@ class SpeechService:
         default_language: str = "en-us",
         max_text_chars: int = 100_000,
         detect_language: Callable[[str, str], str] | None = None,
-        hooks: ServiceHooks | None = None,
+        metrics: Metrics | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
         max_output_s: float = 4 * 3600.0,
         watermark: bool = False,
@@ -115,7 +115,7 @@ class SpeechService:
         self._cache = cache
         self._default_voice = default_voice
         self._default_language = default_language
-        self._hooks = hooks or ServiceHooks()
+        self._metrics = metrics
         self._flights = SingleFlight()
         self._streams = StreamShares()
         self.resolver = RequestResolver(
@@ -143,7 +143,7 @@ class SpeechService:
             default_language=default_language,
             max_output_s=max_output_s,
         )
-        self._renderer = ChunkRenderer(scheduler, capabilities, self._hooks, watermark=watermark)
+        self._renderer = ChunkRenderer(scheduler, capabilities, metrics, watermark=watermark)
 
     @property
     def sample_rate(self) -> int:
@@ -554,7 +554,7 @@ class SpeechService:
             r.request.sample_rate,
             render,
             stream=fast_start,
-            on_first_audio_stages=self._hooks.on_first_audio_stages,
+            metrics=self._metrics,
         )
 
     # -- admission (service/speech/pricing.py) ----------------------------------------
