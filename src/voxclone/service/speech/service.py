@@ -11,6 +11,7 @@ request costs, its admission), ``render_stats.py``.
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -21,7 +22,6 @@ import numpy as np
 
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache
-from voxclone.runtime.cache_guard import put_while_current
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import Admission, Scheduler
 from voxclone.runtime.singleflight import SingleFlight
@@ -80,6 +80,8 @@ __all__ = [
     "SpeechService",
     "ssml_warnings",
 ]
+
+log = logging.getLogger(__name__)
 
 # What the start-up calibration call speaks: one ordinary sentence (~60
 # characters, one chunk), long enough that per-call overhead does not swamp it.
@@ -256,16 +258,7 @@ class SpeechService:
             taken = self._pricer.take(r, terms, stream=False)
             data = self._render_file(r, progress, abandoned, deadline, taken)
             if cache is not None:
-                # Not kept when the voice was deleted or changed meanwhile.
-                put_while_current(
-                    cache,
-                    key,
-                    data,
-                    voice_id=voice.id,
-                    version=voice.version,
-                    content_type=ctype,
-                    still_current=self._catalog.is_current,
-                )
+                self._keep(cache, key, data, voice, ctype)
             return data
 
         # Identical concurrent requests share one synthesis, which stops only
@@ -444,16 +437,49 @@ class SpeechService:
                 kept.append(part)
             yield part
         if kept is not None and self._cache is not None:
-            # Not kept when the voice was deleted or changed meanwhile.
-            put_while_current(
-                self._cache,
-                key,
-                b"".join(kept),
-                voice_id=voice.id,
-                version=voice.version,
-                content_type=ctype,
-                still_current=self._catalog.is_current,
+            self._keep(self._cache, key, b"".join(kept), voice, ctype)
+
+    def _keep(
+        self, cache: TieredCache, key: str, data: bytes, voice: ResolvedVoice, ctype: str
+    ) -> bool:
+        """Store ``data`` under ``key`` in every tier, keep it only while
+        ``voice`` exists at its version; True when it was kept. The only way a
+        render stores its audio: a voice is biometric data, and deleting it
+        purges every clip made with it from every tier (service/purge.py); a
+        render still running then must not write its clip back afterwards.
+
+        Why nothing survives, whatever the order. Deleting a voice (or changing
+        its version) is two steps: (D1) its library row goes (committed), then
+        (D2) every tier drops every entry indexed under the voice id (journaled,
+        retried until it succeeds). A render here is three: (R1) the write to
+        every tier, indexed under the voice id, (R2) a store read of the voice's
+        version (:meth:`VoiceCatalog.is_current`), (R3) when it is gone or
+        changed, the delete of ``key`` from every tier. If R2 comes before D1,
+        then R1 < R2 < D1 < D2: the write is complete and indexed before the
+        purge starts, so the purge removes it. If R2 comes after D1, R2 sees the
+        row gone (or the new version) and R3 removes it. A read that fails
+        counts as gone: a lost cache entry costs one render, a kept one a
+        user's deleted voice.
+
+        R3 against an unreachable Redis only logs (the tier's ``delete``); the
+        entry is still indexed under the voice, and the orphan sweep removes it
+        once Redis answers (the voice's id is in runtime/cache_guard.py's
+        ``DeletedVoices``). An old version's clip left that way is never served
+        (the key holds the version) and expires with the Redis TTL.
+        """
+        cache.put(key, data, voice_id=voice.id, content_type=ctype)
+        try:
+            current = self._catalog.is_current(voice.id, voice.version)
+        except Exception:
+            log.warning(
+                "voice check after a cache write failed; not keeping the audio", exc_info=True
             )
+            current = False
+        if current:
+            return True
+        cache.delete(key, voice.id)
+        log.info("audio of a voice deleted or changed during its render was not kept")
+        return False
 
     # -- the pipeline -----------------------------------------------------------
     def render_pieces(
