@@ -30,11 +30,11 @@ from voxclone.service.c2pa_manifest import ManifestStamper, OutputFacts, voice_r
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.speech.encode import (
-    Stamp,
+    Render,
     encode_captioned,
-    encode_file,
     encode_file_into,
     encode_stream,
+    spooled,
 )
 from voxclone.service.speech.output_length import held_to
 from voxclone.service.speech.plan import PlannedChunk, plan_ssml, plan_text, units
@@ -287,20 +287,28 @@ class SpeechService:
                 admission=admission,
             )
 
-        req = r.request
-        return encode_file(req.format, self.sample_rate, req.sample_rate, render, self._stamp(r))
+        with spooled() as spool:
+            self._encode_into(r, render, spool)
+            spool.seek(0)
+            return spool.read()
 
-    def _stamp(self, r: ResolvedRequest) -> Stamp | None:
-        """The tags and signed manifest of ``r``'s whole file (None: unsigned)."""
-        fmt = parse_format(r.request.format).value
-        if self._stamper is None or not self._stamper.stamps(fmt):
-            return None
+    def _encode_into(self, r: ResolvedRequest, render: Render, out: IO[bytes]) -> None:
+        """``r``'s whole file written into ``out`` (seekable), with its tags and
+        signed manifest where this server signs its format: encoded whole
+        first, then stamped (streams carry no manifest)."""
+        req = r.request
+        fmt = parse_format(req.format).value
         stamper = self._stamper
+        if stamper is None or not stamper.stamps(fmt):
+            encode_file_into(req.format, self.sample_rate, req.sample_rate, render, out)
+            return
         facts = OutputFacts(
             model=self._caps.model_id,
             voice_ref=voice_reference(r.voice.id, r.voice.version, stamper.credential),
         )
-        return lambda src, out: stamper.stamp_into(src, out, fmt, facts)
+        with spooled() as plain:
+            encode_file_into(req.format, self.sample_rate, req.sample_rate, render, plain)
+            stamper.stamp_into(plain, out, fmt, facts)
 
     # -- word timestamps ----------------------------------------------------------
     def word_track(self, req: Speakable) -> WordTrack:
@@ -649,8 +657,7 @@ class SpeechService:
             )
             return held_to(pieces, self.sample_rate, max_output_s)
 
-        stamp = self._stamp(r)
-        encode_file_into(fmt, self.sample_rate, r.request.sample_rate, render, out, stamp)
+        self._encode_into(r, render, out)
         return content_type(fmt)
 
     def admit_background(self, req: Speakable) -> Admission:
