@@ -24,8 +24,7 @@ from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import Admission, Scheduler
-from voxclone.runtime.singleflight import SingleFlight
-from voxclone.runtime.stream_share import SharedStream, StreamShares
+from voxclone.runtime.shared_render import SharedStream, SingleFlight, StreamShares
 from voxclone.service.c2pa_manifest import ManifestStamper, OutputFacts, voice_reference
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
