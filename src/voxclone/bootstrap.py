@@ -43,12 +43,7 @@ from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.jobs import JobWorker, SpeechJobConfig, SpeechJobs
 from voxclone.service.purge import CachePurger, orphan_audio_purge
 from voxclone.service.speech.router import SpeechRouter
-from voxclone.service.speech.service import (
-    FirstAudioStages,
-    RenderStats,
-    ServiceHooks,
-    SpeechService,
-)
+from voxclone.service.speech.service import SpeechService
 from voxclone.service.voices.service import VoiceService
 from voxclone.synth.audio import watermark
 from voxclone.synth.audio.file_encode import load_codecs
@@ -185,23 +180,6 @@ def build_rate_limiter(settings: Settings) -> RateLimiter | None:
             fallback=InMemoryRateLimiter(rate_per_s, burst) if local else None,
         )
     return InMemoryRateLimiter(rate_per_s, burst)
-
-
-def metric_hooks(metrics: Metrics) -> ServiceHooks:
-    def on_rendered(stats: RenderStats) -> None:
-        metrics.audio_seconds.inc(stats.audio_seconds)
-        if stats.audio_seconds > 0:
-            metrics.real_time_factor.observe(stats.compute_seconds / stats.audio_seconds)
-
-    def on_first_audio_stages(stages: FirstAudioStages) -> None:
-        for stage, seconds in stages.as_dict().items():
-            metrics.first_audio_stage.labels(stage=stage).observe(seconds)
-
-    return ServiceHooks(
-        on_first_audio=metrics.time_to_first_audio.observe,
-        on_rendered=on_rendered,
-        on_first_audio_stages=on_first_audio_stages,
-    )
 
 
 def build_voice_store(
@@ -378,7 +356,7 @@ def build_runtime(
             default_language=settings.default_language,
             max_text_chars=settings.max_text_chars,
             detect_language=detect_language,
-            hooks=metric_hooks(metrics) if metrics is not None else None,
+            metrics=metrics,
             lexicon=lexicon.entries,
             max_output_s=settings.max_output_s,
             watermark=marking,

@@ -323,6 +323,24 @@ def test_a_hit_copied_up_from_redis_across_a_deletion_is_not_kept(
     assert held_by(server, voice.id) == NOTHING
 
 
+def test_a_voice_check_that_fails_keeps_nothing(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library read that fails after the write counts as a deleted voice:
+    a lost entry costs one render, a kept one a user's deleted voice."""
+    voice = server.store.create(record("Erin"))
+
+    def unreadable(self: VoiceCatalog, voice_id: str, version: int) -> bool:
+        raise RuntimeError("the library cannot be read")
+
+    monkeypatch.setattr(VoiceCatalog, "is_current", unreadable)
+    server.speech.synthesize(_request(voice.id))
+    monkeypatch.undo()
+
+    assert held_by(server, voice.id) == NOTHING
+    assert server.store.get(voice.id, OWNER).id == voice.id  # the voice itself is still there
+
+
 def test_builtin_voices_are_cached_without_a_library_check(server: Server) -> None:
     server.speech.synthesize(
         SpeechRequest(text="A built-in voice.", voice="plain", language="en-us")

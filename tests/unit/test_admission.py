@@ -21,7 +21,7 @@ from fakes import FakeClock, FakeEngine
 from voxclone.errors import Cancelled, Overloaded, PayloadTooLarge
 from voxclone.runtime.admission import HEADROOM, WorkRate, estimate
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, Scheduler
-from voxclone.runtime.singleflight import SingleFlight
+from voxclone.runtime.shared_render import SingleFlight
 from voxclone.synth.engine.base import SynthItem
 
 SENTENCE_CHARS = 41  # "Client 7 saw the river and the garden." and alike

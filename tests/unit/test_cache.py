@@ -18,7 +18,7 @@ from voxclone.runtime.cache import (
     cache_key,
     voice_tag,
 )
-from voxclone.runtime.singleflight import SingleFlight
+from voxclone.runtime.shared_render import SingleFlight
 
 
 def _entry(size: int, voice: str | None = "v1", fill: int = 1) -> CacheEntry:

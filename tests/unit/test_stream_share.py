@@ -1,4 +1,4 @@
-"""Identical concurrent streams share one render (runtime/stream_share.py).
+"""Identical concurrent streams share one render (runtime/shared_render.py).
 
 No models: the "render" is a generator that counts how often it was stepped
 and whether it was closed, so each test says exactly what the engine would
@@ -15,7 +15,7 @@ from collections.abc import Generator, Iterator
 import pytest
 
 from voxclone.errors import Cancelled
-from voxclone.runtime.stream_share import SharedStream, StreamShares
+from voxclone.runtime.shared_render import SharedStream, StreamShares
 
 
 class Render:

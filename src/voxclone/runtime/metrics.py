@@ -7,6 +7,8 @@ without "duplicated timeseries" errors.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -209,6 +211,17 @@ class Metrics:
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.http_requests.labels(route=route, method=method, status=str(status)).inc()
         self.request_latency.labels(route=route).observe(seconds)
+
+    def observe_render(self, audio_seconds: float, compute_seconds: float) -> None:
+        """A finished render: the audio it made and its real-time factor."""
+        self.audio_seconds.inc(audio_seconds)
+        if audio_seconds > 0:
+            self.real_time_factor.observe(compute_seconds / audio_seconds)
+
+    def observe_first_audio_stages(self, stages: Mapping[str, float]) -> None:
+        """Where a stream's time to first audio went, seconds by stage."""
+        for stage, seconds in stages.items():
+            self.first_audio_stage.labels(stage=stage).observe(seconds)
 
     def cache_event(self, tier: str, outcome: str) -> None:
         """Matches ``cache.CacheListener``: pass ``metrics.cache_event`` to TieredCache."""

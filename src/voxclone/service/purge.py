@@ -10,7 +10,7 @@ The journal is paid once, by whichever process gets to it first. Audio can
 still be left where that purge did not reach: the other servers' own memory
 and disk tiers (servers sharing a library, one home each), or a Redis entry a
 render wrote back after the purge and could not take back (Redis unreachable
-at that moment, runtime/cache_guard.py). :func:`orphan_audio_purge` makes
+at that moment, service/speech/service.py). :func:`orphan_audio_purge` makes
 each server, whatever its database, compare the stored voices its own tiers
 hold audio of, and the recently deleted voices Redis still holds audio of,
 with the library, and purge those that are gone (every ``reconcile_s``;

@@ -375,7 +375,7 @@ class SqlVoiceStore(VoicePurgeJournal):
 
     def voice_version(self, voice_id: str) -> int | None:
         """The voice's version now (any owner), None once it is deleted: what a
-        render asks before keeping audio made with it (runtime/cache_guard.py)."""
+        render asks before keeping audio made with it (service/speech/service.py)."""
         with self._db.read() as conn:
             found = conn.execute(select(_V.version).where(_V.id == voice_id)).scalar()
         return None if found is None else int(found)

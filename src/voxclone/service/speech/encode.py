@@ -13,8 +13,9 @@ from typing import IO
 
 import numpy as np
 
+from voxclone.runtime.metrics import Metrics
 from voxclone.service.captions import WordTrack
-from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats
+from voxclone.service.speech.render_stats import RenderStats
 from voxclone.synth.audio.file_encode import encode, parse_format
 from voxclone.synth.audio.stream_encode import open_stream_encoder
 from voxclone.synth.text.wordtimes import WordTime
@@ -25,10 +26,14 @@ WHOLE_FILE_FORMATS = frozenset({"flac"})
 
 # Renders audio into the stats it is given (called once the header is out).
 Render = Callable[[RenderStats], Iterator[np.ndarray]]
-# Copies a whole encoded file (first argument, read from its start) into the
-# second with its provenance: tags and a signed C2PA manifest
-# (service/c2pa_manifest.py). Whole files only: streams carry no manifest.
-Stamp = Callable[[IO[bytes], IO[bytes]], None]
+
+# A whole file is held in memory up to this size, then on disk.
+SPOOL_BYTES = 32 << 20
+
+
+def spooled() -> tempfile.SpooledTemporaryFile[bytes]:
+    """A buffer for a whole file: memory first, disk past ``SPOOL_BYTES``."""
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
 
 
 def encode_stream(
@@ -38,11 +43,11 @@ def encode_stream(
     render: Render,
     *,
     stream: bool,
-    on_first_audio_stages: Callable[[FirstAudioStages], None] | None = None,
+    metrics: Metrics | None = None,
 ) -> Iterator[bytes]:
     """The encoded bytes of ``render``'s audio (engine ``rate``) as they come;
-    for a ``stream`` the first audio's stages go to ``on_first_audio_stages``
-    once its first bytes are out of the encoder."""
+    for a ``stream`` the first audio's stages go to ``metrics`` once its first
+    bytes are out of the encoder."""
     encoder = open_stream_encoder(fmt, rate, out_rate=out_rate)
     stats = RenderStats()
     try:
@@ -57,8 +62,8 @@ def encode_stream(
                 if not staged and stats.first_audio_stages is not None:
                     staged = True
                     stats.first_audio_stages.encode = time.perf_counter() - fed
-                    if on_first_audio_stages is not None:
-                        on_first_audio_stages(stats.first_audio_stages)
+                    if metrics is not None:
+                        metrics.observe_first_audio_stages(stats.first_audio_stages.as_dict())
                 yield data
         final = encoder.finish()
         if final:
@@ -67,12 +72,10 @@ def encode_stream(
         encoder.close()
 
 
-def encode_file(
-    fmt: str, rate: int, out_rate: int, render: Render, stamp: Stamp | None = None
-) -> bytes:
+def encode_file(fmt: str, rate: int, out_rate: int, render: Render) -> bytes:
     """``render``'s whole audio as one file of format ``fmt``."""
-    with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
-        encode_file_into(fmt, rate, out_rate, render, spool, stamp)
+    with spooled() as spool:
+        encode_file_into(fmt, rate, out_rate, render, spool)
         spool.seek(0)
         return spool.read()
 
@@ -83,17 +86,10 @@ def encode_file_into(
     out_rate: int,
     render: Render,
     out: IO[bytes],
-    stamp: Stamp | None = None,
 ) -> None:
     """``render``'s whole audio as one file of format ``fmt``, written into
     ``out`` (seekable) as it is made: a speech job's hours of audio go to
-    disk, not memory (FLAC excepted: WHOLE_FILE_FORMATS). ``stamp``: the
-    finished file is copied into ``out`` through it."""
-    if stamp is not None:
-        with tempfile.SpooledTemporaryFile(max_size=32 << 20) as plain:
-            encode_file_into(fmt, rate, out_rate, render, plain)
-            stamp(plain, out)
-        return
+    disk, not memory (FLAC excepted: WHOLE_FILE_FORMATS)."""
     kind = parse_format(fmt).value
     if kind in WHOLE_FILE_FORMATS:
         pieces = list(render(RenderStats()))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import Cancelled
+from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import (
     PRIORITY_FIRST_CHUNK,
     PRIORITY_NORMAL,
@@ -30,7 +31,7 @@ from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice
 from voxclone.service.speech.plan import PlannedChunk, at_voice_pace, units
 from voxclone.service.speech.pricing import LOOKAHEAD_CHUNKS
-from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats
 from voxclone.synth.audio.effects import true_peak_limit
 from voxclone.synth.audio.join import PieceJoiner
 from voxclone.synth.audio.post import PEAK_CEILING_DBFS, apply_controls
@@ -76,13 +77,13 @@ class ChunkRenderer:
         self,
         scheduler: Scheduler,
         capabilities: EngineCapabilities,
-        hooks: ServiceHooks,
+        metrics: Metrics | None = None,
         *,
         watermark: bool = False,
     ) -> None:
         self._scheduler = scheduler
         self._caps = capabilities
-        self._hooks = hooks
+        self._metrics = metrics
         # Every route's audio comes out of render(): marked here, chunk by
         # chunk, it is marked on all of them (synth/audio/watermark.py).
         self._watermark = watermark
@@ -144,8 +145,8 @@ class ChunkRenderer:
             now = time.perf_counter()
             stats.first_audio_s = now - started
             stats.first_audio_stages = FirstAudioStages.of(started, first_timing, now)
-            if self._hooks.on_first_audio is not None:
-                self._hooks.on_first_audio(stats.first_audio_s)
+            if self._metrics is not None:
+                self._metrics.time_to_first_audio.observe(stats.first_audio_s)
 
         for planned, audio, chunk_done in self._scheduled(
             plan, fast_start, cancelled, admission, frames=frames, words=words, timing=first_timing
@@ -188,8 +189,8 @@ class ChunkRenderer:
             stats.audio_seconds += tail.size / self._rate
             yield tail
         stats.compute_seconds = time.perf_counter() - started
-        if self._hooks.on_rendered is not None:
-            self._hooks.on_rendered(stats)
+        if self._metrics is not None:
+            self._metrics.observe_render(stats.audio_seconds, stats.compute_seconds)
 
     def _scheduled(
         self,

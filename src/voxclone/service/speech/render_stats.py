@@ -1,8 +1,7 @@
-"""What a render reports: where a stream's first audio time went, totals, hooks."""
+"""What a render reports: where a stream's first audio time went, and its totals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -52,11 +51,3 @@ class RenderStats:
     first_audio_s: float | None = None
     chunks: int = 0
     first_audio_stages: FirstAudioStages | None = None
-
-
-@dataclass(frozen=True)
-class ServiceHooks:
-    on_first_audio: Callable[[float], None] | None = None
-    on_rendered: Callable[[RenderStats], None] | None = None
-    # A stream's first audio bytes are out of the encoder: where the time went.
-    on_first_audio_stages: Callable[[FirstAudioStages], None] | None = None

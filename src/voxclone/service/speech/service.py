@@ -11,6 +11,7 @@ request costs, its admission), ``render_stats.py``.
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -21,19 +22,18 @@ import numpy as np
 
 from voxclone.runtime.admission import AdmissionTerms
 from voxclone.runtime.cache import TieredCache
-from voxclone.runtime.cache_guard import put_while_current
+from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.scheduler import Admission, Scheduler
-from voxclone.runtime.singleflight import SingleFlight
-from voxclone.runtime.stream_share import SharedStream, StreamShares
+from voxclone.runtime.shared_render import SharedStream, SingleFlight, StreamShares
 from voxclone.service.c2pa_manifest import ManifestStamper, OutputFacts, voice_reference
 from voxclone.service.captions import WordTrack
 from voxclone.service.catalog import ResolvedVoice, VoiceCatalog
 from voxclone.service.speech.encode import (
-    Stamp,
+    Render,
     encode_captioned,
-    encode_file,
     encode_file_into,
     encode_stream,
+    spooled,
 )
 from voxclone.service.speech.output_length import held_to
 from voxclone.service.speech.plan import PlannedChunk, plan_ssml, plan_text, units
@@ -46,7 +46,7 @@ from voxclone.service.speech.pricing import (
     released_on_failure,
 )
 from voxclone.service.speech.render import ChunkRenderer
-from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats, ServiceHooks
+from voxclone.service.speech.render_stats import FirstAudioStages, RenderStats
 from voxclone.service.speech.request import (
     Admit,
     CaptionedResult,
@@ -74,12 +74,13 @@ __all__ = [
     "CaptionedResult",
     "FirstAudioStages",
     "RenderStats",
-    "ServiceHooks",
     "SpeechRequest",
     "SpeechResult",
     "SpeechService",
     "ssml_warnings",
 ]
+
+log = logging.getLogger(__name__)
 
 # What the start-up calibration call speaks: one ordinary sentence (~60
 # characters, one chunk), long enough that per-call overhead does not swamp it.
@@ -101,7 +102,7 @@ class SpeechService:
         default_language: str = "en-us",
         max_text_chars: int = 100_000,
         detect_language: Callable[[str, str], str] | None = None,
-        hooks: ServiceHooks | None = None,
+        metrics: Metrics | None = None,
         lexicon: Callable[[str], list[Pronunciation]] | None = None,
         max_output_s: float = 4 * 3600.0,
         watermark: bool = False,
@@ -115,7 +116,7 @@ class SpeechService:
         self._cache = cache
         self._default_voice = default_voice
         self._default_language = default_language
-        self._hooks = hooks or ServiceHooks()
+        self._metrics = metrics
         self._flights = SingleFlight()
         self._streams = StreamShares()
         self.resolver = RequestResolver(
@@ -143,7 +144,7 @@ class SpeechService:
             default_language=default_language,
             max_output_s=max_output_s,
         )
-        self._renderer = ChunkRenderer(scheduler, capabilities, self._hooks, watermark=watermark)
+        self._renderer = ChunkRenderer(scheduler, capabilities, metrics, watermark=watermark)
 
     @property
     def sample_rate(self) -> int:
@@ -256,16 +257,7 @@ class SpeechService:
             taken = self._pricer.take(r, terms, stream=False)
             data = self._render_file(r, progress, abandoned, deadline, taken)
             if cache is not None:
-                # Not kept when the voice was deleted or changed meanwhile.
-                put_while_current(
-                    cache,
-                    key,
-                    data,
-                    voice_id=voice.id,
-                    version=voice.version,
-                    content_type=ctype,
-                    still_current=self._catalog.is_current,
-                )
+                self._keep(cache, key, data, voice, ctype)
             return data
 
         # Identical concurrent requests share one synthesis, which stops only
@@ -294,20 +286,28 @@ class SpeechService:
                 admission=admission,
             )
 
-        req = r.request
-        return encode_file(req.format, self.sample_rate, req.sample_rate, render, self._stamp(r))
+        with spooled() as spool:
+            self._encode_into(r, render, spool)
+            spool.seek(0)
+            return spool.read()
 
-    def _stamp(self, r: ResolvedRequest) -> Stamp | None:
-        """The tags and signed manifest of ``r``'s whole file (None: unsigned)."""
-        fmt = parse_format(r.request.format).value
-        if self._stamper is None or not self._stamper.stamps(fmt):
-            return None
+    def _encode_into(self, r: ResolvedRequest, render: Render, out: IO[bytes]) -> None:
+        """``r``'s whole file written into ``out`` (seekable), with its tags and
+        signed manifest where this server signs its format: encoded whole
+        first, then stamped (streams carry no manifest)."""
+        req = r.request
+        fmt = parse_format(req.format).value
         stamper = self._stamper
+        if stamper is None or not stamper.stamps(fmt):
+            encode_file_into(req.format, self.sample_rate, req.sample_rate, render, out)
+            return
         facts = OutputFacts(
             model=self._caps.model_id,
             voice_ref=voice_reference(r.voice.id, r.voice.version, stamper.credential),
         )
-        return lambda src, out: stamper.stamp_into(src, out, fmt, facts)
+        with spooled() as plain:
+            encode_file_into(req.format, self.sample_rate, req.sample_rate, render, plain)
+            stamper.stamp_into(plain, out, fmt, facts)
 
     # -- word timestamps ----------------------------------------------------------
     def word_track(self, req: Speakable) -> WordTrack:
@@ -444,16 +444,49 @@ class SpeechService:
                 kept.append(part)
             yield part
         if kept is not None and self._cache is not None:
-            # Not kept when the voice was deleted or changed meanwhile.
-            put_while_current(
-                self._cache,
-                key,
-                b"".join(kept),
-                voice_id=voice.id,
-                version=voice.version,
-                content_type=ctype,
-                still_current=self._catalog.is_current,
+            self._keep(self._cache, key, b"".join(kept), voice, ctype)
+
+    def _keep(
+        self, cache: TieredCache, key: str, data: bytes, voice: ResolvedVoice, ctype: str
+    ) -> bool:
+        """Store ``data`` under ``key`` in every tier, keep it only while
+        ``voice`` exists at its version; True when it was kept. The only way a
+        render stores its audio: a voice is biometric data, and deleting it
+        purges every clip made with it from every tier (service/purge.py); a
+        render still running then must not write its clip back afterwards.
+
+        Why nothing survives, whatever the order. Deleting a voice (or changing
+        its version) is two steps: (D1) its library row goes (committed), then
+        (D2) every tier drops every entry indexed under the voice id (journaled,
+        retried until it succeeds). A render here is three: (R1) the write to
+        every tier, indexed under the voice id, (R2) a store read of the voice's
+        version (:meth:`VoiceCatalog.is_current`), (R3) when it is gone or
+        changed, the delete of ``key`` from every tier. If R2 comes before D1,
+        then R1 < R2 < D1 < D2: the write is complete and indexed before the
+        purge starts, so the purge removes it. If R2 comes after D1, R2 sees the
+        row gone (or the new version) and R3 removes it. A read that fails
+        counts as gone: a lost cache entry costs one render, a kept one a
+        user's deleted voice.
+
+        R3 against an unreachable Redis only logs (the tier's ``delete``); the
+        entry is still indexed under the voice, and the orphan sweep removes it
+        once Redis answers (the voice's id is in runtime/cache_guard.py's
+        ``DeletedVoices``). An old version's clip left that way is never served
+        (the key holds the version) and expires with the Redis TTL.
+        """
+        cache.put(key, data, voice_id=voice.id, content_type=ctype)
+        try:
+            current = self._catalog.is_current(voice.id, voice.version)
+        except Exception:
+            log.warning(
+                "voice check after a cache write failed; not keeping the audio", exc_info=True
             )
+            current = False
+        if current:
+            return True
+        cache.delete(key, voice.id)
+        log.info("audio of a voice deleted or changed during its render was not kept")
+        return False
 
     # -- the pipeline -----------------------------------------------------------
     def render_pieces(
@@ -554,7 +587,7 @@ class SpeechService:
             r.request.sample_rate,
             render,
             stream=fast_start,
-            on_first_audio_stages=self._hooks.on_first_audio_stages,
+            metrics=self._metrics,
         )
 
     # -- admission (service/speech/pricing.py) ----------------------------------------
@@ -623,8 +656,7 @@ class SpeechService:
             )
             return held_to(pieces, self.sample_rate, max_output_s)
 
-        stamp = self._stamp(r)
-        encode_file_into(fmt, self.sample_rate, r.request.sample_rate, render, out, stamp)
+        self._encode_into(r, render, out)
         return content_type(fmt)
 
     def admit_background(self, req: Speakable) -> Admission:
