@@ -145,8 +145,6 @@ class ChunkRenderer:
             now = time.perf_counter()
             stats.first_audio_s = now - started
             stats.first_audio_stages = FirstAudioStages.of(started, first_timing, now)
-            if self._metrics is not None:
-                self._metrics.time_to_first_audio.observe(stats.first_audio_s)
 
         for planned, audio, chunk_done in self._scheduled(
             plan, fast_start, cancelled, admission, frames=frames, words=words, timing=first_timing
