@@ -23,11 +23,12 @@ if TYPE_CHECKING:
     from voxclone.engine_setup import EngineFailure
     from voxclone.runtime.blobs import BlobStore
     from voxclone.runtime.cache import TieredCache
-    from voxclone.runtime.job_store import JobEvents, SqlJobStore
-    from voxclone.runtime.lexicon_store import SqlLexiconStore
+    from voxclone.runtime.db import Database
+    from voxclone.runtime.job_store import JobEvents, JobQueue
+    from voxclone.runtime.lexicon_store import LexiconStore
     from voxclone.runtime.scheduler import Scheduler
     from voxclone.runtime.url_signing import UrlSigner
-    from voxclone.runtime.voice_store import SqlVoiceStore
+    from voxclone.runtime.voice_store import VoiceStore
     from voxclone.service.catalog import VoiceCatalog
     from voxclone.service.jobs import JobWorker, SpeechJobs
     from voxclone.service.purge import CachePurger
@@ -61,20 +62,23 @@ class Runtime:
     engines: dict[str, EngineStack]  # in VOXCLONE_ENGINES order; the first is the default
     speech: SpeechRouter
     catalog: VoiceCatalog
-    voice_store: SqlVoiceStore
+    # The one pool every store below borrows (closed last, by close()); /readyz
+    # probes it.
+    database: Database
+    voice_store: VoiceStore
     # None: every tier is switched off (memory, disk and Redis sizes 0 / unset).
     cache: TieredCache | None
     job_events: JobEvents
     # The jobs table (refinement and speech jobs), the durable speech-job queue
     # on it, and this process's worker (started by the app, see api/app.py).
-    jobs: SqlJobStore
+    jobs: JobQueue
     speech_jobs: SpeechJobs
     job_worker: JobWorker
     # Signs download links of blobs when the blob store has no URLs of its own.
     url_signer: UrlSigner
     # Where blobs live (kept references, job audio); shown on /readyz.
     blobs: BlobStore
-    lexicon: SqlLexiconStore  # pronunciations per owner (/v1/lexicon)
+    lexicon: LexiconStore  # pronunciations per owner (/v1/lexicon)
     stages: StartupStages
     # Engines VOXCLONE_ENGINES names that failed to load (not in ``engines``):
     # the others serve and /readyz names these (engine_setup.build_engines).
@@ -162,3 +166,4 @@ class Runtime:
         for stack in self.engines.values():
             stack.scheduler.close()
         self.voice_store.close()
+        self.database.close()

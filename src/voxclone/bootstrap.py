@@ -28,7 +28,9 @@ from voxclone.engine_setup import EngineFailure, EngineLoad, build_engines, warm
 from voxclone.runtime.blobs import BlobStore, BlobStoreUnavailable, LocalBlobStore
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache
 from voxclone.runtime.cache_guard import DeletedVoices, voices_held
-from voxclone.runtime.job_store import JobEvents, SqlJobStore
+from voxclone.runtime.db import Database, open_database
+from voxclone.runtime.inline_log import InlineVoiceLog
+from voxclone.runtime.job_store import JobEvents, JobQueue, SqlJobStore
 from voxclone.runtime.lexicon_store import SqlLexiconStore
 from voxclone.runtime.metrics import Metrics
 from voxclone.runtime.private_home import secure_home
@@ -37,7 +39,7 @@ from voxclone.runtime.scheduler import Scheduler
 from voxclone.runtime.signing_key import load_or_create
 from voxclone.runtime.startup import StartupStages
 from voxclone.runtime.url_signing import build_signer
-from voxclone.runtime.voice_store import SqlVoiceStore
+from voxclone.runtime.voice_store import SqlVoiceStore, VoiceStore
 from voxclone.service.c2pa_manifest import ManifestStamper
 from voxclone.service.catalog import VoiceCatalog
 from voxclone.service.jobs import JobWorker, SpeechJobConfig, SpeechJobs
@@ -45,6 +47,7 @@ from voxclone.service.purge import CachePurger, orphan_audio_purge
 from voxclone.service.speech.router import SpeechRouter
 from voxclone.service.speech.service import SpeechService
 from voxclone.service.voices.service import VoiceService
+from voxclone.service.voices.setup import VoiceStores
 from voxclone.synth.audio import watermark
 from voxclone.synth.audio.file_encode import load_codecs
 from voxclone.synth.engine.base import Engine
@@ -64,8 +67,9 @@ class VoiceLibrary:
     """The voice library without loaded models (CLI ``voices`` commands)."""
 
     catalog: VoiceCatalog
-    store: SqlVoiceStore
+    store: VoiceStore
     cache: TieredCache | None
+    database: Database  # the store's; closed with the library
 
     def purge_voice(self, voice_id: str) -> None:
         """What a deleted voice leaves behind: cached audio and its blobs."""
@@ -75,6 +79,7 @@ class VoiceLibrary:
 
     def close(self) -> None:
         self.store.close()
+        self.database.close()
 
 
 # -- small builders ---------------------------------------------------------------
@@ -126,7 +131,7 @@ def check_blob_store(settings: Settings) -> str | None:
 
 def build_speech_jobs(
     settings: Settings,
-    jobs: SqlJobStore,
+    jobs: JobQueue,
     router: SpeechRouter,
     events: JobEvents,
     blobs: BlobStore,
@@ -182,25 +187,41 @@ def build_rate_limiter(settings: Settings) -> RateLimiter | None:
     return InMemoryRateLimiter(rate_per_s, burst)
 
 
-def build_voice_store(
-    settings: Settings, engines: dict[str, Engine], blobs: BlobStore | None = None
-) -> SqlVoiceStore:
-    """The voice library on ``VOXCLONE_DATABASE_URL``, else the embedded SQLite file.
+def build_database(settings: Settings) -> Database:
+    """The voxclone database: ``VOXCLONE_DATABASE_URL``, else the embedded SQLite
+    file. Every store of a process borrows this one pool (the first to open
+    migrates it); whoever builds it closes it."""
+    return open_database(settings.database_target)
 
-    The store opens (and migrates) the database; the job store and inline log
-    share its connection pool (``store.database``). New voices keep their
-    reference audio in ``blobs`` (default: the configured blob store).
-    """
+
+def build_voice_store(
+    settings: Settings,
+    engines: dict[str, Engine],
+    database: Database,
+    blobs: BlobStore | None = None,
+) -> VoiceStore:
+    """The voice library in ``database``. New voices keep their reference audio
+    in ``blobs`` (default: the configured blob store)."""
     shapes = {name: engine.capabilities.style_shape for name, engine in engines.items()}
     return SqlVoiceStore(
-        settings.database_target,
+        database,
         style_shapes=shapes,
         blobs=blobs if blobs is not None else build_blob_store(settings),
     )
 
 
+def build_job_store(settings: Settings, database: Database) -> JobQueue:
+    """Jobs and the durable queue in ``database``.
+
+    A shared database is shared by live processes: failing every unfinished
+    in-process job at start would fail the other replicas' live jobs. Queue
+    jobs are never failed this way (their leases decide).
+    """
+    return SqlJobStore(database, recover_on_open=settings.database_url is None)
+
+
 def voice_purge(
-    store: SqlVoiceStore,
+    store: VoiceStore,
     invalidate: Callable[[str], object] | None,
     record_deleted: Callable[[str], object] | None = None,
 ) -> Callable[[str], int]:
@@ -223,7 +244,7 @@ def voice_purge(
 
 
 def build_purger(
-    store: SqlVoiceStore,
+    store: VoiceStore,
     cache: TieredCache | None,
     invalidate: Callable[[str], object],
     *,
@@ -250,8 +271,9 @@ def build_purger(
 def build_library(settings: Settings) -> VoiceLibrary:
     """Catalog and store of the configured engines, without loading any model."""
     engines = build_engines(settings, load=False)
-    store = build_voice_store(settings, engines)
-    return VoiceLibrary(VoiceCatalog(engines, store), store, build_cache(settings))
+    database = build_database(settings)
+    store = build_voice_store(settings, engines, database)
+    return VoiceLibrary(VoiceCatalog(engines, store), store, build_cache(settings), database)
 
 
 # The default voice of an engine with no built-in voices and none configured:
@@ -328,9 +350,10 @@ def build_runtime(
     if warmup and stamper is not None:
         # c2pa's import (0.06-0.09 s) off the start and off the first file.
         threading.Thread(target=stamper.warm, name="c2pa-import", daemon=True).start()
-    store = build_voice_store(settings, engines, blobs)
+    database = build_database(settings)
+    store = build_voice_store(settings, engines, database, blobs)
     # Pronunciations live next to the voice library (same database, same pool).
-    lexicon = SqlLexiconStore(store.database)
+    lexicon = SqlLexiconStore(database)
     catalog = VoiceCatalog(engines, store)
     cache = build_cache(settings, metrics)
     stacks: dict[str, EngineStack] = {}
@@ -370,10 +393,7 @@ def build_runtime(
         language_defaults=_language_defaults(settings, catalog),
     )
     events = JobEvents()
-    # A shared database is shared by live processes: failing every unfinished
-    # in-process job at start would fail the other replicas' live jobs. Queue
-    # jobs are never failed this way (their leases decide).
-    jobs = SqlJobStore(store.database, recover_on_open=settings.database_url is None)
+    jobs = build_job_store(settings, database)
     speech_jobs = build_speech_jobs(settings, jobs, router, events, blobs)
     voices: VoiceService | None = None
     purger: CachePurger | None = None
@@ -382,14 +402,20 @@ def build_runtime(
             store, cache, router.purge_voice_audio, retry_s=settings.purge_retry_s
         )
         purger.start()  # purges a previous process could not finish, then retries
+        stores = VoiceStores(
+            voices=store,
+            jobs=jobs,
+            job_events=events,
+            report_queue=jobs,
+            inline_log=InlineVoiceLog(database),
+        )
         voices = build_voice_service(
             settings,
             stacks,
-            store,
+            stores,
             router,
-            events,
+            blobs=blobs,
             purge=purger.purge_counted,
-            jobs=jobs,
             revoke_jobs=speech_jobs.revoke_voice_jobs,
         )
     runtime = Runtime(
@@ -397,6 +423,7 @@ def build_runtime(
         engines=stacks,
         speech=router,
         catalog=catalog,
+        database=database,
         voice_store=store,
         cache=cache,
         job_events=events,

@@ -3,7 +3,7 @@ prompt cloning for every prompt engine, and one ingestion path in front of
 both, wired into a :class:`VoiceService`.
 
 Kept apart from ``bootstrap.py``, which calls :func:`build_voice_service`
-once it has the engines, the store and the router; like ``engine_setup``, it
+once it has the engines, the stores and the router; like ``engine_setup``, it
 is a part of the one composition root, not a second one.
 """
 
@@ -17,11 +17,9 @@ import numpy as np
 
 from voxclone.assembly import EngineStack
 from voxclone.config import Settings
+from voxclone.runtime.blobs import BlobStore
 from voxclone.runtime.cache import EmbeddingCache
-from voxclone.runtime.inline_log import InlineVoiceLog
-from voxclone.runtime.job_store import JobEvents, SqlJobStore
 from voxclone.runtime.scheduler import PRIORITY_BACKGROUND, PRIORITY_NORMAL
-from voxclone.runtime.voice_store import SqlVoiceStore
 from voxclone.service.speech.router import SpeechRouter
 from voxclone.service.voices.admission import enrollment_cancel_check
 from voxclone.service.voices.request import PromptCloning
@@ -146,17 +144,18 @@ def _deep_refiner(
 def build_voice_service(
     settings: Settings,
     stacks: dict[str, EngineStack],
-    store: SqlVoiceStore,
+    stores: VoiceStores,
     router: SpeechRouter,
-    job_events: JobEvents,
     *,
+    blobs: BlobStore,
     purge: Callable[[str], int | bool | None] | None = None,
-    jobs: SqlJobStore | None = None,
     revoke_jobs: Callable[[Sequence[str]], object] | None = None,
 ) -> VoiceService:
     """The cloning stack: the atlas cloner for the style engine (the first one
     whose ``clone_method`` is "style"; its style space is the atlas's), prompt
-    cloning for every prompt engine, one ingestion path in front of both."""
+    cloning for every prompt engine, one ingestion path in front of both.
+    ``stores`` and ``blobs`` (where consent clips are kept with their voice)
+    are the composition root's."""
     from voxclone.synth.audio.reference import prepare_reference
     from voxclone.synth.audio.vad import SpeechDetector
     from voxclone.synth.voice.asr import Transcriber, word_error_rate
@@ -282,21 +281,8 @@ def build_voice_service(
         max_bytes=int(settings.max_upload_mb * (1 << 20)),
         max_seconds=settings.max_reference_seconds,
     )
-    # A shared database is shared by live processes: failing every unfinished
-    # job at start would fail the other replicas' live jobs.
-    job_store = (
-        jobs
-        if jobs is not None
-        else SqlJobStore(store.database, recover_on_open=settings.database_url is None)
-    )
     service = VoiceService(
-        VoiceStores(
-            voices=store,
-            jobs=job_store,
-            job_events=job_events,
-            report_queue=job_store,
-            inline_log=InlineVoiceLog(store.database),
-        ),
+        stores,
         CloningKit(
             cloner=cloner,
             refiner=refiner,
@@ -310,7 +296,7 @@ def build_voice_service(
             deep_refiner=deep,
             deep_refine_missing=deep_missing,
             spoken_consent=_spoken_consent_check(settings, encoder, transcriber.transcribe),
-            consent_clips=ConsentClips(store.blobs) if store.blobs is not None else None,
+            consent_clips=ConsentClips(blobs),
         ),
         VoiceHooks(on_voice_changed=router.invalidate_voice, purge=purge, revoke_jobs=revoke_jobs),
         VoicePolicy(

@@ -66,7 +66,7 @@ def stored(runtime: Runtime, store_style_voice: Callable[..., Any]) -> Iterator[
 @pytest.fixture()
 def reads(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
     counted = Reads()
-    engine = runtime.voice_store.database.engine
+    engine = runtime.database.engine
 
     def statement(conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: Any) -> None:
         text = " ".join(sql.split())

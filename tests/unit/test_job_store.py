@@ -16,6 +16,7 @@ from voxclone.runtime.job_store import (
     INTERRUPTED_MESSAGE,
     InMemoryJobStore,
     JobEvents,
+    JobQueue,
     JobRecord,
     JobStore,
     SqliteJobStore,
@@ -39,6 +40,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JobStore]:
 
 def test_satisfies_protocol(store: JobStore) -> None:
     assert isinstance(store, JobStore)
+
+
+def test_only_the_sql_store_is_the_durable_queue(tmp_path: Path) -> None:
+    with SqlJobStore(tmp_path / "jobs.sqlite3") as sql:
+        assert isinstance(sql, JobQueue)
+    # In-process jobs only: nothing claims them with a lease.
+    assert not isinstance(InMemoryJobStore(), JobQueue)
 
 
 def test_lifecycle_to_success(store: JobStore) -> None:

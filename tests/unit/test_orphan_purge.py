@@ -14,7 +14,7 @@ from fakes import voice_record
 from test_voice_store import SHAPES
 
 from voxclone.runtime.cache import DiskTier, MemoryTier, TieredCache, cache_key
-from voxclone.runtime.voice_store import SqlVoiceStore
+from voxclone.runtime.voice_store import PendingPurge, SqlVoiceStore
 from voxclone.service.purge import CachePurger, orphan_audio_purge
 
 
@@ -73,7 +73,7 @@ def test_without_reconcile_the_purger_never_touches_other_voices(tmp_path: Path)
 class _NoJournal:
     def record_purge(self, voice_id: str) -> None: ...
 
-    def pending_purges(self, limit: int = 1000) -> list[object]:
+    def pending_purges(self, limit: int = 1000) -> list[PendingPurge]:
         return []
 
     def purge_failed(self, voice_id: str, error: str) -> None: ...

@@ -71,7 +71,7 @@ _WAL_HEADROOM_MB = 4.0
 
 def _store_outages(runtime: Runtime) -> tuple[dict[str, str], dict[str, str]]:
     """The "database" and "storage" capabilities, and why each that is not ready is not."""
-    db = runtime.voice_store.database
+    db = runtime.database
     # Where this replica writes locally: SQLite's directory, the local blob store.
     dirs = [db.path.parent] if db.path is not None else []
     blob_root = getattr(runtime.blobs, "root", None)

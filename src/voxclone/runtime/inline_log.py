@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import insert, select, update
 
@@ -35,6 +36,22 @@ class InlineUse:
     consent: ConsentRecord
     expires_at: float
     purged_at: float | None
+
+
+class InlineLog(Protocol):
+    """What the voice service keeps of inline voices (``service/voices/inline.py``)."""
+
+    def record(
+        self, voice_id: str, owner: str, consent: ConsentRecord, expires_at: float
+    ) -> None: ...
+
+    def pending(self) -> list[str]:
+        """Voices whose cached audio is not purged yet."""
+        ...
+
+    def mark_purged(self, voice_id: str) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class InlineVoiceLog(Repository):

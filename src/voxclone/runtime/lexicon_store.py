@@ -10,6 +10,7 @@ shared database sees a change at once.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Protocol
 
 from sqlalchemy import delete, func, select
 
@@ -22,6 +23,21 @@ from voxclone.synth.text.lexicon import Pronunciation, check_pronunciation, word
 _L = t.lexicon_entries.c
 # Every request compiles its owner's entries into one pattern: bounded.
 MAX_ENTRIES_PER_OWNER = 2000
+
+
+class LexiconStore(Protocol):
+    """Each owner's pronunciations (``/v1/lexicon``; the speech service reads
+    ``entries``). Words match by :func:`word_key` within a language."""
+
+    def entries(self, owner: str, language: str | None = None) -> list[Pronunciation]: ...
+
+    def get(self, owner: str, language: str, word: str) -> Pronunciation | None: ...
+
+    def put(self, owner: str, entry: Pronunciation) -> bool:
+        """Add or replace ``entry``; True when it is new."""
+        ...
+
+    def delete(self, owner: str, language: str, word: str) -> bool: ...
 
 
 class SqlLexiconStore(Repository):

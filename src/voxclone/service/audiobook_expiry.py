@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from voxclone.errors import NotFound
 from voxclone.runtime.blobs import BlobStore
-from voxclone.runtime.job_store import JobRecord, SqlJobStore
+from voxclone.runtime.job_store import JobQueue, JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def chapter_job_ids(book: JobRecord) -> list[str]:
     return [str(link["job_id"]) for link in (book.result or {}).get("chapters", [])]
 
 
-def chapters_gone(store: SqlJobStore, book: JobRecord) -> bool:
+def chapters_gone(store: JobQueue, book: JobRecord) -> bool:
     """Whether none of ``book``'s chapter jobs is left."""
     for job_id in chapter_job_ids(book):
         try:
@@ -56,7 +56,7 @@ def chapters_gone(store: SqlJobStore, book: JobRecord) -> bool:
     return True
 
 
-def is_expired(store: SqlJobStore, book: JobRecord, cutoff_iso: str | None) -> bool:
+def is_expired(store: JobQueue, book: JobRecord, cutoff_iso: str | None) -> bool:
     return (
         cutoff_iso is not None
         and book.kind == AUDIOBOOK_KIND
@@ -65,14 +65,14 @@ def is_expired(store: SqlJobStore, book: JobRecord, cutoff_iso: str | None) -> b
     )
 
 
-def remove_book(store: SqlJobStore, blobs: BlobStore, book_id: str) -> None:
+def remove_book(store: JobQueue, blobs: BlobStore, book_id: str) -> None:
     """The book's assembled files, then its row (already gone: nothing to do)."""
     blobs.delete_prefix(f"{BOOK_BLOB_PREFIX}{book_id}/")
     with contextlib.suppress(NotFound):  # another replica's sweep was first
         store.delete(book_id, None)
 
 
-def expire_books(store: SqlJobStore, blobs: BlobStore, cutoff_iso: str | None) -> int:
+def expire_books(store: JobQueue, blobs: BlobStore, cutoff_iso: str | None) -> int:
     """Delete the books expired at ``cutoff_iso``; how many."""
     if cutoff_iso is None:
         return 0

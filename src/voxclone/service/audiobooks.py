@@ -54,7 +54,7 @@ import numpy as np
 import soundfile as sf
 
 from voxclone.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, VoxcloneError
-from voxclone.runtime.job_store import JobRecord, SqlJobStore
+from voxclone.runtime.job_store import JobQueue, JobRecord
 from voxclone.service.audiobook_expiry import (
     AUDIOBOOK_KIND,
     BOOK_BLOB_PREFIX,
@@ -283,7 +283,7 @@ class Audiobooks:
     def __init__(
         self,
         *,
-        store: SqlJobStore,
+        store: JobQueue,
         jobs: SpeechJobs,
         speech: SpeechRouter,
         limits: BookLimits,

@@ -48,7 +48,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
 from voxclone.runtime.blobs import BlobStore
-from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
+from voxclone.runtime.job_store import JobEvents, JobQueue, JobRecord, LeaseLost
 from voxclone.service.audiobook_expiry import expire_books, retention_cutoff
 from voxclone.service.dialogue import (
     UNMARKED_FIELD,
@@ -154,7 +154,7 @@ class SpeechJobs:
     def __init__(
         self,
         *,
-        queue: SqlJobStore,
+        queue: JobQueue,
         speech: SpeechRouter,
         blobs: BlobStore,
         events: JobEvents,

@@ -22,20 +22,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from voxclone.runtime.voice_store import PurgeJournal
 
 log = logging.getLogger(__name__)
-
-
-class PurgeJournal(Protocol):
-    def record_purge(self, voice_id: str) -> None: ...
-
-    def pending_purges(self, limit: int = 1000) -> list[Any]: ...
-
-    def purge_failed(self, voice_id: str, error: str) -> None: ...
-
-    def purge_done(self, voice_id: str) -> None: ...
-
 
 # Ids of voices in the library (service/catalog.py resolves "v_…" as stored
 # voices); built-in voices' audio is never an orphan.

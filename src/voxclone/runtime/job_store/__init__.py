@@ -7,11 +7,12 @@ cancels a queued job at once and flags a running one, and the worker checks
 :meth:`JobStore.is_cancel_requested` between steps.
 
 One module per job: ``records`` (the record, states, the :class:`JobStore`
-protocol), ``transitions`` (how a record may change), ``memory``
-(:class:`InMemoryJobStore`: tests, throw-away servers), ``rows`` (a job as a
-``jobs`` row), ``sql_store`` (:class:`SqlJobStore`, alias ``SqliteJobStore``:
-survives restarts, shares the voice library's database), ``queue`` (the durable
-queue it builds on: enqueue, claim with a lease, renew, retry, release),
+protocol and :class:`JobQueue`, the protocol of the durable queue),
+``transitions`` (how a record may change), ``memory`` (:class:`InMemoryJobStore`:
+tests, throw-away servers), ``rows`` (a job as a ``jobs`` row), ``sql_store``
+(:class:`SqlJobStore`, alias ``SqliteJobStore``: both protocols; survives
+restarts, shares the voice library's database), ``queue`` (``SqlJobQueue``, the
+SQL queue it builds on: enqueue, claim with a lease, renew, retry, release),
 ``fairness`` (which job a worker claims next), ``voice_links`` (the voices a
 job speaks with, revoked when one is deleted) and ``events`` (:class:`JobEvents`:
 asyncio code awaits a job's progress while the work runs in worker threads).
@@ -25,6 +26,7 @@ from voxclone.runtime.job_store.records import (
     JOB_STATES,
     LIST_MAX_LIMIT,
     TERMINAL_STATES,
+    JobQueue,
     JobRecord,
     JobState,
     JobStore,
@@ -41,6 +43,7 @@ __all__ = [
     "TERMINAL_STATES",
     "InMemoryJobStore",
     "JobEvents",
+    "JobQueue",
     "JobRecord",
     "JobState",
     "JobStore",

@@ -44,8 +44,10 @@ from voxclone.runtime.voice_store import utc_now_iso
 _J = t.jobs.c
 
 
-class JobQueue(Repository):
-    """The queue operations of :class:`~voxclone.runtime.job_store.sql_store.SqlJobStore`."""
+class SqlJobQueue(Repository):
+    """The queue operations of :class:`~voxclone.runtime.job_store.sql_store.SqlJobStore`
+    (its base; with it, the SQL side of the
+    :class:`~voxclone.runtime.job_store.records.JobQueue` protocol)."""
 
     def enqueue(
         self,

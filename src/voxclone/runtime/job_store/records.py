@@ -1,11 +1,12 @@
 """What a job is: its record, its states, the :class:`JobStore` protocol both
-stores implement, and :class:`LeaseLost` for a worker that lost its claim."""
+stores implement, the :class:`JobQueue` protocol of the durable queue, and
+:class:`LeaseLost` for a worker that lost its claim."""
 
 from __future__ import annotations
 
 import builtins
 import secrets
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -69,6 +70,72 @@ class JobStore(Protocol):
     def recover_interrupted(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class JobQueue(JobStore, Protocol):
+    """The durable queue on top of job state: what the speech-job worker, the
+    audiobooks and the queued quality reports use (``SqlJobStore`` implements
+    it; its queue operations come from ``queue.SqlJobQueue``).
+
+    Queue jobs carry a payload and are claimed with a lease by any process;
+    a worker that loses its lease gets :class:`LeaseLost` from the calls
+    that take its ``worker_id``.
+    """
+
+    def enqueue(
+        self,
+        *,
+        kind: str,
+        owner: str,
+        payload: dict[str, Any],
+        max_attempts: int = 3,
+        idempotency_key: str | None = None,
+        voice_id: str | None = None,
+        voice_ids: Sequence[str] = (),
+    ) -> tuple[JobRecord, bool]: ...
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        kinds: Sequence[str],
+        lease_s: float,
+        now: float | None = None,
+        exclude_owners: Collection[str] = (),
+    ) -> JobRecord | None: ...
+
+    def renew(self, job_id: str, worker_id: str, lease_s: float) -> bool: ...
+
+    def update_claimed(self, job_id: str, worker_id: str, **fields: Any) -> JobRecord: ...
+
+    def retry_later(
+        self, job_id: str, worker_id: str, *, delay_s: float, error: dict[str, Any]
+    ) -> JobRecord: ...
+
+    def release(self, job_id: str, worker_id: str) -> JobRecord: ...
+
+    def link_voices(self, job_id: str, voice_ids: Collection[str]) -> None: ...
+
+    def voices_of(self, job_id: str) -> set[str]: ...
+
+    def missing_voices(self, job_id: str) -> set[str]: ...
+
+    def revoke_for_voices(
+        self, voice_ids: Collection[str] | None, *, kinds: Sequence[str], error: dict[str, Any]
+    ) -> builtins.list[str]: ...
+
+    def audio_purged(self, job_id: str) -> None: ...
+
+    def delete(self, job_id: str, owner: str | None) -> JobRecord: ...
+
+    def finished_before(
+        self, cutoff_iso: str, *, kinds: Sequence[str], limit: int = 100
+    ) -> builtins.list[JobRecord]: ...
+
+    def changed_before(
+        self, cutoff_iso: str, *, kinds: Sequence[str], limit: int = 100
+    ) -> builtins.list[JobRecord]: ...
 
 
 def new_job_id() -> str:

@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select
 
 from voxclone.runtime.db import Database
 from voxclone.runtime.db import tables as t
-from voxclone.runtime.job_store.queue import JobQueue
+from voxclone.runtime.job_store.queue import SqlJobQueue
 from voxclone.runtime.job_store.records import (
     TERMINAL_STATES,
     JobRecord,
@@ -39,7 +39,7 @@ from voxclone.runtime.job_store.transitions import (
 _J = t.jobs.c
 
 
-class SqlJobStore(JobQueue):
+class SqlJobStore(SqlJobQueue):
     """Jobs in the voxclone database; may share it with the voice library.
 
     ``database`` is a shared :class:`Database`, or a path / URL the store opens

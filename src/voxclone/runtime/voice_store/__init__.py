@@ -15,12 +15,12 @@ three things:
   by the journaled purge if the blob store could not be reached then.
 
 One module per job: ``records`` (the records, limits and the
-:class:`VoiceStore` protocol), ``validation`` (checks of caller input),
-``arrays`` (array shapes per engine and their stored bytes), ``queries`` (the
-SQL shared by reads and writes), ``purge_journal`` (purges owed),
-``reference_blobs`` (a voice's blobs) and ``sql_store`` (:class:`SqlVoiceStore`,
-the repository on SQLite or PostgreSQL). This package exports what the layers
-above use.
+:class:`VoiceStore` protocol, which includes :class:`PurgeJournal`),
+``validation`` (checks of caller input), ``arrays`` (array shapes per engine
+and their stored bytes), ``queries`` (the SQL shared by reads and writes),
+``purge_journal`` (purges owed), ``reference_blobs`` (a voice's blobs) and
+``sql_store`` (:class:`SqlVoiceStore`, the repository on SQLite or
+PostgreSQL). This package exports what the layers above use.
 """
 
 from voxclone.runtime.voice_store.records import (
@@ -39,6 +39,7 @@ from voxclone.runtime.voice_store.records import (
     VOICE_SOURCES,
     ConsentRecord,
     PendingPurge,
+    PurgeJournal,
     StatementHook,
     VoiceRecord,
     VoiceSource,
@@ -66,6 +67,7 @@ __all__ = [
     "VOICE_SOURCES",
     "ConsentRecord",
     "PendingPurge",
+    "PurgeJournal",
     "SqlVoiceStore",
     "SqliteVoiceStore",
     "StatementHook",

@@ -1,5 +1,6 @@
 """What the voice library stores: the records, the limits on them, and the
-:class:`VoiceStore` protocol every store (and test fake) implements."""
+:class:`VoiceStore` protocol every store (and test fake) implements, with
+the :class:`PurgeJournal` it includes."""
 
 from __future__ import annotations
 
@@ -111,9 +112,28 @@ class VoiceSummary:
     model_version: str = ""
 
 
+class PurgeJournal(Protocol):
+    """Purges owed of deleted voices' derived data (cached audio, blobs): a
+    deletion owes its purge in its own transaction, and ``service/purge.py``
+    ``CachePurger`` pays it."""
+
+    def record_purge(self, voice_id: str) -> None: ...
+
+    def pending_purges(self, limit: int = 1000) -> list[PendingPurge]: ...
+
+    def purge_failed(self, voice_id: str, error: str) -> None: ...
+
+    def purge_done(self, voice_id: str) -> None: ...
+
+
 @runtime_checkable
-class VoiceStore(Protocol):
-    """Persistence of the voice library. ``owner=None`` means any owner (admin)."""
+class VoiceStore(PurgeJournal, Protocol):
+    """Persistence of the voice library. ``owner=None`` means any owner (admin).
+
+    The store is its own purge journal, so a voice is never gone without its
+    purge owed; ``purge_blobs`` and ``existing_voice_ids`` serve that purge
+    and the orphan sweep (``bootstrap.build_purger``).
+    """
 
     def create(self, record: VoiceRecord) -> VoiceRecord: ...
 
@@ -154,6 +174,10 @@ class VoiceStore(Protocol):
     def voice_version(self, voice_id: str) -> int | None: ...
 
     def kept_recordings(self, voice_ids: Collection[str]) -> int: ...
+
+    def existing_voice_ids(self, voice_ids: Collection[str]) -> set[str]: ...
+
+    def purge_blobs(self, voice_id: str) -> int: ...
 
     def close(self) -> None: ...
 

@@ -10,7 +10,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from voxclone.runtime.inline_log import InlineVoiceLog
+from voxclone.runtime.inline_log import InlineLog
 from voxclone.runtime.voice_store import ConsentRecord
 from voxclone.service.catalog import ResolvedVoice
 
@@ -27,7 +27,7 @@ class InlineVoices:
         self,
         *,
         on_voice_changed: Callable[[str], None],
-        inline_log: InlineVoiceLog | None,
+        inline_log: InlineLog | None,
         ttl_s: float,
         clock: Callable[[], float],
         closing: threading.Event,

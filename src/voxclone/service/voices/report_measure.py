@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import Cancelled, InvalidInput, NotFound, VoiceChanged, VoxcloneError
-from voxclone.runtime.job_store import JobEvents, JobRecord, SqlJobStore
+from voxclone.runtime.job_store import JobEvents, JobQueue, JobRecord
 from voxclone.runtime.voice_store import VoiceRecord, VoiceStore
 from voxclone.service.jobs import default_worker_id
 from voxclone.service.voices.jobs import VoiceJobs
@@ -70,7 +70,7 @@ class ReportJobs:
         self,
         *,
         store: VoiceStore,
-        jobs: SqlJobStore,
+        jobs: JobQueue,
         events: JobEvents,
         voice_jobs: VoiceJobs,
         refinements: Refinements,

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from voxclone.errors import Cancelled, NotFound, VoxcloneError
-from voxclone.runtime.job_store import JobEvents, JobRecord, LeaseLost, SqlJobStore
+from voxclone.runtime.job_store import JobEvents, JobQueue, JobRecord, LeaseLost
 from voxclone.runtime.voice_store import VoiceStore, VoiceSummary
 from voxclone.synth.audio.reference import ReferenceAudio, combine_references
 from voxclone.synth.voice.pipeline import ClonedVoice, VoicePrint
@@ -140,7 +140,7 @@ def stand_in_reference(quality: dict[str, Any], voice_print: VoicePrint) -> Refe
 
 
 def stranded_voices(
-    store: VoiceStore, jobs: SqlJobStore, *, settled_before: str
+    store: VoiceStore, jobs: JobQueue, *, settled_before: str
 ) -> Iterator[tuple[VoiceSummary, JobRecord | None]]:
     """Voices still ``report_pending`` with no report job queued or running,
     each with its latest report job (None: it has none). Voices changed at or
@@ -169,7 +169,7 @@ class ReportLease:
     """A claimed report job: written only while this worker still holds it
     (LeaseLost otherwise: another worker took it over, or it was deleted)."""
 
-    def __init__(self, jobs: SqlJobStore, events: JobEvents, job: JobRecord, worker: str) -> None:
+    def __init__(self, jobs: JobQueue, events: JobEvents, job: JobRecord, worker: str) -> None:
         self._jobs, self._events, self.job, self._worker = jobs, events, job, worker
 
     def update(self, **fields: Any) -> None:
@@ -200,7 +200,7 @@ class ReportQueue:
 
     def __init__(
         self,
-        jobs: SqlJobStore,
+        jobs: JobQueue,
         events: JobEvents,
         *,
         measure: Measure,

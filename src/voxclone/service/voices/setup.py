@@ -1,7 +1,7 @@
 """What a :class:`~voxclone.service.voices.service.VoiceService` is built from, in four
-values the composition root (cloning_setup.py) fills in: where voices and
-their jobs are kept, the engines' cloning kit, the hooks into the rest of the
-server, and the policy settings."""
+values the composition root (bootstrap.py, cloning_setup.py) fills in: where
+voices and their jobs are kept, the engines' cloning kit, the hooks into the
+rest of the server, and the policy settings."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from voxclone.errors import VoxcloneError
-from voxclone.runtime.inline_log import InlineVoiceLog
-from voxclone.runtime.job_store import JobEvents, JobStore, SqlJobStore
+from voxclone.runtime.inline_log import InlineLog
+from voxclone.runtime.job_store import JobEvents, JobQueue, JobStore
 from voxclone.runtime.voice_store import VoiceStore
 from voxclone.service.voices.refine import RefinerSource
 from voxclone.service.voices.request import PromptCloning
@@ -33,8 +33,8 @@ class VoiceStores:
     voices: VoiceStore
     jobs: JobStore
     job_events: JobEvents
-    report_queue: SqlJobStore | None = None
-    inline_log: InlineVoiceLog | None = None  # inline voices to purge after a crash
+    report_queue: JobQueue | None = None
+    inline_log: InlineLog | None = None  # inline voices to purge after a crash
 
 
 def _no_reference_reader(_audio: bytes) -> ReferenceAudio:
