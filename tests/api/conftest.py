@@ -27,7 +27,11 @@ from voxclone.devserver import free_loopback_port
 @pytest.fixture(scope="session")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     home = tmp_path_factory.mktemp("voxclone-runtime")
-    rt = build_runtime(Settings(home=home), warmup=True)
+    # The job worker looks for new jobs every 0.25 s, not every 1 s: a job the
+    # tests submit waited 0.5-1.5 s (1 s on average) for the worker to wake
+    # before it started, ~50 jobs in this folder; tests/e2e/restart_settings.py
+    # polls at 0.2 s for the same reason.
+    rt = build_runtime(Settings(home=home, job_poll_s=0.25), warmup=True)
     try:
         yield rt
     finally:
