@@ -16,7 +16,7 @@ from voxclone.errors import Overloaded, PayloadTooLarge
 from voxclone.runtime.admission import FirstAhead, estimate
 from voxclone.runtime.scheduler.admitted import Admission, WindowAdmission
 from voxclone.runtime.scheduler.fields import SchedulerFields
-from voxclone.runtime.scheduler.work import PRIORITY_BACKGROUND, PRIORITY_NORMAL
+from voxclone.runtime.scheduler.work import PRIORITY_BACKGROUND
 
 # After this long without a learned call, an idle scheduler re-measures: it
 # admits a text up to REPROBE_MARGIN x what the old rate says fits.
@@ -118,7 +118,6 @@ class AdmissionControl(SchedulerFields):
         first_piece_chars: float | None = None,
         tenant: str | None = None,
         replacing: Admission | None = None,
-        queue_first: bool = True,
     ) -> Admission:
         """Reserve ``chars`` units of rendering for a request due by ``deadline``.
 
@@ -143,11 +142,6 @@ class AdmissionControl(SchedulerFields):
         ``replacing``: a provisional admission of the same request (taken by
         :meth:`precheck` on a lower bound) that this one replaces, judged
         without it; it is released either way.
-
-        ``queue_first``: the request's first chunk jumps the chunks queued
-        before it (PRIORITY_FIRST_CHUNK); it is refused when that would make
-        a whole file admitted earlier late (:meth:`_delays_admitted`). False:
-        all its chunks take their turn (PRIORITY_NORMAL).
         """
         try:
             self.ensure_capacity()
@@ -197,7 +191,6 @@ class AdmissionControl(SchedulerFields):
                     must_finish,
                     first_audio_s,
                     ahead=ahead,
-                    queue_first=queue_first,
                 )
                 if late:
                     self._rejected += 1
@@ -205,10 +198,6 @@ class AdmissionControl(SchedulerFields):
             admission = Admission(
                 self, chars, deadline, must_finish, first_chars=first, tenant=tenant
             )
-            if not queue_first:
-                admission.priority = PRIORITY_NORMAL
-            if admission.must_finish and deadline is not None:
-                admission.finish_by = self._clock() + (deadline - self._clock()) * self._headroom
             if ahead is None:
                 self._admissions[admission] = None
             else:
@@ -293,11 +282,9 @@ class AdmissionControl(SchedulerFields):
         first_audio_s: float | None,
         *,
         ahead: list[Admission] | None = None,
-        queue_first: bool = True,
     ) -> Overloaded | None:
         """The refusal the estimate calls for, if any (lock held); ``ahead``:
-        the admissions before this request (default: all open ones);
-        ``queue_first``: its first chunk jumps the queue."""
+        the admissions before this request (default: all open ones)."""
         rate = self.rate.pessimistic
         est = estimate(
             reserved_chars=self._live_reserved_locked(rate),
@@ -326,47 +313,6 @@ class AdmissionControl(SchedulerFields):
                 first_budget,
                 est.first_audio_s - first_budget,
             )
-        if queue_first:
-            return self._delays_admitted(first * rate / workers, rate, workers)
-        return None
-
-    def _delays_admitted(self, delay: float, rate: float, workers: int) -> Overloaded | None:
-        """The refusal owed to a whole file admitted earlier that a new first
-        chunk, jumping its queued chunks by ``delay`` seconds, would make late
-        (lock held).
-
-        Each admission checks only its own lateness, so at 16 users the first
-        chunks of new requests kept going ahead of admitted files' later
-        chunks until those missed their deadlines: 504 after up to 30 s
-        instead of a 503 at once (bench/users.py --levels 16, 2026-12-07: 5
-        of 18 whole files). Only the request a new arrival would push over is
-        protected (projected in time now, late with the delay): one that the
-        estimate already calls late does not refuse every arrival after it.
-        """
-        now = self._clock()
-        # Work ahead of an admission: running calls, the requests admitted
-        # before it and its own (their chunks queue first in first out), and
-        # the first chunks of later requests still waiting (they jump).
-        ahead = sum(
-            max(0.0, cost - (now - started) / rate)
-            for started, cost, _first, _background in self._running.values()
-        )
-        live = [a for a in self._admissions if a.priority != PRIORITY_BACKGROUND]
-        firsts_after = sum(a.first_pending for a in live)
-        for admission in live:
-            firsts_after -= admission.first_pending
-            ahead += admission.remaining
-            finish_by = admission.finish_by
-            if finish_by is None or admission.remaining <= admission.first_pending:
-                continue  # nothing promised, or only its first chunk left (ahead of ours)
-            done_at = now + (ahead + firsts_after) * rate / workers
-            if done_at <= finish_by < done_at + delay:
-                clears = (ahead * rate / workers) if workers else 0.0
-                return Overloaded(
-                    "server is busy: starting this request now would make a request "
-                    f"already admitted miss its deadline; retry in {max(1, math.ceil(clears))} s",
-                    retry_after=float(max(1, math.ceil(clears))),
-                )
         return None
 
     def admit_window(self, chars: float, window: float, tenant: str | None = None) -> Admission:

@@ -23,7 +23,6 @@ class Admission:
         "must_finish",
         "remaining",
         "first_pending",
-        "finish_by",
         "priority",
         "tenant",
         "listener",
@@ -46,10 +45,6 @@ class Admission:
         # The request's first chunk until it is done: it jumps the queue, so a
         # new request's first chunk waits for it (and for running calls) only.
         self.first_pending = min(float(chars), float(first_chars))
-        # When admission promised it would be done (the deadline less the
-        # headroom); None: nothing promised (a stream's end, a provisional
-        # hold). Later first chunks jump its queued chunks only while this holds.
-        self.finish_by: float | None = None
         # None: the request's chunks get the usual priorities (first chunk first).
         self.priority: int | None = None
         self.tenant = tenant  # whose work it is (fair queueing between tenants)

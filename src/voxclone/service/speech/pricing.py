@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 from voxclone.errors import InvalidInput, PayloadTooLarge, VoxcloneError
 from voxclone.runtime.admission import AdmissionTerms
-from voxclone.runtime.scheduler import Admission, Scheduler
+from voxclone.runtime.scheduler import PRIORITY_NORMAL, Admission, Scheduler
 from voxclone.service.speech.output_length import check_output_s, pace, speech_seconds
 from voxclone.service.speech.request import Admit, ResolvedRequest, SpeechRequest, spoken_text
 from voxclone.synth.engine.base import EngineCapabilities
@@ -302,8 +302,9 @@ class SpeechPricer:
             first_piece_chars=float(max(1, min(first, spoken.first_chunk or first))),
             tenant=r.request.owner,
             replacing=provisional if isinstance(provisional, Admission) else None,
-            queue_first=terms.queue_first,
         )
+        if not terms.queue_first:
+            admission.priority = PRIORITY_NORMAL
         admission.listener = terms.listener
         return admission
 
