@@ -26,6 +26,7 @@ class Admission:
         "priority",
         "tenant",
         "listener",
+        "returns",
         "_scheduler",
         "__weakref__",
     )
@@ -49,6 +50,10 @@ class Admission:
         self.priority: int | None = None
         self.tenant = tenant  # whose work it is (fair queueing between tenants)
         self.listener: str | None = None  # Work.listener of its chunks
+        # Whether its listener comes back with another request when this one
+        # ends (a voice agent's socket between clauses), or is done with it
+        # (an HTTP or Wyoming stream).
+        self.returns = True
         self._scheduler = scheduler
 
     def consume(self, chars: float) -> None:
@@ -62,7 +67,7 @@ class Admission:
             self.remaining = 0.0
             self.first_pending = 0.0
             scheduler._admissions.pop(self, None)
-            if self.listener is not None:
+            if self.listener is not None and self.returns:
                 now = scheduler._clock()
                 left = scheduler._listeners_left
                 left[self.listener] = now
