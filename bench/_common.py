@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,10 +107,20 @@ def save_figure(fig: object, path: Path) -> None:
     plt.close(fig)  # type: ignore[arg-type]
 
 
-def stream_pcm(speech: Any, request: Any) -> tuple[Any, float, float]:
+@dataclass(frozen=True)
+class StreamedPcm:
+    """A streamed request as a listener playing it at real time hears it."""
+
+    audio: Any  # float32 samples
+    first_s: float  # to the first non-empty bytes
+    total_s: float  # to the end of the stream
+    stall_s: float  # silence heard after the first audio, waiting for the next bytes
+
+
+def stream_pcm(speech: Any, request: Any, sample_rate: int = 24_000) -> StreamedPcm:
     """Stream ``request`` (format "pcm") through ``speech`` (the public
-    ``SpeechRouter``/``SpeechService.stream``): the audio as float32, the
-    seconds to its first non-empty bytes and to its end."""
+    ``SpeechRouter``/``SpeechService.stream``); playback starts with the first
+    audio and each later part plays once the earlier ones have."""
     import time
 
     import numpy as np
@@ -117,11 +128,21 @@ def stream_pcm(speech: Any, request: Any) -> tuple[Any, float, float]:
     started = time.perf_counter()
     _, parts = speech.stream(request)
     pieces = []
-    first = None
+    first: float | None = None
+    played_until = 0.0  # when what has arrived so far ends, from the start
+    stall = 0.0
     for part in parts:
         samples = np.frombuffer(part, dtype="<i2").astype(np.float32) / 32768.0
-        if first is None and samples.size:
-            first = time.perf_counter() - started
+        if not samples.size:
+            continue
+        now = time.perf_counter() - started
+        if first is None:
+            first = played_until = now
+        elif now > played_until:
+            stall += now - played_until
+            played_until = now
+        played_until += samples.size / sample_rate
         pieces.append(samples)
     total = time.perf_counter() - started
-    return np.concatenate(pieces), first if first is not None else total, total
+    audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+    return StreamedPcm(audio, first if first is not None else total, total, stall)

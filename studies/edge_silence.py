@@ -73,10 +73,12 @@ def run(count: int, settings: list[str]) -> dict[str, Any]:
             for voice in VOICES:
                 reference: tuple[np.ndarray, float] | None = None
                 for setting in settings:
-                    audio, ttfa, total = stream_pcm(
+                    streamed = stream_pcm(
                         runtimes[setting].speech,
                         SpeechRequest(text=text, voice=voice, format="pcm"),
+                        rate,
                     )
+                    audio, ttfa, total = streamed.audio, streamed.first_s, streamed.total_s
                     embedding = encoder.embed(soxr.resample(audio, rate, 16_000))
                     loudness = loudness_lufs(audio, rate)
                     if setting == REFERENCE:
