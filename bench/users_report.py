@@ -66,24 +66,35 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def refusal_reasons(rows: Iterable[Sample]) -> dict[str, int]:
     """How often each refusal message came, its numbers blanked so that
     refusals for the same reason count together."""
-    reasons: dict[str, int] = {}
-    for s in rows:
-        if s.outcome.startswith("refused") and s.reason:
-            key = re.sub(r"\d+(\.\d+)?", "#", s.reason)[:160]
-            reasons[key] = reasons.get(key, 0) + 1
-    return reasons
+    return _count(
+        _blank_numbers(s.reason) for s in rows if s.outcome.startswith("refused") and s.reason
+    )
 
 
 def error_reasons(rows: Iterable[Sample]) -> dict[str, int]:
     """How often each error came: its status (``no answer`` for a reset or a
     body cut short) and message, numbers blanked."""
-    reasons: dict[str, int] = {}
-    for s in rows:
-        if s.outcome == "error":
-            status = "200 cut short" if s.status == 200 else str(s.status or "no answer")
-            key = f"{status}: {re.sub(r'[0-9]+([.][0-9]+)?', '#', s.reason or '')}"[:160]
-            reasons[key] = reasons.get(key, 0) + 1
-    return reasons
+    return _count(
+        f"{_error_status(s.status)}: {_blank_numbers(s.reason or '')}"[:160]
+        for s in rows
+        if s.outcome == "error"
+    )
+
+
+def _error_status(status: int | None) -> str:
+    return "200 cut short" if status == 200 else str(status or "no answer")
+
+
+def _blank_numbers(message: str) -> str:
+    """``message`` with its numbers as ``#`` (so one reason counts as one), cut to 160."""
+    return re.sub(r"\d+(\.\d+)?", "#", message)[:160]
+
+
+def _count(keys: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _r(value: float | None, digits: int) -> float | None:
