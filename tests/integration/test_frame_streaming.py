@@ -3,7 +3,9 @@ scheduler, joiner and encoder, and a client that leaves stops it at the next fra
 
 The engine is a tiny real implementation of the Engine protocol that streams
 80 ms frames (as Pocket TTS does) with a pause between them, so the test can
-see whether audio left before the engine finished a sentence.
+see whether audio left before the engine finished a sentence. As "heads" it is
+a chunk engine whose all-cores lane yields the chunk in parts (Kokoro's
+``head_piece``): only a stream's first chunks may go out that way.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class FrameEngine(EngineBase):
             input_kind="text",
             # "chunks": the same audio, delivered a whole chunk at a time.
             streaming="frame" if self.name == "frames" else "chunk",
+            fast_lane=self.name == "heads",
+            head_piece=self.name == "heads",
         )
 
     @property
@@ -84,8 +88,15 @@ class FrameEngine(EngineBase):
         return {"hum": EngineVoice("hum", "a hum", prompt=_Prompt(150.0))}
 
     def stream(
-        self, item: SynthItem, *, stop: threading.Event | None = None
+        self, item: SynthItem, *, stop: threading.Event | None = None, exclusive: bool = False
     ) -> Iterator[np.ndarray]:
+        if self.name == "heads" and not exclusive:
+            # Off the all-cores lane a head engine makes the chunk in one piece.
+            yield np.concatenate(list(self._frames(item, stop)))
+            return
+        yield from self._frames(item, stop)
+
+    def _frames(self, item: SynthItem, stop: threading.Event | None) -> Iterator[np.ndarray]:
         assert isinstance(item.prompt, _Prompt)
         t = np.arange(FRAME) / RATE
         finished = False
@@ -108,7 +119,7 @@ class FrameEngine(EngineBase):
 
 
 @pytest.fixture()
-def frames() -> Iterator[tuple[Runtime, FrameEngine]]:
+def frames() -> Iterator[tuple[Runtime, FrameEngine, FrameEngine]]:
     made: dict[str, FrameEngine] = {}
 
     def factory(name: str) -> Callable[[EngineConfig], FrameEngine]:
@@ -120,6 +131,7 @@ def frames() -> Iterator[tuple[Runtime, FrameEngine]]:
 
     registry.register("frames", factory("frames"))
     registry.register("chunks", factory("chunks"))
+    registry.register("heads", factory("heads"))
     import tempfile
     from pathlib import Path
 
@@ -128,15 +140,16 @@ def frames() -> Iterator[tuple[Runtime, FrameEngine]]:
         # and by chunk; the watermark (issue 49), marked at other cuts, differs
         # between the two (mean 308 16-bit steps) - marking is tested elsewhere.
         settings = Settings(
-            home=Path(home), engines="frames,chunks", warm_cloning=False, watermark=False
+            home=Path(home), engines="frames,chunks,heads", warm_cloning=False, watermark=False
         )
         rt = build_runtime(settings)
         try:
-            yield rt, made["frames"]
+            yield rt, made["frames"], made["heads"]
         finally:
             rt.close()
             registry.unregister("frames")
             registry.unregister("chunks")
+            registry.unregister("heads")
 
 
 def _request(model: str = "frames", **controls: float) -> SpeechRequest:
@@ -151,7 +164,7 @@ def _request(model: str = "frames", **controls: float) -> SpeechRequest:
 
 
 def test_audio_leaves_while_the_engine_is_still_making_the_sentence(frames) -> None:
-    rt, engine = frames
+    rt, engine, _heads = frames
     _voice, chunks = rt.speech.plan(_request(), fast_start=True)
     first_chunk_frames = len(next(chunks).token_ids) * FRAMES_PER_TOKEN
     _ctype, parts = rt.speech.stream(_request())
@@ -168,7 +181,7 @@ def test_audio_leaves_while_the_engine_is_still_making_the_sentence(frames) -> N
 
 
 def test_streamed_frames_equal_the_same_audio_streamed_in_chunks(frames) -> None:
-    rt, _engine = frames
+    rt, _engine, _heads = frames
     _ctype, parts = rt.speech.stream(_request())
     by_frame = b"".join(parts)
     _ctype, parts = rt.speech.stream(_request("chunks"))
@@ -178,7 +191,7 @@ def test_streamed_frames_equal_the_same_audio_streamed_in_chunks(frames) -> None
 
 
 def test_a_client_that_leaves_stops_the_engine_at_the_next_frame(frames) -> None:
-    rt, engine = frames
+    rt, engine, _heads = frames
     _ctype, parts = rt.speech.stream(_request())
     for part in parts:
         if part:
@@ -194,8 +207,44 @@ def test_a_client_that_leaves_stops_the_engine_at_the_next_frame(frames) -> None
 
 
 def test_controls_that_need_whole_chunks_still_stream(frames) -> None:
-    rt, _engine = frames
+    rt, _engine, _heads = frames
     _ctype, parts = rt.speech.stream(_request(speed=1.25))
     fast = b"".join(parts)
     normal = rt.speech.synthesize(_request()).audio
     assert 0.7 < len(fast) / len(normal) < 0.9
+
+
+def test_a_head_engine_s_first_chunk_leaves_before_it_is_finished(frames) -> None:
+    """Chunk engines used to send a stream's first chunk whole: its first
+    audio waited for all of it."""
+    rt, _frames, heads = frames
+    _voice, chunks = rt.speech.plan(_request("heads"), fast_start=True)
+    first_chunk_frames = len(next(chunks).token_ids) * FRAMES_PER_TOKEN
+    _ctype, parts = rt.speech.stream(_request("heads"))
+    made_at_first_audio = None
+    body = bytearray()
+    for part in parts:
+        if part and made_at_first_audio is None:
+            made_at_first_audio = heads.frames_made
+        body += part
+    assert made_at_first_audio is not None
+    assert made_at_first_audio <= first_chunk_frames // 2, (made_at_first_audio, first_chunk_frames)
+    # The same audio as the chunk engine sends whole.
+    _ctype, parts = rt.speech.stream(_request("chunks"))
+    assert bytes(body) == b"".join(parts)
+
+
+def test_a_head_engine_s_whole_files_and_dsp_streams_are_made_whole(frames) -> None:
+    rt, _frames, heads = frames
+    _voice, chunks = rt.speech.plan(_request("heads"), fast_start=True)
+    first_chunk_frames = len(next(chunks).token_ids) * FRAMES_PER_TOKEN
+    whole = rt.speech.synthesize(_request("heads")).audio
+    assert whole
+    before = heads.frames_made
+    _ctype, parts = rt.speech.stream(_request("heads", speed=1.25))
+    made_at_first_audio = None
+    for part in parts:
+        if part and made_at_first_audio is None:
+            made_at_first_audio = heads.frames_made - before
+    # Tempo works on whole chunks: the first audio waits for the first chunk.
+    assert made_at_first_audio is not None and made_at_first_audio >= first_chunk_frames

@@ -70,6 +70,6 @@ def test_nodes_are_put_after_the_nodes_they_read() -> None:
         [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("d", TensorProto.FLOAT, [1])],
     )
-    edge_silence._sort_topologically(graph)
+    edge_silence.sort_topologically(graph)
     assert [n.name for n in graph.node] == ["makes-b", "reads-b", "reads-c"]
     onnx.checker.check_graph(graph)

@@ -120,8 +120,9 @@ def test_key_covers_ort_version_cpu_providers_and_model() -> None:
     assert base not in variants and len(variants) == 4
 
 
+@pytest.mark.parametrize("head_piece", [True, False], ids=["split-graph", "whole-graph"])
 def test_fast_lane_session_opens_when_getting_ready_to_serve_not_on_load(
-    tmp_path: Path, assets: Path
+    tmp_path: Path, assets: Path, head_piece: bool
 ) -> None:
     # A one-shot `say` only loads; the second session cost it ~0.3 s (issue #20).
     home = tmp_path / "home"
@@ -129,24 +130,40 @@ def test_fast_lane_session_opens_when_getting_ready_to_serve_not_on_load(
     (home / MODEL_FILENAME).symlink_to(assets)
     marker = assets.with_suffix(".sha256")
     (home / marker.name).write_text(marker.read_text())
-    engine = registry.create("kokoro", EngineConfig(home, threads=1, fast_lane_threads=2))
+    options = {"head_piece": "true" if head_piece else "false"}
+    engine = registry.create(
+        "kokoro", EngineConfig(home, threads=1, fast_lane_threads=2, options=options)
+    )
     assert isinstance(engine, KokoroEngine)  # its fast-lane session is what is checked
     engine.load()
     assert engine.capabilities.fast_lane
-    assert engine._fast_session is None
+    assert engine.capabilities.head_piece is head_piece
+    assert engine._fast_session is None and engine._fast_split is None
     tokenizer = engine.tokenizer()
     tokens = tokenizer.token_ids(tokenizer.phonemize("Hello world.", "en-us"))
     style = engine.builtin_voices()["clear_female"].style
     # Without the fast lane an exclusive call still speaks, on the worker session.
     alone = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
     engine.warmup()
-    assert engine._fast_session is not None
-    # Its threads spin while a call runs (nothing else runs then) and stop
-    # when it returns: idle spinning would take the cores the workers need.
-    options = engine._fast_session.get_session_options()
-    assert options.intra_op_num_threads == 2
-    assert _config_entry(options, "session.intra_op.allow_spinning") in (None, "1")
-    assert _config_entry(options, "session.force_spinning_stop") == "1"
+    if head_piece:
+        # The split graph replaces the whole one on the lane (same weights).
+        assert engine._fast_session is None and engine._fast_split is not None
+        lane = list(engine._fast_split.sessions)
+        saved = sorted(p.name for p in (home / ort_cache.CACHE_DIRNAME).glob("*.opt.onnx"))
+        # Each part has its own saved copy beside the whole graph's (the worker's).
+        assert len(saved) == 3
+        assert sum(n.startswith("kokoro-front-") for n in saved) == 1
+        assert sum(n.startswith("kokoro-generator-") for n in saved) == 1
+    else:
+        assert engine._fast_split is None and engine._fast_session is not None
+        lane = [engine._fast_session]
+    for session in lane:
+        # Its threads spin while a call runs (nothing else runs then) and stop
+        # when it returns: idle spinning would take the cores the workers need.
+        session_options = session.get_session_options()
+        assert session_options.intra_op_num_threads == 2
+        assert _config_entry(session_options, "session.intra_op.allow_spinning") in (None, "1")
+        assert _config_entry(session_options, "session.force_spinning_stop") == "1"
     fast = engine.synthesize([SynthItem(tokens, style, 1.0)], exclusive=True)[0]
     assert alone.size == fast.size and np.allclose(alone, fast, atol=1e-3)
 

@@ -211,12 +211,12 @@ class WorkerLoop(SchedulerFields):
                         self._exclusive = False
                         self._cond.notify_all()
 
-    def _streamed(self, work: Work) -> np.ndarray:
+    def _streamed(self, work: Work, exclusive: bool) -> np.ndarray:
         """Run one item through ``Engine.stream``, handing each piece on as it comes."""
         assert work.on_piece is not None
         stop = threading.Event()
         pieces: list[np.ndarray] = []
-        stream = self._engine.stream(work.item, stop=stop)
+        stream = self._engine.stream(work.item, stop=stop, exclusive=exclusive)
         try:
             for piece in stream:
                 pieces.append(piece)
@@ -230,6 +230,9 @@ class WorkerLoop(SchedulerFields):
             if close is not None:
                 close()
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
+    def _cuttable(self, work: Work) -> bool:
+        return work.cancelled is not None and stoppable(self._engine)
 
     def _stoppable(
         self, work: Work, engine: StoppableEngine, items: list[SynthItem], exclusive: bool
@@ -292,13 +295,22 @@ class WorkerLoop(SchedulerFields):
     def _call_engine(
         self, live: list[Work], items: list[SynthItem], exclusive: bool, started: float
     ) -> None:
+        one = live[0] if len(live) == 1 else None
         try:
-            if len(live) == 1 and live[0].on_piece is not None:
-                outputs = [self._streamed(live[0])]
-            elif len(live) == 1 and live[0].cancelled is not None and stoppable(self._engine):
+            if (
+                one is not None
+                and one.on_piece is not None
+                and (exclusive or not self._cuttable(one))
+            ):
+                outputs = [self._streamed(one, exclusive)]
+            elif one is not None and one.cancelled is not None and stoppable(self._engine):
                 # Only a request that can be cancelled is watched (a running
                 # future cannot be cancelled; its flag is the only way).
-                outputs = self._stoppable(live[0], self._engine, items, exclusive)
+                outputs = self._stoppable(one, self._engine, items, exclusive)
+                if one.on_piece is not None:
+                    # A chunk engine's head piece off the fast lane: the whole
+                    # chunk, in one call the cancel watcher can cut.
+                    one.on_piece(outputs[0])
             elif exclusive:
                 outputs = self._engine.synthesize(items, exclusive=True)
             else:

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,6 +45,17 @@ from voxclone.synth.engine.base import EngineCapabilities, SynthItem
 # load 12 on 2 cores (bench/watermark.py); the mark joins without a seam
 # whatever the cut (StreamMarker).
 FIRST_HEAD_S = 0.2
+
+# How a render's audio leaves the engine (ChunkRenderer.pieces).
+PieceMode = Literal["whole", "frames", "head"]
+# With "head", a stream's first chunk leaves in two pieces, and its second
+# when it is this many times longer (units): a head brings the first audio
+# ~0.2 s sooner and a split costs ~24 frames more render (head_piece.py), so a
+# long second chunk ("The night train | was busier than anyone expected.",
+# 2.3x) came whole 0.25-0.5 s after the first had played, while splitting a
+# short one ("It was raining | again today.") only delayed the third
+# (studies/head_piece.py).
+SECOND_HEAD_RATIO = 1.5
 
 
 def _marked(
@@ -93,7 +104,7 @@ class ChunkRenderer:
     def _rate(self) -> int:
         return self._caps.sample_rate
 
-    def frames(
+    def pieces(
         self,
         voice: ResolvedVoice,
         controls: ResolvedControls,
@@ -101,20 +112,26 @@ class ChunkRenderer:
         fast_start: bool,
         words: WordTrack | None,
         ssml: bool,
-    ) -> bool:
-        """Whether a frame engine's pieces go out as the model makes them."""
+    ) -> PieceMode:
+        """How the engine's audio goes out: ``"frames"`` as a frame engine makes
+        it, ``"head"`` with a chunk engine's first chunk in two pieces (its
+        head leaves first), or each chunk ``"whole"``."""
         # Only when nothing needs the whole chunk: a stream (whole files gain
         # nothing) whose voice has no tone filter and whose controls need no
         # DSP (tempo and pitch work on whole chunks). Only the true-peak
-        # limiter runs per frame.
-        return (
+        # limiter runs per piece.
+        piecewise = (
             fast_start
             and words is None  # word times need whole chunks
-            and self._caps.streaming == "frame"
             and voice.tone is None
             and not at_voice_pace(controls, voice).needs_dsp
             and not ssml  # voices and controls may change per chunk
         )
+        if not piecewise:
+            return "whole"
+        if self._caps.streaming == "frame":
+            return "frames"
+        return "head" if self._caps.head_piece else "whole"
 
     def render(
         self,
@@ -127,7 +144,7 @@ class ChunkRenderer:
         cancelled: Callable[[], bool] | None = None,
         progress: Callable[[int], None] | None = None,
         words: WordTrack | None = None,
-        frames: bool = False,
+        pieces: PieceMode = "whole",
         marked: bool = True,
     ) -> Iterator[np.ndarray]:
         """Yield post-processed, joined float32 audio at the engine rate; the
@@ -147,7 +164,7 @@ class ChunkRenderer:
             stats.first_audio_stages = FirstAudioStages.of(started, first_timing, now)
 
         for planned, audio, chunk_done in self._scheduled(
-            plan, fast_start, cancelled, admission, frames=frames, words=words, timing=first_timing
+            plan, fast_start, cancelled, admission, pieces=pieces, words=words, timing=first_timing
         ):
             chunk = planned.chunk
             engine_len = audio.size
@@ -197,18 +214,19 @@ class ChunkRenderer:
         cancelled: Callable[[], bool] | None,
         admission: Admission,
         *,
-        frames: bool = False,
+        pieces: PieceMode = "whole",
         words: WordTrack | None = None,
         timing: WorkTiming | None = None,
     ) -> Iterator[tuple[PlannedChunk, np.ndarray, bool]]:
         """Yield (planned chunk, audio, chunk done): the audio of each chunk in
-        order, in one piece, or with ``frames`` in the engine's pieces as they
-        are made (then a last empty piece marks the chunk's end). ``timing``
-        is filled in for the first chunk."""
+        order, in one piece, or in the engine's pieces as they are made (every
+        chunk with ``"frames"``, the first with ``"head"``; then a last empty
+        piece marks the chunk's end). ``timing`` is filled in for the first chunk."""
         pending: deque[tuple[PlannedChunk, Future[np.ndarray], queue.SimpleQueue[Any] | None]] = (
             deque()
         )
         abandoned = threading.Event()
+        first_cost: list[float] = []  # the first chunk's units, once planned
 
         def gone() -> bool:
             return abandoned.is_set() or (cancelled is not None and cancelled())
@@ -231,23 +249,30 @@ class ChunkRenderer:
             )
             # A whole file is due by its deadline; a stream only has to start by it.
             due = admission.deadline if (first or admission.must_finish) else None
-            pieces: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if frames else None
+            cost = float(units(chunk))
+            if first:
+                first_cost.append(cost)
+            streamed = pieces == "frames" or (
+                pieces == "head"
+                and (first or (chunk.index == 1 and cost > SECOND_HEAD_RATIO * sum(first_cost)))
+            )
+            parts: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if streamed else None
             future = self._scheduler.submit(
                 item,
                 priority=priority,
                 cancelled=gone,
                 admitted=not first,
                 deadline=due,
-                cost=float(units(chunk)),
-                on_piece=None if pieces is None else pieces.put,
+                cost=cost,
+                on_piece=None if parts is None else parts.put,
                 timing=timing if first else None,
                 tenant=admission.tenant,
                 listener=admission.listener,
             )
-            if pieces is not None:
+            if parts is not None:
                 # Every piece is queued before the future resolves: this ends them.
-                future.add_done_callback(functools.partial(_end_of_pieces, pieces))
-            pending.append((planned, future, pieces))
+                future.add_done_callback(functools.partial(_end_of_pieces, parts))
+            pending.append((planned, future, parts))
             return True
 
         # A stream's first chunk goes alone, so on an idle server it can take the
@@ -259,15 +284,15 @@ class ChunkRenderer:
             while pending:
                 if gone():
                     raise Cancelled("request cancelled")
-                planned, future, pieces = pending[0]
-                if pieces is not None:
-                    yield from _pieces_until_done(planned, pieces, gone)
+                planned, future, parts = pending[0]
+                if parts is not None:
+                    yield from _pieces_until_done(planned, parts, gone)
                 pending.popleft()
                 audio = future.result()
                 admission.consume(units(planned.chunk))
                 while len(pending) < LOOKAHEAD_CHUNKS and submit_next():
                     pass
-                yield planned, (_NO_AUDIO if pieces is not None else audio), True
+                yield planned, (_NO_AUDIO if parts is not None else audio), True
         finally:
             # Generator closed early (client went away) or failed: drop queued work.
             abandoned.set()

@@ -33,7 +33,9 @@ class FirstAudioStages:
         """Stages up to ``now`` (the first audio leaving the pipeline) of a
         render that began at ``started`` and whose first chunk is ``timing``."""
         engine_start = timing.started if timing.started is not None else timing.submitted
-        engine_end = timing.finished if timing.finished is not None else now
+        # A head piece leaves while its call still runs: the call's end may
+        # come after the first audio (or not be known yet).
+        engine_end = min(timing.finished, now) if timing.finished is not None else now
         return cls(
             plan=max(0.0, timing.submitted - started),
             queue=max(0.0, engine_start - timing.submitted),

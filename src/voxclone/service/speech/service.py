@@ -517,7 +517,7 @@ class SpeechService:
         started = time.perf_counter()
         if admission is None:
             admission = self._pricer.take(r, AdmissionTerms(deadline), stream=False)
-        frames = self._renderer.frames(
+        pieces = self._renderer.pieces(
             r.voice, controls, fast_start=fast_start, words=words, ssml=r.is_ssml
         )
         with released_on_failure(admission):
@@ -531,7 +531,7 @@ class SpeechService:
             cancelled=cancelled,
             progress=progress,
             words=words,
-            frames=frames,
+            pieces=pieces,
             marked=not r.request.unmarked,
         )
 

@@ -78,6 +78,10 @@ class EngineCapabilities:
     # The engine can run one call on all cores (``synthesize(..., exclusive=True)``);
     # the scheduler uses it for a stream's first chunk when nothing else runs.
     fast_lane: bool = False
+    # On the fast lane, ``stream(..., exclusive=True)`` of a chunk engine yields
+    # a head before the rest of the chunk is made: a stream's first chunk goes
+    # through it so its first audio leaves sooner.
+    head_piece: bool = False
     # The engine fills ``SynthItem.timing`` (per-token times): word timestamps.
     word_timestamps: bool = False
 
@@ -293,11 +297,13 @@ class Engine(Protocol):
         ...
 
     def stream(
-        self, item: SynthItem, *, stop: threading.Event | None = None
+        self, item: SynthItem, *, stop: threading.Event | None = None, exclusive: bool = False
     ) -> Iterator[np.ndarray]:
         """Yield ``item``'s audio piece by piece as the model makes it: frames for
-        ``capabilities.streaming == "frame"``, one whole piece for ``"chunk"``.
-        Setting ``stop`` (or closing the iterator) ends the work at the next piece."""
+        ``capabilities.streaming == "frame"``, one whole piece for ``"chunk"``
+        (a head and the rest with ``head_piece`` and ``exclusive``, which
+        means as in :meth:`synthesize`). Setting ``stop`` (or closing the
+        iterator) ends the work at the next piece."""
         ...
 
 
@@ -331,10 +337,10 @@ class EngineBase:
         raise NotImplementedError
 
     def stream(
-        self, item: SynthItem, *, stop: threading.Event | None = None
+        self, item: SynthItem, *, stop: threading.Event | None = None, exclusive: bool = False
     ) -> Iterator[np.ndarray]:
         # A chunk engine makes the item in one call: one piece.
-        yield from self.synthesize([item])
+        yield from self.synthesize([item], exclusive=exclusive)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ Options (``Settings.engine_options["kokoro"]``):
   * ``optimized_cache``: "true" (default) or "false": save ONNX Runtime's
     optimized graph under models_dir and load it on later starts;
   * ``edge_silence_frames``: frames (25 ms each) of a chunk's edge silence
-    the decoder renders, default 4; "off" renders all of it, as exported.
+    the decoder renders, default 4; "off" renders all of it, as exported;
+  * ``head_piece``: "true" (default) or "false": on the all-cores lane, a
+    stream's first chunk leaves in two pieces, its head first (head_piece.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _OFF = ("0", "false", "no", "off")
 
 def create(config: EngineConfig) -> KokoroEngine:
     optimized = config.options.get("optimized_cache", "true").strip().lower()
+    head = config.options.get("head_piece", "true").strip().lower()
     return KokoroEngine(
         config.models_dir,
         intra_op_threads=config.threads,
@@ -34,6 +37,7 @@ def create(config: EngineConfig) -> KokoroEngine:
         fast_lane_threads=config.fast_lane_threads,
         optimized_cache=optimized not in _OFF,
         edge_frames=edge_frames(config.options.get("edge_silence_frames")),
+        first_chunk_pieces=head not in _OFF,
     )
 
 

@@ -129,7 +129,7 @@ def crop_decoder_input(graph: Any, frames: str, keep: int) -> str | None:
         node("Concat", [p("lead/kept"), p("inner"), p("trail/kept")], p("frames"), axis=1),
     ]
     graph.node.extend(nodes)
-    _sort_topologically(graph)
+    sort_topologically(graph)
     return p("frames")
 
 
@@ -141,7 +141,7 @@ def _only_decoder_reads(graph: Any, name: str) -> bool:
     )
 
 
-def _sort_topologically(graph: Any) -> None:
+def sort_topologically(graph: Any) -> None:
     """Reorder ``graph.node`` so each node follows its inputs' producers
     (ONNX requires it); nodes already in order keep their relative order."""
     nodes = list(graph.node)

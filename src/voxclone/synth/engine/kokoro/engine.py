@@ -12,6 +12,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from voxclone.synth.engine.base import (
     TokenTiming,
 )
 from voxclone.synth.engine.call_stop import CallStop
-from voxclone.synth.engine.kokoro import durations, edge_silence, ort_cache
+from voxclone.synth.engine.kokoro import durations, edge_silence, head_piece, ort_cache
 from voxclone.synth.engine.kokoro.assets import KokoroAssets, assemble_model, load_assets
 from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs
 
@@ -71,6 +72,7 @@ class KokoroEngine(EngineBase):
         fast_lane_threads: int = 0,
         optimized_cache: bool = True,
         edge_frames: int | None = edge_silence.DEFAULT_KEEP_FRAMES,
+        first_chunk_pieces: bool = True,
     ) -> None:
         self._models_dir = models_dir
         self._intra = intra_op_threads
@@ -83,6 +85,11 @@ class KokoroEngine(EngineBase):
         # a 5-word chunk on 2 cores. 0 disables it (saves ~100 MB).
         self._fast_threads = fast_lane_threads if fast_lane_threads > intra_op_threads else 0
         self._fast_session: ort.InferenceSession | None = None
+        # The fast lane's graph split where the vocoder begins (head_piece.py):
+        # a stream's first chunk leaves in two pieces. It replaces the whole
+        # graph on that lane (same weights, same audio), so costs no memory.
+        self._fast_split: head_piece.SplitSessions | None = None
+        self._head_piece = first_chunk_pieces and optimized_cache
         self._load_lock = threading.Lock()
         # Sessions load ONNX Runtime's optimized graph saved under models_dir
         # (ort_cache.py) instead of optimizing the source graph every start.
@@ -130,6 +137,7 @@ class KokoroEngine(EngineBase):
             speed_range=SPEED_RANGE,
             providers=tuple(self._providers()),
             fast_lane=self._fast_threads > 0,
+            head_piece=self._fast_threads > 0 and self._head_piece,
             # Known once loaded: the graph may lack the duration tensor.
             word_timestamps=self._session is None or self._duration_output is not None,
         )
@@ -241,16 +249,10 @@ class KokoroEngine(EngineBase):
     def _open_session(
         self, threads: int, *, stop_spinning_after_run: bool = False
     ) -> ort.InferenceSession:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = self._inter
+        opts = self._options(threads, stop_spinning_after_run=stop_spinning_after_run)
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if stop_spinning_after_run:
-            opts.add_session_config_entry("session.force_spinning_stop", "1")
         providers = self._providers()
-
-        def session(model: str | bytes, options: ort.SessionOptions) -> ort.InferenceSession:
-            return ort.InferenceSession(model, sess_options=options, providers=providers)
+        session = self._session_factory(providers)
 
         try:
             if self._optimized_cache:
@@ -271,6 +273,59 @@ class KokoroEngine(EngineBase):
             return session(edited if edited is not None else str(self.assets.model_path), opts)
         except Exception as exc:  # onnxruntime raises its own hierarchy
             raise ModelAssetError("the Kokoro model could not be loaded") from exc
+
+    @staticmethod
+    def _session_factory(providers: list[str]) -> ort_cache.SessionFactory:
+        def session(model: str | bytes, options: ort.SessionOptions) -> ort.InferenceSession:
+            return ort.InferenceSession(model, sess_options=options, providers=providers)
+
+        return session
+
+    def _options(self, threads: int, *, stop_spinning_after_run: bool) -> ort.SessionOptions:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = self._inter
+        if stop_spinning_after_run:
+            opts.add_session_config_entry("session.force_spinning_stop", "1")
+        return opts
+
+    def _open_split(self, threads: int) -> head_piece.SplitSessions | None:
+        """The front and generator sessions (head_piece.py), from their own
+        optimized copies; None when the graph cannot be split (another export,
+        no onnx package, the cache off): the lane then runs the whole graph."""
+        if not self._head_piece:
+            return None
+        providers = self._providers()
+        variant = f"{self.assets.model_sha256}:{durations.graph_variant(self._edge_frames)}"
+        key = ort_cache.cache_key(f"{variant}:split-v1", providers)
+        parts: dict[str, bytes] = {}
+
+        def part(name: str) -> Callable[[Path], bytes | None]:
+            def prepare(model_path: Path) -> bytes | None:
+                if not parts:
+                    edited = self._edited_graph(model_path)
+                    split = head_piece.split_model(edited) if edited is not None else None
+                    if split is None:
+                        raise _NotSplittable
+                    parts["front"], parts["generator"] = split
+                return parts[name]
+
+            return prepare
+
+        session = self._session_factory(providers)
+        try:
+            opened = [
+                ort_cache.OptimizedModelCache(
+                    self._models_dir, self.assets.model_path, key, prepare=part(name), part=name
+                ).open(self._options(threads, stop_spinning_after_run=True), session)
+                for name in ("front", "generator")
+            ]
+        except _NotSplittable:
+            log.warning("the Kokoro graph cannot be split; first chunks are rendered whole")
+            return None
+        except Exception as exc:  # onnxruntime raises its own hierarchy
+            raise ModelAssetError("the Kokoro model could not be loaded") from exc
+        return head_piece.SplitSessions(*opened)
 
     def _edited_graph(self, model_path: Path) -> bytes | None:
         # Called only when the source graph itself is read (to build the
@@ -295,9 +350,11 @@ class KokoroEngine(EngineBase):
                 # workers need once the server gets busy. Spinning during the
                 # call measured 3-14 % faster than none (first chunks of
                 # bench/ttfa.py, 3 runs interleaved; docs/benchmarks.md).
-                self._fast_session = self._open_session(
-                    self._fast_threads, stop_spinning_after_run=True
-                )
+                self._fast_split = self._open_split(self._fast_threads)
+                if self._fast_split is None:
+                    self._fast_session = self._open_session(
+                        self._fast_threads, stop_spinning_after_run=True
+                    )
 
     def warmup(self) -> None:
         self.load()
@@ -323,32 +380,86 @@ class KokoroEngine(EngineBase):
         if self._session is None:
             self.load()
         session = self._fast_session if exclusive and self._fast_session else self._session
+        split = self._fast_split if exclusive else None
         assert session is not None
-        options = self._run_options
-        if stop is not None:
-            # terminate is per RunOptions, so a stoppable call gets its own
-            # (the shared one would cut every call running beside it).
-            options = ort.RunOptions()
-            options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-            stop.on_stop(functools.partial(setattr, options, "terminate", True))
+        options = self._stoppable_options(stop)
         out = []
         for item in batch:
             if stop is not None and stop.stopped:
                 raise Cancelled("request cancelled")
             try:
-                out.append(self._synthesize_one(item, session, options))
+                if split is not None:
+                    pieces = self._split_pieces(item, split, options, cut=False)
+                    out.append(np.concatenate(list(pieces)))
+                else:
+                    out.append(self._synthesize_one(item, session, options))
             except Exception as exc:
                 if stop is not None and stop.stopped:
                     raise Cancelled("request cancelled") from exc
                 raise
         return out
 
-    def _synthesize_one(
-        self, item: SynthItem, session: ort.InferenceSession, options: ort.RunOptions
-    ) -> np.ndarray:
+    def _stoppable_options(self, stop: CallStop | None) -> ort.RunOptions:
+        if stop is None:
+            return self._run_options
+        # terminate is per RunOptions, so a stoppable call gets its own (the
+        # shared one would cut every call running beside it).
+        options = ort.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        stop.on_stop(functools.partial(setattr, options, "terminate", True))
+        return options
+
+    def stream(
+        self,
+        item: SynthItem,
+        *,
+        stop: threading.Event | None = None,
+        exclusive: bool = False,
+    ) -> Iterator[np.ndarray]:
+        """On the fast lane (``exclusive``) a chunk long enough leaves as a head
+        and the rest (head_piece.py); otherwise in one piece."""
+        split = self._fast_split if exclusive else None
+        if split is None:
+            yield from self.synthesize([item], exclusive=exclusive)
+            return
+        for piece in self._split_pieces(item, split, self._run_options, cut=True):
+            if stop is not None and stop.is_set():
+                raise Cancelled("request cancelled")
+            yield piece
+
+    def _split_pieces(
+        self,
+        item: SynthItem,
+        split: head_piece.SplitSessions,
+        options: ort.RunOptions,
+        *,
+        cut: bool,
+    ) -> Iterator[np.ndarray]:
+        """``item`` through the split graph: in two pieces with ``cut`` when the
+        chunk is long enough, else whole (the same audio as the whole graph)."""
+        feeds = self._feeds(item)
+        if feeds is None:
+            yield np.zeros(0, dtype=np.float32)
+            return
+        front = split.front(feeds, options)
+        generate = split.generator(feeds["style"], options)
+        total = front.frames * durations.HOP_SAMPLES
+        if item.timing is not None:
+            _fill_timing(item.timing, front.frames_per_token, len(item.token_ids), total)
+        # The lead: the boundary token's frames as rendered (after the edge crop).
+        lead = int(front.frames_per_token[0]) if front.frames_per_token.size else 0
+        at = head_piece.head_frames(front.frames_per_token, front.frames, lead) if cut else None
+        if at is None:
+            audio, _ = generate(front.features, front.f0, np.zeros((1, 1, 1), np.float32))
+            yield audio
+            return
+        yield from head_piece.render_pieces(front, generate, at)
+
+    def _feeds(self, item: SynthItem) -> dict[str, np.ndarray] | None:
+        """The graph's inputs for ``item`` (checked); None for no tokens."""
         tokens = item.token_ids
         if not tokens:
-            return np.zeros(0, dtype=np.float32)
+            return None
         if len(tokens) > MAX_TOKENS:
             raise InvalidInput(
                 "a text chunk has too many phonemes for the model",
@@ -361,22 +472,32 @@ class KokoroEngine(EngineBase):
         if item.style is None:
             raise InvalidInput("this voice was not made for the Kokoro engine", field="voice")
         style = style_row(item.style, len(tokens))
+        return {
+            "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+            "style": style.reshape(1, STYLE_DIMS),
+            "speed": np.array([item.speed], dtype=np.float32),
+        }
+
+    def _synthesize_one(
+        self, item: SynthItem, session: ort.InferenceSession, options: ort.RunOptions
+    ) -> np.ndarray:
+        feeds = self._feeds(item)
+        if feeds is None:
+            return np.zeros(0, dtype=np.float32)
         wanted = ["audio"]
         if item.timing is not None and self._duration_output is not None:
             wanted.append(self._duration_output)
-        outputs = session.run(
-            wanted,
-            {
-                "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-                "style": style.reshape(1, STYLE_DIMS),
-                "speed": np.array([item.speed], dtype=np.float32),
-            },
-            options,
-        )
+        outputs = session.run(wanted, feeds, options)
         audio = np.ascontiguousarray(np.asarray(outputs[0], dtype=np.float32).ravel())
         if len(outputs) > 1 and item.timing is not None:
-            _fill_timing(item.timing, np.asarray(outputs[1]).ravel(), len(tokens), audio.size)
+            _fill_timing(
+                item.timing, np.asarray(outputs[1]).ravel(), len(item.token_ids), audio.size
+            )
         return audio
+
+
+class _NotSplittable(Exception):
+    """The graph lacks the tensors head_piece.py splits it at."""
 
 
 def _fill_timing(timing: TokenTiming, frames: np.ndarray, n_tokens: int, n_samples: int) -> None:

@@ -81,13 +81,18 @@ class OptimizedModelCache:
         key: str,
         *,
         prepare: Callable[[Path], bytes | None] | None = None,
+        part: str = "",
     ) -> None:
+        """``part``: which piece of a split graph this copy is (head_piece.py);
+        each part keeps its own copy, and only its own stale ones are removed."""
         self._dir = models_dir / CACHE_DIRNAME
         self._source = source
         # Edits the source graph before it is optimized (e.g. an extra output);
         # None from it means: use the source unchanged.
         self._prepare = prepare
-        self.path = self._dir / f"{PREFIX}{key}{SUFFIX}"
+        self._prefix = f"{PREFIX}{part}-" if part else PREFIX
+        self._key_chars = len(key)
+        self.path = self._dir / f"{self._prefix}{key}{SUFFIX}"
         # True when the last open() had to optimize the source graph itself.
         self.built = False
 
@@ -147,7 +152,8 @@ class OptimizedModelCache:
 
     def _remove_stale(self) -> None:
         """Copies made for another ORT version, CPU or model are never used again."""
-        for old in self._dir.glob(f"{PREFIX}*{SUFFIX}"):
+        # The key's exact length: the whole graph's copies never match a part's.
+        for old in self._dir.glob(f"{self._prefix}{'?' * self._key_chars}{SUFFIX}"):
             if old != self.path:
                 old.unlink(missing_ok=True)
                 built_models.record_path(old).unlink(missing_ok=True)

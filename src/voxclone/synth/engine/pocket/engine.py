@@ -370,7 +370,7 @@ class PocketEngine(EngineBase):
         return out
 
     def stream(
-        self, item: SynthItem, *, stop: threading.Event | None = None
+        self, item: SynthItem, *, stop: threading.Event | None = None, exclusive: bool = False
     ) -> Iterator[np.ndarray]:
         """Yield the item's audio piece by piece as the model decodes it (80 ms frames).
 
