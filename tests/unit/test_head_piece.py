@@ -37,6 +37,16 @@ def test_a_chunk_too_short_to_cut_is_rendered_whole() -> None:
     assert head_piece.head_frames(counts, 11, lead=4) is None
 
 
+def test_the_option_is_off_unless_asked_and_a_typo_is_refused(tmp_path: Path) -> None:
+    from voxclone.synth.engine import kokoro
+
+    assert not kokoro.create(EngineConfig(tmp_path, fast_lane_threads=2))._head_piece
+    asked = EngineConfig(tmp_path, fast_lane_threads=2, options={"head_piece": "yes"})
+    assert kokoro.create(asked)._head_piece
+    with pytest.raises(ValueError, match="head_piece"):
+        kokoro.create(EngineConfig(tmp_path, options={"head_piece": "maybe"}))
+
+
 def _front(frames: int) -> FrontOutput:
     return FrontOutput(
         features=np.zeros((1, 3, 2 * frames), np.float32),
@@ -104,7 +114,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> KokoroEngine:
     (home / MODEL_FILENAME).symlink_to(model)
     marker = model.with_suffix(".sha256")
     (home / marker.name).write_text(marker.read_text())
-    made = registry.create("kokoro", EngineConfig(home, threads=1, fast_lane_threads=2))
+    options = {"head_piece": "true"}  # off by default
+    made = registry.create(
+        "kokoro", EngineConfig(home, threads=1, fast_lane_threads=2, options=options)
+    )
     assert isinstance(made, KokoroEngine)
     made.warmup()
     return made

@@ -9,8 +9,9 @@ Options (``Settings.engine_options["kokoro"]``):
     optimized graph under models_dir and load it on later starts;
   * ``edge_silence_frames``: frames (25 ms each) of a chunk's edge silence
     the decoder renders, default 4; "off" renders all of it, as exported;
-  * ``head_piece``: "true" (default) or "false": on the all-cores lane, a
-    stream's first chunk leaves in two pieces, its head first (head_piece.py).
+  * ``head_piece``: "false" (default) or "true": on the all-cores lane, a
+    stream's first chunk leaves in two pieces, its head first (head_piece.py):
+    first audio ~30 % sooner, at a cost in words (docs/studies.md).
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from voxclone.synth.engine.kokoro.models import KokoroModels
 
 _OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
 
 
 def create(config: EngineConfig) -> KokoroEngine:
     optimized = config.options.get("optimized_cache", "true").strip().lower()
-    head = config.options.get("head_piece", "true").strip().lower()
+    head = config.options.get("head_piece", "false").strip().lower()
+    if head not in _ON + _OFF:
+        raise ValueError(f"engine option kokoro.head_piece must be true or false, not {head!r}")
     return KokoroEngine(
         config.models_dir,
         intra_op_threads=config.threads,
@@ -37,7 +41,7 @@ def create(config: EngineConfig) -> KokoroEngine:
         fast_lane_threads=config.fast_lane_threads,
         optimized_cache=optimized not in _OFF,
         edge_frames=edge_frames(config.options.get("edge_silence_frames")),
-        first_chunk_pieces=head not in _OFF,
+        first_chunk_pieces=head in _ON,
     )
 
 

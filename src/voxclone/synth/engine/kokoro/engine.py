@@ -72,7 +72,7 @@ class KokoroEngine(EngineBase):
         fast_lane_threads: int = 0,
         optimized_cache: bool = True,
         edge_frames: int | None = edge_silence.DEFAULT_KEEP_FRAMES,
-        first_chunk_pieces: bool = True,
+        first_chunk_pieces: bool = False,
     ) -> None:
         self._models_dir = models_dir
         self._intra = intra_op_threads
@@ -85,9 +85,11 @@ class KokoroEngine(EngineBase):
         # a 5-word chunk on 2 cores. 0 disables it (saves ~100 MB).
         self._fast_threads = fast_lane_threads if fast_lane_threads > intra_op_threads else 0
         self._fast_session: ort.InferenceSession | None = None
-        # The fast lane's graph split where the vocoder begins (head_piece.py):
-        # a stream's first chunk leaves in two pieces. It replaces the whole
-        # graph on that lane (same weights, same audio), so costs no memory.
+        # With ``first_chunk_pieces``, the fast lane's graph split where the
+        # vocoder begins (head_piece.py): a stream's first chunk leaves in two
+        # pieces. It replaces the whole graph on that lane (same weights, same
+        # audio), so costs no memory. Off by default: the head's first word is
+        # heard wrong more often (docs/studies.md, "The head piece").
         self._fast_split: head_piece.SplitSessions | None = None
         self._head_piece = first_chunk_pieces and optimized_cache
         self._load_lock = threading.Lock()

@@ -27,7 +27,10 @@ crossfade. Two things keep that seam inaudible:
   0.125 s more). The rest is scaled to the head's level where they meet and
   eased back to its own level over ``EASE_S``, so the level never steps.
 
-Figures: ``studies/head_piece.py`` and docs/studies.md ("The head piece").
+Off by default (engine option ``head_piece``): first audio came ~30 % sooner,
+but a head's first word was misheard more often (WER 3.3 -> 4.0 % over 40
+streams). Figures: ``studies/head_piece.py`` and docs/studies.md ("The head
+piece").
 """
 
 from __future__ import annotations
