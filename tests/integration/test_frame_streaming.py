@@ -163,18 +163,29 @@ def _request(model: str = "frames", **controls: float) -> SpeechRequest:
     )
 
 
-def test_audio_leaves_while_the_engine_is_still_making_the_sentence(frames) -> None:
-    rt, engine, _heads = frames
-    _voice, chunks = rt.speech.plan(_request(), fast_start=True)
-    first_chunk_frames = len(next(chunks).token_ids) * FRAMES_PER_TOKEN
-    _ctype, parts = rt.speech.stream(_request())
+def _first_chunk_frames(rt: Runtime, model: str) -> int:
+    _voice, chunks = rt.speech.plan(_request(model), fast_start=True)
+    return len(next(chunks).token_ids) * FRAMES_PER_TOKEN
+
+
+def _streamed(rt: Runtime, engine: FrameEngine, request: SpeechRequest) -> tuple[int, bytes]:
+    """(frames the engine made from the stream's start to its first audio, the body)."""
+    before = engine.frames_made
+    _ctype, parts = rt.speech.stream(request)
     made_at_first_audio = None
     body = bytearray()
     for part in parts:
         if part and made_at_first_audio is None:
-            made_at_first_audio = engine.frames_made
+            made_at_first_audio = engine.frames_made - before
         body += part
     assert made_at_first_audio is not None
+    return made_at_first_audio, bytes(body)
+
+
+def test_audio_leaves_while_the_engine_is_still_making_the_sentence(frames) -> None:
+    rt, engine, _heads = frames
+    first_chunk_frames = _first_chunk_frames(rt, "frames")
+    made_at_first_audio, body = _streamed(rt, engine, _request())
     # Delivered chunk by chunk, the first audio would wait for the whole first chunk.
     assert made_at_first_audio <= first_chunk_frames // 2, (made_at_first_audio, first_chunk_frames)
     assert len(body) > 0
@@ -218,33 +229,19 @@ def test_a_head_engine_s_first_chunk_leaves_before_it_is_finished(frames) -> Non
     """Chunk engines used to send a stream's first chunk whole: its first
     audio waited for all of it."""
     rt, _frames, heads = frames
-    _voice, chunks = rt.speech.plan(_request("heads"), fast_start=True)
-    first_chunk_frames = len(next(chunks).token_ids) * FRAMES_PER_TOKEN
-    _ctype, parts = rt.speech.stream(_request("heads"))
-    made_at_first_audio = None
-    body = bytearray()
-    for part in parts:
-        if part and made_at_first_audio is None:
-            made_at_first_audio = heads.frames_made
-        body += part
-    assert made_at_first_audio is not None
+    first_chunk_frames = _first_chunk_frames(rt, "heads")
+    made_at_first_audio, body = _streamed(rt, heads, _request("heads"))
     assert made_at_first_audio <= first_chunk_frames // 2, (made_at_first_audio, first_chunk_frames)
     # The same audio as the chunk engine sends whole.
     _ctype, parts = rt.speech.stream(_request("chunks"))
-    assert bytes(body) == b"".join(parts)
+    assert body == b"".join(parts)
 
 
 def test_a_head_engine_s_whole_files_and_dsp_streams_are_made_whole(frames) -> None:
     rt, _frames, heads = frames
-    _voice, chunks = rt.speech.plan(_request("heads"), fast_start=True)
-    first_chunk_frames = len(next(chunks).token_ids) * FRAMES_PER_TOKEN
+    first_chunk_frames = _first_chunk_frames(rt, "heads")
     whole = rt.speech.synthesize(_request("heads")).audio
     assert whole
-    before = heads.frames_made
-    _ctype, parts = rt.speech.stream(_request("heads", speed=1.25))
-    made_at_first_audio = None
-    for part in parts:
-        if part and made_at_first_audio is None:
-            made_at_first_audio = heads.frames_made - before
+    made_at_first_audio, _body = _streamed(rt, heads, _request("heads", speed=1.25))
     # Tempo works on whole chunks: the first audio waits for the first chunk.
-    assert made_at_first_audio is not None and made_at_first_audio >= first_chunk_frames
+    assert made_at_first_audio >= first_chunk_frames

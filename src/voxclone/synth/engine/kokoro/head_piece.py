@@ -42,7 +42,9 @@ from typing import Any
 
 import numpy as np
 
-HOP_SAMPLES = 600  # audio samples per frame at 24 kHz
+from voxclone.synth.engine.kokoro import durations
+
+HOP_SAMPLES = durations.HOP_SAMPLES  # audio samples per frame at 24 kHz
 SAMPLE_RATE = 24_000
 
 # Where the generator begins in the Kokoro v1.0 export: the last frame-rate
@@ -172,7 +174,6 @@ def split_model(edited: bytes) -> tuple[bytes, bytes] | None:
     from onnx import TensorProto, helper
     from onnx.utils import Extractor
 
-    from voxclone.synth.engine.kokoro import durations
     from voxclone.synth.engine.kokoro.edge_silence import sort_topologically
 
     model = onnx.load_from_string(edited)
@@ -215,8 +216,6 @@ class SplitSessions:
         return self._front, self._generator
 
     def front(self, feeds: dict[str, np.ndarray], options: Any) -> FrontOutput:
-        from voxclone.synth.engine.kokoro import durations
-
         features, f0, frames = self._front.run(
             [GENERATOR_INPUT, F0_CURVE, durations.DURATION_OUTPUT], feeds, options
         )
