@@ -62,9 +62,15 @@ def home(tmp_path_factory: pytest.TempPathFactory, bundle: Path) -> Iterator[Pat
     mp.undo()
 
 
+PIECE_FRAMES = 4
+
+
 @pytest.fixture(scope="module")
 def engine(home: Path) -> PocketEngine:
-    made = PocketEngine(home / "models")
+    # At most 4 frames a piece: by default the decoder takes every frame the
+    # generator has queued, so on a busy host (CI's other workers) a whole
+    # answer came back in 2 pieces, and "streams frame by frame" was a race.
+    made = PocketEngine(home / "models", frames_per_piece=PIECE_FRAMES)
     made.load()
     made.warmup()
     return made
@@ -123,6 +129,7 @@ def test_clone_from_reference_and_stream_speech(engine: PocketEngine) -> None:
     assert ids and max(ids) < 300
     pieces = list(engine.stream(SynthItem(token_ids=ids, prompt=prompt)))
     assert len(pieces) >= 3, "streaming should yield audio frame by frame"
+    assert max(p.size for p in pieces) <= PIECE_FRAMES * 1920  # the option bounds a piece
     for piece in pieces:
         assert piece.dtype == np.float32 and piece.ndim == 1 and piece.size > 0
         assert np.isfinite(piece).all()
