@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import bench_home, stream_pcm  # noqa: E402
+from _common import bench_home, stream_pcm, write_result  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
@@ -192,9 +192,7 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     result = run(args.texts, {label: RULES[label] for label in args.rules})
     result["command"] = shlex.join(["python", "studies/first_chunk.py", *sys.argv[1:]])
-    args.out.write_text(json.dumps(result, indent=1))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_result(args.out, result, markdown(result))
     return 0
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "studies"))
 
 from first_chunk import HARVARD, LONG_FIRST, SHORT_FIRST  # noqa: E402
 
-from _common import bench_home, stream_pcm  # noqa: E402
+from _common import bench_home, stream_pcm, write_result  # noqa: E402
 from ttfa import paragraphs  # noqa: E402
 from voxclone.bootstrap import build_runtime  # noqa: E402
 from voxclone.config import Settings  # noqa: E402
@@ -149,9 +149,7 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     result = run(args.texts)
     result["command"] = shlex.join(["python", "studies/head_piece.py", *sys.argv[1:]])
-    args.out.write_text(json.dumps(result, indent=1))
-    args.out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_result(args.out, result, markdown(result))
     return 0
 
 
