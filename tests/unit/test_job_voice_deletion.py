@@ -207,6 +207,35 @@ def test_a_voice_deleted_behind_the_jobs_back_is_caught_after_storing(world: Wor
     _assert_revoked(world, job)
 
 
+class _ResolvingRenderer(_GatedRenderer):
+    """Resolves its voice once the gate opens, as each chunk of a real render does."""
+
+    def synthesize_into(self, req: SpeechRequest, out: Any, **kwargs: Any) -> str:
+        self.started.set()
+        self.gate.wait(10)
+        self.catalog.resolve(req.voice or "clear_female", req.owner)
+        return super().synthesize_into(req, out, **kwargs)
+
+
+def test_a_render_that_finds_its_voice_gone_says_voice_deleted(world: World) -> None:
+    # The voice's row goes first and its jobs are revoked after: a render that
+    # resolves the voice in between fails with a 404 before any revocation.
+    renderer = _ResolvingRenderer(world.renderer.catalog)
+    jobs = _jobs(world.queue, renderer, world.jobs.blobs, lease_s=30)
+    job = _submit(world, "Alice")
+    thread, out = _run_in_thread(jobs)
+    assert renderer.started.wait(10)
+
+    world.store.delete_with_derived(world.alice.id, "alice")
+    renderer.gate.set()
+    thread.join(10)
+
+    assert out[0] is not None and out[0].state == "failed"
+    assert out[0].error is not None and out[0].error["code"] == VOICE_DELETED  # was not_found
+    world.jobs.revoke_voices([world.alice.id])  # the delete's revocation, late
+    _assert_revoked(world, job)
+
+
 def test_the_worker_sweep_revokes_jobs_whose_voice_went_another_way(world: World) -> None:
     job = _submit(world, world.alice.id)
     world.renderer.gate.set()

@@ -515,10 +515,17 @@ class SpeechJobs:
                 return self._stopped(job, lost, cancel)
             if exc.status < 500:
                 # The request itself is wrong (its voice was deleted since, ...):
-                # another try would fail the same way.
-                return self._end(
-                    job, state="failed", message=exc.message, error=exc.to_body()["error"]
+                # another try would fail the same way. A render that finds its
+                # voice gone has raced the voice's delete, whose revocation may
+                # come a moment later and leaves a failed job as it is: the job
+                # says voice_deleted either way (it said not_found in a full
+                # run of tests/ on 2026-12-07, test_speech_jobs_voice_delete).
+                error = (
+                    VOICE_DELETED_ERROR
+                    if self._queue.missing_voices(job.id)
+                    else exc.to_body()["error"]
                 )
+                return self._end(job, state="failed", message=error["message"], error=error)
             return self._retry_or_fail(job, exc.to_body()["error"])
         except Exception as exc:  # a job must always end in a known state
             if cancelled():
