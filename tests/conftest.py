@@ -76,6 +76,16 @@ if "VOXCLONE_MODELS_DIR" not in os.environ:
     os.environ["VOXCLONE_MODELS_DIR"] = _session_models_dir
     atexit.register(shutil.rmtree, _session_models_dir, True)
 
+# Two test processes share the 2 cores under pytest-xdist, and each believes
+# its server idle: with the fast lane a lone chunk runs on 2 ONNX threads that
+# spin between operators, 4 threads on 2 cores. Off in xdist workers (their
+# child servers inherit it): 3 model-heavy files took 140-147 s instead of
+# 163-181 s, two runs each (2026-12-07). The fast lane keeps its own tests
+# (tests/unit/test_ort_cache.py on real Kokoro, tests/unit/test_scheduler.py),
+# and make test's timed phase, one process on a quiet machine, serves with it.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("VOXCLONE_FAST_LANE_THREADS", "0")
+
 # Fixtures that load the real models; a test using one (directly or through
 # another fixture) is marked ``models`` whatever its file says.
 _MODEL_FIXTURES = frozenset({"runtime", "transcriber"})

@@ -23,8 +23,6 @@ from voxclone.service.dialogue import DEFAULT_GAP_MS
 from voxclone.synth.audio.join import audible_bounds
 from voxclone.synth.audio.quality import integrated_loudness
 
-pytestmark = pytest.mark.timed
-
 # Two built-in voices (the suite's models folder has no other packs).
 TURNS = [
     {"voice": "clear_female", "text": "Did you hear the news this morning?", "speaker": "Alice"},
@@ -138,6 +136,7 @@ def test_dialogue_job_renders_to_a_signed_download(app: FastAPI) -> None:
     assert 2.0 < len(audio) / rate < 8.0
 
 
+@pytest.mark.timed  # "priced, not rendered": a 2 s bound
 def test_over_the_output_cap_is_413_before_any_render(make_app: Any, app_runtime: Any) -> None:
     # The cap is the runtime's setting (as every route prices against it).
     settings = app_runtime.current.settings.model_copy(update={"max_output_s": 20.0})

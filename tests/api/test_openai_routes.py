@@ -16,8 +16,6 @@ from voxclone.api.routes_openai import OPENAI_VOICE_ALIASES, emotion_from_instru
 from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.service.speech.request import SpeechRequest
 
-pytestmark = pytest.mark.timed
-
 
 def test_speech_with_openai_voice_name_returns_wav(client: TestClient) -> None:
     r = client.post(
@@ -58,6 +56,7 @@ def test_openais_dated_model_snapshots_speak_as_their_family(client: TestClient)
     assert dated.content == family.content
 
 
+@pytest.mark.timed  # refused within 1 s, before any work
 def test_input_over_openais_4096_characters_is_refused_at_once(client: TestClient) -> None:
     """Issue 46: a 20,000-character input streamed for 596 s; OpenAI refuses
     more than 4,096 characters, and so does this route now, before any work."""

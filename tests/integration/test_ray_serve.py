@@ -20,15 +20,18 @@ import pytest
 
 from voxclone.deploy.netns import loopback_argv, unavailable_reason
 
-# On an idle 2-core machine the scenario takes ~2-3 minutes; on one shared
+# On an idle 2-core machine the scenario takes ~2 minutes; on one shared
 # with other work, loading three replicas' models alone can take many.
+# Not marked timed: it bounds no wall-clock time (the stream's first byte is
+# judged against its own total), and its ~100 s kept 2 cores 66 % busy (139
+# CPU-seconds, 2026-12-07) while `make test`'s timed phase ran it alone; beside
+# the other worker it costs the suite about half of that.
 TIMEOUT_S = 1200
 pytestmark = [
     pytest.mark.ray,
     pytest.mark.models,
     pytest.mark.slow,
     pytest.mark.timeout(TIMEOUT_S + 120),
-    pytest.mark.timed,
 ]
 
 SCENARIO = Path(__file__).with_name("ray_scenario.py")
