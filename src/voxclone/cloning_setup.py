@@ -162,6 +162,7 @@ def build_voice_service(
     from voxclone.synth.voice.clone import InstantCloner, RefineConfig, StyleRefiner
     from voxclone.synth.voice.pick import AtlasCues, PickWeights, load_weights
     from voxclone.synth.voice.pitch_calibration import PitchCalibrator
+    from voxclone.synth.voice.probe_store import StockProbeStore
     from voxclone.synth.voice.quality_report import (
         CONFIRM_SENTENCE,
         TEST_SENTENCE,
@@ -201,7 +202,7 @@ def build_voice_service(
     style = next(
         (s for s in stacks.values() if s.engine.capabilities.clone_method == "style"), None
     )
-    cloner = refiner = reporter = calibrator = deep = None
+    cloner = refiner = reporter = calibrator = deep = stock_probes = None
     deep_missing: str | None = "no style engine is loaded"
     if style is not None:
         # Everything model-specific comes from the engine (Engine.cloning).
@@ -253,6 +254,12 @@ def build_voice_service(
             engine_rate=style.engine.capabilities.sample_rate,
         )
         reporter = reporter_for(style, language)
+        # The built-ins' renders of the report's sentence (the stock check's),
+        # kept with the models: every later start and home reads them.
+        stock_probes = StockProbeStore(
+            settings.models_dir / "stock-probes",
+            f"{style.engine.capabilities.key}|{reporter.sample_rate}|{tokens(TEST_SENTENCE)}",
+        )
         deep, deep_missing = _deep_refiner(
             settings,
             kit,
@@ -297,6 +304,7 @@ def build_voice_service(
             deep_refine_missing=deep_missing,
             spoken_consent=_spoken_consent_check(settings, encoder, transcriber.transcribe),
             consent_clips=ConsentClips(blobs),
+            stock_probes=stock_probes,
         ),
         VoiceHooks(on_voice_changed=router.invalidate_voice, purge=purge, revoke_jobs=revoke_jobs),
         VoicePolicy(

@@ -117,6 +117,7 @@ class VoiceService:
                 follow_rate=policy.follow_rate,
                 stock_check=policy.stock_check,
                 stock_preference=policy.stock_preference,
+                stock_probes=kit.stock_probes,
             )
             if kit.cloner is not None
             else None

@@ -20,6 +20,7 @@ from voxclone.synth.engine.base import EngineCapabilities
 from voxclone.synth.voice.clone import InstantCloner
 from voxclone.synth.voice.deep_voice import DeepVoiceRefiner
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator
+from voxclone.synth.voice.probe_store import StockProbeStore
 from voxclone.synth.voice.quality_report import QualityReporter
 from voxclone.synth.voice.stock_check import STOCK_PREFERENCE
 
@@ -61,6 +62,7 @@ class CloningKit:
     deep_refine_missing: str | None = None  # why there is no deep refine
     spoken_consent: SpokenConsentCheck | None = None  # None: spoken consent is refused
     consent_clips: ConsentClips | None = None  # keeps consent clips with the voice
+    stock_probes: StockProbeStore | None = None  # built-ins' probe renders on disk
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from voxclone.synth.voice.clone import (
     StyleRefiner,
 )
 from voxclone.synth.voice.pitch_calibration import PitchCalibrator, ProbeFn
+from voxclone.synth.voice.probe_store import StockProbeStore
 from voxclone.synth.voice.prosody import PitchStats, pitch_stats, speaking_rate
 from voxclone.synth.voice.rate_match import follow_speed
 from voxclone.synth.voice.speaker_encoder import cosine, crop_averaged_embedding, normalize
@@ -238,6 +239,7 @@ class CloningPipeline:
         stock_check: bool = True,
         stock_preference: float = STOCK_PREFERENCE,
         chooser: VoiceChooser | None = None,
+        stock_probes: StockProbeStore | None = None,
     ) -> None:
         """``probe`` renders the quality report's test sentence with a style pack
         (None: no probe, so no tone match and no calibration); ``calibrator``
@@ -247,8 +249,10 @@ class CloningPipeline:
         the clone, unless the clone is heard closer by more than
         ``stock_preference`` (synth/voice/stock_check.py); ``chooser`` may
         replace the calibrated lookup before the stock check (:class:`VoiceChooser`;
-        it needs a probe)."""
+        it needs a probe); ``stock_probes``: the built-ins' probe renders kept
+        on disk (probe_store.py)."""
         self._cloner = cloner
+        self._stock_probes = stock_probes
         self._probe = probe
         self._rate = sample_rate
         self._calibrator = calibrator
@@ -282,6 +286,7 @@ class CloningPipeline:
                     tone_for=self.tone_for,
                     hear=self.heard_similarity,
                     preference=self._stock_preference,
+                    stored=self._stock_probes,
                 )
             return self._stock
 

@@ -25,6 +25,7 @@ import numpy as np
 from voxclone.synth.audio.tone import ToneFilter
 from voxclone.synth.voice.atlas import VoiceAtlas
 from voxclone.synth.voice.pitch_calibration import ProbeFn
+from voxclone.synth.voice.probe_store import StockProbeStore
 from voxclone.synth.voice.stock_move import MOVE_SHARES, MovedVoice, moved_voices
 from voxclone.synth.voice.stock_voices import SHORTLIST
 
@@ -96,16 +97,19 @@ class StockCheck:
         tone_for: ToneFor,
         hear: HearFn,
         preference: float = STOCK_PREFERENCE,
+        stored: StockProbeStore | None = None,
     ) -> None:
         """``probe`` renders the probe sentence with a style pack (None: nothing
         is heard); ``tone_for`` and ``hear`` are the pipeline's tone match and
         encoder, so the built-ins are heard exactly like the clone;
-        ``preference``: how much closer the clone must be heard to stay."""
+        ``preference``: how much closer the clone must be heard to stay;
+        ``stored``: the renders kept by earlier processes (probe_store.py)."""
         self._atlas = atlas
         self._probe = probe
         self._tone_for = tone_for
         self._hear = hear
         self._preference = preference
+        self._stored = stored
         # Built-in voices' probe sentences do not depend on the reference:
         # rendered once per process (atlas index -> audio).
         self._probes: dict[int, np.ndarray] = {}
@@ -134,7 +138,12 @@ class StockCheck:
         probe = self._probes.get(index)
         if probe is None:
             assert self._probe is not None
-            probe = self._probe(self._atlas.basis.pack(self._atlas.recipe(index)))
+            pack = self._atlas.basis.pack(self._atlas.recipe(index))
+            probe = self._stored.get(pack) if self._stored is not None else None
+            if probe is None:
+                probe = self._probe(pack)
+                if self._stored is not None:
+                    self._stored.put(pack, probe)
             self._probes[index] = probe
         return probe
 
