@@ -70,7 +70,8 @@ for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
 # (models_location.default_models_dir); tests of the default unset this.
 # The folder is removed when the session's process exits: left behind, each run
 # kept Kokoro's 218 MB assembly in /tmp, and 439 runs filled the CI machine's
-# disk (stop 54 failed with "database or disk is full").
+# disk (stop 54 failed with "database or disk is full"). `make test` sets one
+# for its three runs and removes it at the end (the Makefile says why).
 if "VOXCLONE_MODELS_DIR" not in os.environ:
     _session_models_dir = tempfile.mkdtemp(prefix="voxclone-test-models-")
     os.environ["VOXCLONE_MODELS_DIR"] = _session_models_dir
