@@ -1,25 +1,23 @@
 """Alembic migrations: the upgrade from the hand-kept SQLite schema keeps every row.
 
-The old databases here are written by the old stores themselves
-(tests/data/legacy_v0, copied unchanged from the last version before Alembic),
-not by SQL re-typed for the test.
+The old databases here were written by the old stores themselves (the files in
+tests/data/pre_alembic, tests/unit/pre_alembic.py), not by SQL re-typed for the
+test.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
+import base64
 import sqlite3
-import sys
 import threading
-import time
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
-import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from fakes import voice_record
+from pre_alembic import EXPECTED, sha256, thaw
 
 from voxclone.errors import VoxcloneError
 from voxclone.runtime.db import Database, current_revision, head_revision, sqlite_url, upgrade
@@ -27,131 +25,31 @@ from voxclone.runtime.db import tables as current_schema
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import INTERRUPTED_MESSAGE, SqlJobStore
 from voxclone.runtime.keys import KeyStore
-from voxclone.runtime.voice_store import LEGACY_ENGINE, LEGACY_MODEL_ID, SqlVoiceStore
+from voxclone.runtime.voice_store import LEGACY_ENGINE, LEGACY_MODEL_ID, SqlVoiceStore, VoiceRecord
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 SHAPES: dict[str, tuple[int, ...] | None] = {"kokoro": (510, 1, 256)}
 PROMPT_SHAPES: dict[str, tuple[int, ...] | None] = {**SHAPES, "fakeprompt": None}
 
 
-class Legacy:
-    def __init__(self) -> None:
-        sys.path.insert(0, str(DATA_DIR))
-        try:
-            self.voice_store: ModuleType = importlib.import_module("legacy_v0.voice_store")
-            self.job_store: ModuleType = importlib.import_module("legacy_v0.job_store")
-            self.keys: ModuleType = importlib.import_module("legacy_v0.keys")
-            self.inline_log: ModuleType = importlib.import_module("legacy_v0.inline_log")
-        finally:
-            sys.path.remove(str(DATA_DIR))
+def _same_voice(new: VoiceRecord, old: dict[str, Any]) -> None:
+    """``new`` (today's store) holds every field the old store returned."""
+    for attr, value in old.items():
+        got = getattr(new, attr)
+        if attr == "consent":
+            assert vars(got) == value
+        elif isinstance(value, dict) and "sha256" in value:
+            assert sha256(got) == value["sha256"], attr
+        elif isinstance(value, dict) and "base64" in value:
+            assert got == base64.b64decode(value["base64"]), attr
+        else:
+            assert got == value, attr
 
 
-@pytest.fixture(scope="module")
-def legacy() -> Legacy:
-    return Legacy()
-
-
-def legacy_record(legacy: Legacy, name: str, seed: int, **extra: object) -> object:
-    rng = np.random.default_rng(seed)
-    vs = legacy.voice_store
-    record = vs.VoiceRecord(
-        id="",
-        name=name,
-        language="en-us",
-        owner=str(extra.pop("owner", "owner-a")),
-        created_at="",
-        updated_at="",
-        version=0,
-        consent=vs.ConsentRecord("ab" * 32, "owner-a", "2025-01-02T03:04:05Z", "10.0.0.1"),
-        embedding=rng.standard_normal(256).astype(np.float32),
-        style=rng.standard_normal((510, 1, 256)).astype(np.float32),
-        quality={"similarity": 0.5 + seed / 100},
-        source="instant",
-    )
-    for key, value in extra.items():
-        setattr(record, key, value)
-    return record
-
-
-def _same_voice(new: object, old: object) -> None:
-    for attr in ("id", "name", "owner", "language", "created_at", "updated_at", "version"):
-        assert getattr(new, attr) == getattr(old, attr), attr
-    for attr in ("source", "quality", "engine", "model_id", "model_version", "prompt"):
-        assert getattr(new, attr) == getattr(old, attr), attr
-    assert vars(new.consent) == vars(old.consent)  # type: ignore[attr-defined]
-    assert new.reference_audio == old.reference_audio  # type: ignore[attr-defined]
-    for attr in ("embedding", "style", "tone_db", "reference_spectrum"):
-        a, b = getattr(new, attr), getattr(old, attr)
-        assert (a is None) == (b is None), attr
-        if a is not None:
-            assert a.tobytes() == b.tobytes(), attr
-
-
-def test_upgrade_from_the_pre_alembic_files_keeps_every_voice_job_and_key(
-    legacy: Legacy, tmp_path: Path
-) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    db_file, key_file = home / "voxclone.sqlite3", home / "keys.sqlite3"
-
-    # --- what the old voxclone wrote -------------------------------------
-    old_voices = legacy.voice_store.SqliteVoiceStore(db_file, style_shapes=PROMPT_SHAPES)
-    tone = np.linspace(-3, 3, legacy.voice_store.DEFAULT_TONE_SHAPE[0]).astype(np.float32)
-    written = [
-        old_voices.create(legacy_record(legacy, "Plain", 1)),
-        old_voices.create(
-            legacy_record(
-                legacy,
-                "With audio",
-                2,
-                reference_audio=b"RIFF-old-wav",
-                tone_db=tone,
-                reference_spectrum=tone * 2,
-            )
-        ),  # fmt: skip
-        old_voices.create(legacy_record(legacy, "Other owner", 3, owner="owner-b")),
-        old_voices.create(
-            legacy_record(
-                legacy,
-                "Prompted",
-                4,
-                style=None,
-                prompt=b"\x00opaque\xff",
-                engine="fakeprompt",
-                model_id="fake-1",
-                model_version="abc",
-            )
-        ),  # fmt: skip
-    ]
-    refined = old_voices.update_style(
-        written[0].id, "owner-a", style=written[1].style, quality={"s": 1}, source="refined"
-    )
-    written[0] = refined
-    gone = old_voices.create(legacy_record(legacy, "Deleted", 5))
-    old_voices.delete(gone.id, "owner-a")  # leaves a purge owed
-    old_voices.close()
-
-    old_jobs = legacy.job_store.SqliteJobStore(db_file)
-    running = old_jobs.create(kind="refine", owner="owner-a", voice_id=written[0].id)
-    old_jobs.update(running.id, state="running", progress=40.0)
-    done = old_jobs.create(kind="refine", owner="owner-b", voice_id=written[2].id)
-    old_jobs.update(done.id, state="running")
-    done = old_jobs.update(done.id, state="succeeded", result={"similarity": 0.8})
-    old_jobs.close()
-
-    old_inline = legacy.inline_log.InlineVoiceLog(db_file)
-    consent = legacy.voice_store.ConsentRecord("cd" * 32, "owner-a", "2025-02-03T04:05:06Z")
-    old_inline.record("iv_1", "owner-a", consent, expires_at=time.time() + 60)
-    old_inline.record("iv_2", "owner-a", consent, expires_at=time.time() - 60)
-    old_inline.mark_purged("iv_2")
-    old_inline.close()
-
-    old_keys = legacy.keys.KeyStore(key_file)
-    plain_active, active = old_keys.create("ci", {"tts", "voices:read"}, owner="team-a")
-    plain_revoked, revoked = old_keys.create("old", {"admin"})
-    old_keys.revoke(revoked.id)
-    old_keys.close()
-
+def test_upgrade_from_the_pre_alembic_files_keeps_every_voice_job_and_key(tmp_path: Path) -> None:
+    expected = EXPECTED["library"]
+    written = expected["voices"]
+    db_file = thaw("library.sqlite3", tmp_path / "voxclone.sqlite3")
+    key_file = thaw("keys.sqlite3", tmp_path / "keys.sqlite3")
     conn = sqlite3.connect(db_file)
     assert dict(conn.execute("SELECT component, version FROM schema_version")) == {
         "voices": 3,
@@ -160,28 +58,28 @@ def test_upgrade_from_the_pre_alembic_files_keeps_every_voice_job_and_key(
     }
     conn.close()
 
-    # --- the new code opens the same files ---------------------------------
+    # --- the new code opens the old files ----------------------------------
     with SqlVoiceStore(db_file, style_shapes=PROMPT_SHAPES) as voices:
         assert voices.count() == len(written)
         for old in written:
-            owner = old.owner  # type: ignore[attr-defined]
-            _same_voice(voices.get(old.id, owner), old)  # type: ignore[attr-defined]
-        assert [p.voice_id for p in voices.pending_purges()] == [gone.id]
+            _same_voice(voices.get(old["id"], old["owner"]), old)
+        assert [p.voice_id for p in voices.pending_purges()] == [expected["deleted_voice"]]
         assert [s.name for s in voices.list("owner-a")] == ["Plain", "With audio", "Prompted"]
         # The upgraded library takes new voices and edits of old ones.
-        assert voices.create(legacy_record(legacy, "New", 6)).version == 1  # type: ignore[arg-type]
-        assert voices.rename(written[2].id, "owner-b", "Renamed").name == "Renamed"
-        voices.delete(written[1].id, "owner-a")
+        assert voices.create(voice_record("New", seed=6)).version == 1
+        assert voices.rename(written[2]["id"], "owner-b", "Renamed").name == "Renamed"
+        voices.delete(written[1]["id"], "owner-a")
         assert voices.count() == len(written)
 
+    done = expected["succeeded_job"]
     with SqlJobStore(db_file) as jobs:
         # The old process is gone: its running job is failed, as before.
-        assert jobs.get(running.id, None).message == INTERRUPTED_MESSAGE
-        upgraded = vars(jobs.get(done.id, "owner-b"))
+        assert jobs.get(expected["running_job"], None).message == INTERRUPTED_MESSAGE
+        upgraded = vars(jobs.get(done["id"], "owner-b"))
         # Every field the old code wrote is kept; the queue's columns are new.
-        assert {k: upgraded[k] for k in vars(done)} == vars(done)
+        assert {k: upgraded[k] for k in done} == done
         assert (upgraded["payload"], upgraded["attempts"], upgraded["max_attempts"]) == (None, 0, 1)
-        assert [j.id for j in jobs.list(None)] == [done.id, running.id]
+        assert [j.id for j in jobs.list(None)] == [done["id"], expected["running_job"]]
 
     inline = InlineVoiceLog(db_file)
     assert inline.pending() == ["iv_1"]
@@ -191,13 +89,14 @@ def test_upgrade_from_the_pre_alembic_files_keeps_every_voice_job_and_key(
     ]
     inline.close()
 
+    active, revoked = expected["keys"]["active"], expected["keys"]["revoked"]
     keys = KeyStore(key_file)
-    found = keys.authenticate(plain_active)
-    assert found is not None and (found.id, found.owner) == (active.id, "team-a")
+    found = keys.authenticate(active["plaintext"])
+    assert found is not None and (found.id, found.owner) == (active["id"], "team-a")
     assert found.scopes == frozenset({"tts", "voices:read"})
-    assert keys.authenticate(plain_revoked) is None
-    assert [k.id for k in keys.list()] == [active.id, revoked.id]
-    assert keys.get(revoked.id).revoked_at == pytest.approx(revoked_at(key_file, revoked.id))
+    assert keys.authenticate(revoked["plaintext"]) is None
+    assert [k.id for k in keys.list()] == [active["id"], revoked["id"]]
+    assert keys.get(revoked["id"]).revoked_at == pytest.approx(revoked_at(key_file, revoked["id"]))
     keys.close()
 
     for path in (db_file, key_file):
@@ -215,41 +114,10 @@ def revoked_at(path: Path, key_id: str) -> float:
     return float(value)
 
 
-def _legacy_voices_at_schema(legacy: Legacy, db_path: Path, schema: int) -> object:
-    """A library as voxclone wrote it at voice schema ``schema`` (1 or 2), with one voice."""
-    vs = legacy.voice_store
-    db = vs.SqliteDatabase(db_path)
-    vs.apply_migrations(db, "voices", vs._VOICE_MIGRATIONS[:schema])
-    db.close()
-    record = legacy_record(legacy, "Old", 0)
-    conn = sqlite3.connect(db_path)
-    conn.execute(
-        "INSERT INTO voices (id, owner, name, name_key, language, created_at, updated_at,"
-        " version, source, quality_json) VALUES ('v_old', 'owner-a', 'Old', 'old', 'en-us',"
-        " '2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z', 1, 'instant', '{}')"
-    )
-    c = record.consent  # type: ignore[attr-defined]
-    conn.execute(
-        "INSERT INTO voice_consents VALUES ('v_old', ?, ?, ?, ?)",
-        (c.statement_sha256, c.given_by, c.given_at, c.client_address),
-    )
-    for kind in ("embedding", "style"):
-        array = getattr(record, kind)
-        conn.execute(
-            "INSERT INTO voice_arrays VALUES ('v_old', ?, ?, ?)",
-            (kind, json.dumps(list(array.shape)), array.astype("<f4").tobytes()),
-        )
-    conn.commit()
-    conn.close()
-    return record
-
-
 @pytest.mark.parametrize("schema", [1, 2])
-def test_older_voice_schemas_become_kokoro_voices(
-    legacy: Legacy, tmp_path: Path, schema: int
-) -> None:
-    db_path = tmp_path / "voxclone.sqlite3"
-    old = _legacy_voices_at_schema(legacy, db_path, schema)
+def test_older_voice_schemas_become_kokoro_voices(tmp_path: Path, schema: int) -> None:
+    name = f"voices_schema{schema}"
+    db_path = thaw(f"{name}.sqlite3", tmp_path / "voxclone.sqlite3")
     with SqlVoiceStore(db_path, style_shapes=SHAPES) as s:
         voice = s.get("v_old", "owner-a")
         assert (voice.engine, voice.model_id, voice.model_version) == (
@@ -258,7 +126,7 @@ def test_older_voice_schemas_become_kokoro_voices(
             "",
         )
         assert voice.prompt is None and voice.style is not None
-        assert voice.style.tobytes() == old.style.tobytes()  # type: ignore[attr-defined]
+        assert sha256(voice.style) == EXPECTED[name]["style"]["sha256"]
         # The migrated library takes new voices, and refinements of the old one.
         s.update_style("v_old", "owner-a", style=voice.style, quality={}, source="refined")
     conn = sqlite3.connect(db_path)
@@ -267,11 +135,8 @@ def test_older_voice_schemas_become_kokoro_voices(
     assert {"voices_owner_created", "voices_owner_name"} <= indexes
 
 
-def test_a_legacy_schema_from_a_newer_voxclone_is_refused_untouched(
-    legacy: Legacy, tmp_path: Path
-) -> None:
-    db_path = tmp_path / "voxclone.sqlite3"
-    legacy.voice_store.SqliteVoiceStore(db_path, style_shapes=SHAPES).close()
+def test_a_legacy_schema_from_a_newer_voxclone_is_refused_untouched(tmp_path: Path) -> None:
+    db_path = thaw("voices_schema2.sqlite3", tmp_path / "voxclone.sqlite3")
     conn = sqlite3.connect(db_path)
     conn.execute("UPDATE schema_version SET version = 99 WHERE component = 'voices'")
     conn.commit()

@@ -6,9 +6,7 @@ real S3 endpoint: moto's server, tests/conftest.py).
 
 from __future__ import annotations
 
-import importlib
 import sqlite3
-import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pytest
 from fakes import voice_record
+from pre_alembic import EXPECTED, thaw
 
 from voxclone.bootstrap import voice_purge
 from voxclone.errors import Conflict, VoxcloneError
@@ -29,7 +28,6 @@ from voxclone.service.voices.service import VoiceService
 from voxclone.service.voices.setup import CloningKit, VoiceHooks, VoiceStores
 
 SHAPES: dict[str, tuple[int, ...] | None] = {"kokoro": (510, 1, 256)}
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 # Recognisable bytes: the test looks for them in the raw database file.
 AUDIO = b"RIFF-kept-reference-" + bytes(range(256)) * 16
 
@@ -115,37 +113,27 @@ def test_a_refused_create_leaves_no_blob_and_never_overwrites_one(
     assert store.get(first.id, "owner-a").reference_audio == AUDIO
 
 
-def _legacy_voice_store() -> Any:
-    sys.path.insert(0, str(DATA_DIR))
-    try:
-        return importlib.import_module("legacy_v0.voice_store")
-    finally:
-        sys.path.remove(str(DATA_DIR))
-
-
 def test_voices_whose_audio_is_in_the_database_keep_working(
     db_file: Path, blob_store: BlobStore
 ) -> None:
-    # Written by the last version before Alembic (tests/data/legacy_v0), then by
-    # today's store without a blob store: both keep the bytes in the row.
-    legacy = _legacy_voice_store()
-    old_store = legacy.SqliteVoiceStore(db_file, style_shapes=SHAPES)
-    old = old_store.create(record("Old", reference_audio=b"RIFF-legacy-v0"))
-    old_store.close()
+    # Written by the last version before Alembic (tests/data/pre_alembic), then
+    # by today's store without a blob store: both keep the bytes in the row.
+    thaw("audio_in_row.sqlite3", db_file)
+    old_id = EXPECTED["audio_in_row"]["id"]
     with SqlVoiceStore(db_file, style_shapes=SHAPES) as without_blobs:
         recent = without_blobs.create(record("Recent", seed=1, reference_audio=b"RIFF-in-a-row"))
 
     with SqlVoiceStore(db_file, style_shapes=SHAPES, blobs=blob_store) as voices:
-        assert voices.get(old.id, "owner-a").reference_audio == b"RIFF-legacy-v0"
+        assert voices.get(old_id, "owner-a").reference_audio == b"RIFF-legacy-v0"
         assert voices.get(recent.id, "owner-a").reference_audio == b"RIFF-in-a-row"
         assert [s.has_reference_audio for s in voices.list("owner-a")] == [True, True]
         new = voices.create(record("New", seed=2))
         assert stored_audio_lengths(db_file) == {
-            old.id: len(b"RIFF-legacy-v0"),
+            old_id: len(b"RIFF-legacy-v0"),
             recent.id: len(b"RIFF-in-a-row"),
             new.id: 0,
         }
-        voices.delete(old.id, "owner-a")
+        voices.delete(old_id, "owner-a")
         assert voices.drop_reference_audio(recent.id, "owner-a") is True
         assert stored_audio_lengths(db_file) == {new.id: 0}
         assert voices.get(new.id, "owner-a").reference_audio == AUDIO
