@@ -103,7 +103,7 @@ def test_tampered_campplus_graph_is_rebuilt_not_loaded(
         raise OSError("no child process in this test")
 
     graph = b"the CAM++ graph built from the pinned weights"
-    monkeypatch.setattr(campplus_onnx.subprocess, "run", no_child)
+    monkeypatch.setattr(built_models.subprocess, "run", no_child)
     monkeypatch.setattr(campplus_onnx, "read_state_dict", lambda path: {})
     monkeypatch.setattr(campplus_onnx, "build_onnx", lambda state: graph)
     weights = tmp_path / "weights.pt"

@@ -15,6 +15,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +103,64 @@ def _discard(path: Path, what: str, expected: str | None, digest: str | None) ->
     record_path(path).unlink(missing_ok=True)
 
 
-def single_thread_session(model: bytes, what: str) -> Any:
-    """An ONNX Runtime session on one intra- and one inter-op thread for a
-    built graph (several single-threaded workers beat intra-op threading on
-    2 cores: the GE2E and watermark graphs), ModelAssetError naming ``what``
-    when ORT refuses the graph."""
+def _load_all(paths: Mapping[str, Path], what: str) -> dict[str, bytes] | None:
+    named = len(paths) > 1  # a lone graph's part name says nothing
+    found = {
+        part: load(path, f"{what} ({part})" if named else what) for part, path in paths.items()
+    }
+    if any(data is None for data in found.values()):
+        return None
+    return {part: data for part, data in found.items() if data is not None}
+
+
+def built_once(
+    paths: Mapping[str, Path],
+    what: str,
+    child: Sequence[str],
+    build: Callable[[], Mapping[str, bytes]],
+    *,
+    timeout_s: float,
+) -> dict[str, bytes]:
+    """The graphs saved at ``paths`` (part name -> file) when each passes its
+    hash check; else built by ``python -m *child`` (which saves them) and read
+    back; else built here by ``build`` and saved (a save that fails is logged:
+    the graphs still serve this process).
+
+    The child is there because building imports onnx and torch-free readers
+    that hold the GIL for ~1 s, which a serving process would otherwise spend
+    while it streams speech; it also keeps their memory out of the server.
+    """
+    saved = _load_all(paths, f"saved {what}")
+    if saved is not None:
+        return saved
+    try:
+        subprocess.run(
+            [sys.executable, "-m", *child], check=True, capture_output=True, timeout=timeout_s
+        )
+        built = _load_all(paths, f"{what} built by a child")
+        if built is not None:
+            return built
+    except (OSError, subprocess.SubprocessError):
+        log.warning("building the %s in a child failed; building it here", what, exc_info=True)
+    made = dict(build())
+    try:
+        for part, data in made.items():
+            save(paths[part], data)
+    except OSError:
+        log.warning("could not save the %s", what, exc_info=True)
+    return made
+
+
+def cpu_session(model: bytes, what: str, *, threads: int = 1) -> Any:
+    """An ONNX Runtime CPU session for a built graph on ``threads`` intra-op
+    threads and one inter-op thread (one each by default: several
+    single-threaded workers beat intra-op threading on 2 cores for the GE2E,
+    CAM++ and watermark graphs), ModelAssetError naming ``what`` when ORT
+    refuses the graph."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     try:
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

@@ -23,7 +23,6 @@ CAM++ graphs are.
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from pathlib import Path
 
@@ -121,47 +120,28 @@ def write_graphs(weights: Path, models_dir: Path) -> None:
 def onnx_models(weights: Path, models_dir: Path | None) -> dict[str, bytes]:
     """The encoder and decoder graphs: saved ones when they pass their hash
     check, else built in a child process (in memory when ``models_dir`` is None)."""
-    if models_dir is None:
+
+    def build() -> dict[str, bytes]:
         state = _read_state(weights)
         return {part: build_onnx(state, prefixes) for part, prefixes in PARTS.items()}
+
+    if models_dir is None:
+        return build()
     paths = {part: saved_graph(models_dir, weights, part) for part in PARTS}
-
-    def saved(what: str) -> dict[str, bytes] | None:
-        found = {part: built_models.load(path, f"{what} ({part})") for part, path in paths.items()}
-        if any(data is None for data in found.values()):
-            return None
-        return {part: data for part, data in found.items() if data is not None}
-
-    models = saved("saved watermark graph")
-    if models is not None:
-        return models
-    try:
-        subprocess.run(
-            [sys.executable, "-m", __name__, str(weights), str(models_dir)],
-            check=True,
-            capture_output=True,
-            timeout=BUILD_TIMEOUT_S,
-        )
-        models = saved("watermark graph built by a child")
-        if models is not None:
-            return models
-    except (OSError, subprocess.SubprocessError):
-        log.warning("building the watermark graphs in a child failed; building here", exc_info=True)
-    state = _read_state(weights)
-    models = {part: build_onnx(state, prefixes) for part, prefixes in PARTS.items()}
-    try:
-        for part, data in models.items():
-            built_models.save(paths[part], data)
-    except OSError:
-        log.warning("could not save the watermark graphs", exc_info=True)
-    return models
+    return built_models.built_once(
+        paths,
+        "watermark graphs",
+        [__name__, str(weights), str(models_dir)],
+        build,
+        timeout_s=BUILD_TIMEOUT_S,
+    )
 
 
 class StackSession:
     """One graph in ONNX Runtime on one thread: (C, T_i) arrays in, out."""
 
     def __init__(self, model: bytes) -> None:
-        self._session = built_models.single_thread_session(model, "watermark graph")
+        self._session = built_models.cpu_session(model, "watermark graph")
         self._inputs = [i.name for i in self._session.get_inputs()]
 
     def __call__(self, *xs: np.ndarray) -> list[np.ndarray]:

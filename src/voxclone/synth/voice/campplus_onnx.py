@@ -18,14 +18,12 @@ is discarded and built again, never loaded (synth/built_models.py).
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from voxclone.errors import ModelAssetError
 from voxclone.synth import built_models
 from voxclone.synth.voice.campplus import (
     BLOCKS,
@@ -212,42 +210,20 @@ def write_graph(weights: Path, path: Path) -> None:
 def onnx_model(weights: Path, models_dir: Path) -> bytes:
     """The saved graph, built in a child process first when it is missing."""
     path = saved_graph(models_dir)
-    saved = built_models.load(path, "saved CAM++ graph")
-    if saved is not None:
-        return saved
-    try:
-        subprocess.run(
-            [sys.executable, "-m", __name__, str(weights), str(path)],
-            check=True,
-            capture_output=True,
-            timeout=BUILD_TIMEOUT_S,
-        )
-        built = built_models.load(path, "CAM++ graph built by a child")
-        if built is not None:
-            return built
-    except (OSError, subprocess.SubprocessError):
-        log.warning("building the CAM++ graph in a child failed; building it here", exc_info=True)
-    data = build_onnx(read_state_dict(weights))
-    try:
-        built_models.save(path, data)
-    except OSError:
-        log.warning("could not save the CAM++ graph", exc_info=True)
-    return data
+    return built_models.built_once(
+        {"graph": path},
+        "CAM++ graph",
+        [__name__, str(weights), str(path)],
+        lambda: {"graph": build_onnx(read_state_dict(weights))},
+        timeout_s=BUILD_TIMEOUT_S,
+    )["graph"]
 
 
 class CampplusSession:
     """The graph in ONNX Runtime, one thread (as the GE2E encoder)."""
 
     def __init__(self, model: bytes, *, threads: int = 1) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # ORT raises its own classes for a bad graph
-            raise ModelAssetError("the CAM++ graph could not be loaded") from exc
+        self._session = built_models.cpu_session(model, "CAM++ graph", threads=threads)
 
     def forward(self, feats: np.ndarray) -> np.ndarray:
         out = self._session.run(None, {"feats": np.ascontiguousarray(feats, dtype=np.float32)})

@@ -22,7 +22,6 @@ import importlib.util
 import logging
 import pickle
 import struct
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,12 +366,6 @@ def saved_graph(models_dir: Path) -> Path:
     return models_dir / f"ge2e-{sha256_file(shipped_weights())[:20]}-{GRAPH_VERSION}.onnx"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Readers see no file or a whole one; several builders may race. 0600,
-    with its hash recorded: loads check it (synth/built_models.py)."""
-    built_models.save(path, data)
-
-
 def onnx_model(models_dir: Path | None) -> bytes:
     """The ONNX graph of the shipped weights, saved once under ``models_dir``
     (built in memory when it is None).
@@ -385,27 +378,13 @@ def onnx_model(models_dir: Path | None) -> bytes:
         return build_onnx(read_legacy_state(shipped_weights()))
     path = saved_graph(models_dir)
     # A saved graph that fails its recorded hash is discarded and built again.
-    saved = built_models.load(path, "saved speaker encoder graph")
-    if saved is not None:
-        return saved
-    try:
-        subprocess.run(
-            [sys.executable, "-m", __name__, str(path)],
-            check=True,
-            capture_output=True,
-            timeout=BUILD_TIMEOUT_S,
-        )
-        built = built_models.load(path, "speaker encoder graph built by a child")
-        if built is not None:
-            return built
-    except (OSError, subprocess.SubprocessError):
-        log.warning("building the speaker encoder graph in a child failed", exc_info=True)
-    data = build_onnx(read_legacy_state(shipped_weights()))
-    try:
-        _write_atomically(path, data)
-    except OSError:
-        log.warning("could not save the speaker encoder graph", exc_info=True)
-    return data
+    return built_models.built_once(
+        {"graph": path},
+        "speaker encoder graph",
+        [__name__, str(path)],
+        lambda: {"graph": build_onnx(read_legacy_state(shipped_weights()))},
+        timeout_s=BUILD_TIMEOUT_S,
+    )["graph"]
 
 
 class Ge2eNetwork:
@@ -414,7 +393,7 @@ class Ge2eNetwork:
     single-threaded workers beat intra-op threading on 2 cores)."""
 
     def __init__(self, model: bytes) -> None:
-        self._session = built_models.single_thread_session(model, "speaker encoder graph")
+        self._session = built_models.cpu_session(model, "speaker encoder graph")
         self._basis = mel_basis()
 
     @classmethod
@@ -448,4 +427,4 @@ class Ge2eNetwork:
 
 
 if __name__ == "__main__":  # python -m voxclone.synth.voice.ge2e PATH: what onnx_model spawns
-    _write_atomically(Path(sys.argv[1]), build_onnx(read_legacy_state(shipped_weights())))
+    built_models.save(Path(sys.argv[1]), build_onnx(read_legacy_state(shipped_weights())))
