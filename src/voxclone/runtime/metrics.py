@@ -8,6 +8,7 @@ without "duplicated timeseries" errors.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -29,181 +30,128 @@ _BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)
 class Metrics:
     def __init__(self, namespace: str = "voxclone") -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # Every metric of this instance: its namespace, its own registry.
         reg = self.registry
-        ns = namespace
-        self.http_requests = Counter(
+        counter = partial(Counter, namespace=namespace, registry=reg)
+        gauge = partial(Gauge, namespace=namespace, registry=reg)
+        histogram = partial(Histogram, namespace=namespace, registry=reg)
+        self.http_requests = counter(
             "http_requests_total",
             "HTTP requests by route template, method and status code.",
             ["route", "method", "status"],
-            namespace=ns,
-            registry=reg,
         )
-        self.request_latency = Histogram(
+        self.request_latency = histogram(
             "http_request_duration_seconds",
             "Time from request received to response complete, by route template.",
             ["route"],
-            namespace=ns,
             buckets=_LATENCY_BUCKETS,
-            registry=reg,
         )
-        self.time_to_first_audio = Histogram(
+        self.time_to_first_audio = histogram(
             "time_to_first_audio_seconds",
             "Time from request received to the first audio byte sent.",
-            namespace=ns,
             buckets=_TTFA_BUCKETS,
-            registry=reg,
         )
-        self.first_audio_stage = Histogram(
+        self.first_audio_stage = histogram(
             "first_audio_stage_seconds",
             "Where a stream's time to first audio went, by stage: plan, queue, "
             "engine, post (processing) and encode (transport not included).",
             ["stage"],
-            namespace=ns,
             buckets=_TTFA_BUCKETS,
-            registry=reg,
         )
-        self.real_time_factor = Histogram(
+        self.real_time_factor = histogram(
             "real_time_factor",
             "Synthesis time divided by audio duration (below 1 is faster than real time).",
-            namespace=ns,
             buckets=_RTF_BUCKETS,
-            registry=reg,
         )
-        self.queue_depth = Gauge(
+        self.queue_depth = gauge(
             "queue_depth",
             "Synthesis requests waiting for an engine worker.",
-            namespace=ns,
-            registry=reg,
         )
-        self.batch_size = Histogram(
+        self.batch_size = histogram(
             "batch_size",
             "Number of requests per engine batch.",
-            namespace=ns,
             buckets=_BATCH_BUCKETS,
-            registry=reg,
         )
-        self.cache_hits = Counter(
-            "cache_hits_total", "Audio cache hits by tier.", ["tier"], namespace=ns, registry=reg
-        )
-        self.cache_misses = Counter(
+        self.cache_hits = counter("cache_hits_total", "Audio cache hits by tier.", ["tier"])
+        self.cache_misses = counter(
             "cache_misses_total",
             "Audio cache misses by tier.",
             ["tier"],
-            namespace=ns,
-            registry=reg,
         )
-        self.audio_seconds = Counter(
+        self.audio_seconds = counter(
             "audio_seconds_synthesized_total",
             "Seconds of audio produced by the engine (cache hits excluded).",
-            namespace=ns,
-            registry=reg,
         )
-        self.model_load_seconds = Gauge(
+        self.model_load_seconds = gauge(
             "model_load_seconds",
             "Time it took to load and warm the models at start-up.",
-            namespace=ns,
-            registry=reg,
         )
-        self.voices_stored = Gauge(
-            "voices_stored", "Cloned voices in the library.", namespace=ns, registry=reg
-        )
-        self.engine_failures = Counter(
+        self.voices_stored = gauge("voices_stored", "Cloned voices in the library.")
+        self.engine_failures = counter(
             "engine_failures_total",
             "Engine calls that raised or returned unusable audio.",
-            namespace=ns,
-            registry=reg,
         )
-        self.circuit_open = Gauge(
+        self.circuit_open = gauge(
             "circuit_open",
             "1 while the engine circuit breaker fails requests fast, else 0.",
-            namespace=ns,
-            registry=reg,
         )
-        self.ready = Gauge(
-            "ready", "1 once models are loaded and warmed, else 0.", namespace=ns, registry=reg
-        )
-        self.rate_limited = Counter(
+        self.ready = gauge("ready", "1 once models are loaded and warmed, else 0.")
+        self.rate_limited = counter(
             "rate_limited_total",
             "Requests refused by the rate limiter.",
-            namespace=ns,
-            registry=reg,
         )
 
-        self.redis_circuit_open = Gauge(
+        self.redis_circuit_open = gauge(
             "redis_circuit_open",
             "1 while Redis calls are skipped after a failure (local tiers serve), else 0.",
             ["client"],
-            namespace=ns,
-            registry=reg,
         )
-        self.rate_limiter_degraded = Gauge(
+        self.rate_limiter_degraded = gauge(
             "rate_limiter_degraded",
             "1 while the Redis rate limiter cannot reach Redis and decides by its "
             "fallback mode (see mode label), else 0.",
             ["mode"],
-            namespace=ns,
-            registry=reg,
         )
-        self.rate_limiter_decisions_without_redis = Gauge(
+        self.rate_limiter_decisions_without_redis = gauge(
             "rate_limiter_decisions_without_redis",
             "Rate-limit decisions made without Redis since start.",
-            namespace=ns,
-            registry=reg,
         )
-        self.purges_pending = Gauge(
+        self.purges_pending = gauge(
             "purges_pending",
             "Deleted voices whose cached audio could not be purged yet (Redis unreachable).",
-            namespace=ns,
-            registry=reg,
         )
-        self.scheduler_backlog_seconds = Gauge(
+        self.scheduler_backlog_seconds = gauge(
             "scheduler_backlog_seconds",
             "Estimated wait before a new request starts (admitted characters x learned rate).",
-            namespace=ns,
-            registry=reg,
         )
-        self.engine_busy_seconds = Gauge(
+        self.engine_busy_seconds = gauge(
             "engine_busy_seconds_total",
             "Wall seconds the engine workers spent in engine calls since start.",
-            namespace=ns,
-            registry=reg,
         )
-        self.scheduler_dropped = Gauge(
+        self.scheduler_dropped = gauge(
             "scheduler_dropped_total",
             "Queued chunks dropped before the engine (client gone or deadline passed).",
-            namespace=ns,
-            registry=reg,
         )
-        self.scheduler_rejected = Gauge(
+        self.scheduler_rejected = gauge(
             "scheduler_rejected_total",
             "Requests refused at admission (queue full, backlog over their deadline).",
-            namespace=ns,
-            registry=reg,
         )
         # Issue 48: a barge-in's cut is seen here (bench/realtime.py polls it).
-        self.engine_in_flight = Gauge(
+        self.engine_in_flight = gauge(
             "engine_in_flight",
             "Chunks inside an engine call now (0: the engine is idle).",
-            namespace=ns,
-            registry=reg,
         )
-        self.engine_seconds_per_unit = Gauge(
+        self.engine_seconds_per_unit = gauge(
             "engine_seconds_per_unit",
             "Engine seconds per unit of spoken text on one worker that admission plans with.",
-            namespace=ns,
-            registry=reg,
         )
-        self.engine_rate_samples = Gauge(
+        self.engine_rate_samples = gauge(
             "engine_rate_samples_total",
             "Engine calls the planning rate was learned from (0: still the cold prior).",
-            namespace=ns,
-            registry=reg,
         )
-        self.engine_items = Gauge(
+        self.engine_items = gauge(
             "engine_items_total",
             "Chunks the engine rendered since start.",
-            namespace=ns,
-            registry=reg,
         )
 
     # -- conveniences for the callers that report most often

@@ -195,17 +195,7 @@ class SpeechJobs:
         price = self._speech.estimate(req)
         payload = request_payload(req)
         payload[ESTIMATE_FIELD] = {"units": price.units, "output_s": round(price.output_s, 1)}
-        job, created = self._queue.enqueue(
-            kind=SPEECH_JOB_KIND,
-            owner=req.owner,
-            payload=payload,
-            max_attempts=self.config.max_attempts,
-            idempotency_key=idempotency_key,
-            voice_ids=self._voice_ids(req),
-        )
-        if created:
-            self._events.publish(job)
-        return job, created
+        return self._enqueue(req.owner, payload, idempotency_key, self._voice_ids(req))
 
     def submit_dialogue(
         self, dialogue: Dialogue, dialogues: Dialogues, *, idempotency_key: str | None = None
@@ -247,13 +237,26 @@ class SpeechJobs:
             "units": sum(t.service.text_size(t.request) for t in prepared.turns),
             "output_s": round(prepared.output_s, 1),
         }
+        return self._enqueue(
+            dialogue.owner, payload, idempotency_key, dialogues.voice_ids(prepared)
+        )
+
+    def _enqueue(
+        self,
+        owner: str,
+        payload: dict[str, Any],
+        idempotency_key: str | None,
+        voice_ids: Sequence[str],
+    ) -> tuple[JobRecord, bool]:
+        """Queue a speech job and announce it (a repeat of an idempotent
+        submit returns the first job and announces nothing)."""
         job, created = self._queue.enqueue(
             kind=SPEECH_JOB_KIND,
-            owner=dialogue.owner,
+            owner=owner,
             payload=payload,
             max_attempts=self.config.max_attempts,
             idempotency_key=idempotency_key,
-            voice_ids=dialogues.voice_ids(prepared),
+            voice_ids=voice_ids,
         )
         if created:
             self._events.publish(job)

@@ -64,22 +64,26 @@ def voice_where(voice_id: str, owner: str | None) -> ColumnElement[bool]:
     return clause if owner is None else and_(clause, _V.owner == owner)
 
 
+def _voice_fields(row: Sequence[Any]) -> dict[str, Any]:
+    """The fields a summary and a whole record share, from RECORD_COLUMNS."""
+    return {
+        "id": row[0],
+        "name": row[1],
+        "language": row[2],
+        "owner": row[3],
+        "created_at": row[4],
+        "updated_at": row[5],
+        "version": int(row[6]),
+        "source": row[7],
+        "quality": json.loads(row[8]),
+        "engine": row[9],
+        "model_id": row[10],
+        "model_version": row[11],
+    }
+
+
 def summary_from_row(row: Sequence[Any]) -> VoiceSummary:
-    return VoiceSummary(
-        id=row[0],
-        name=row[1],
-        language=row[2],
-        owner=row[3],
-        created_at=row[4],
-        updated_at=row[5],
-        version=int(row[6]),
-        source=row[7],
-        quality=json.loads(row[8]),
-        has_reference_audio=bool(row[12]),
-        engine=row[9],
-        model_id=row[10],
-        model_version=row[11],
-    )
+    return VoiceSummary(**_voice_fields(row), has_reference_audio=bool(row[12]))
 
 
 def not_found(voice_id: str) -> NotFound:
@@ -183,23 +187,12 @@ def load_voice(
         ).scalar()
         audio = bytes(audio_data) if audio_data is not None else None
     return VoiceRecord(
-        id=row[0],
-        name=row[1],
-        language=row[2],
-        owner=row[3],
-        created_at=row[4],
-        updated_at=row[5],
-        version=int(row[6]),
+        **_voice_fields(row),
         consent=ConsentRecord(*consent_row),
         embedding=arrays["embedding"],
         style=arrays.get("style"),
-        quality=json.loads(row[8]),
-        source=row[7],
         reference_audio=audio,
         reference_spectrum=arrays.get("reference_spectrum"),
         tone_db=arrays.get("tone"),
-        engine=row[9],
-        model_id=row[10],
-        model_version=row[11],
         prompt=prompt,
     )
