@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import cpu_cost
 from voxclone.devserver import free_loopback_port
 
 
@@ -82,7 +83,7 @@ if "VOXCLONE_MODELS_DIR" not in os.environ:
 # spin between operators, 4 threads on 2 cores. Off in xdist workers (their
 # child servers inherit it): 3 model-heavy files took 140-147 s instead of
 # 163-181 s, two runs each (2026-12-07). The fast lane keeps its own tests
-# (tests/unit/test_ort_cache.py on real Kokoro, tests/unit/test_scheduler.py),
+# (tests/integration/test_ort_cache.py on real Kokoro, tests/unit/test_scheduler.py),
 # and make test's timed phase, one process on a quiet machine, serves with it.
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.setdefault("VOXCLONE_FAST_LANE_THREADS", "0")
@@ -96,6 +97,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.models)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Iterator[None]:
+    # Here, not in tests/unit/conftest.py: a session fixture is set up through
+    # the session's hooks, which a folder's conftest does not take part in.
+    with cpu_cost.shared_server_start(request.config, fixturedef.argname):
+        yield
 
 
 # =============================================================================

@@ -1,5 +1,5 @@
-"""CAM++'s ONNX graph built once in a child process and saved (moved from
-tests/unit/test_campplus.py, issue 51: tests/unit runs no subprocess or server).
+"""CAM++'s ONNX graph built once in a child process and saved (with the helpers
+of test_campplus.py, which checks the network itself).
 """
 
 from __future__ import annotations

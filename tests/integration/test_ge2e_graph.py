@@ -1,5 +1,5 @@
 """The speaker encoder's real weights against resemblyzer's, and its ONNX graph built in a
-child process (moved from tests/unit/test_ge2e.py, issue 51).
+child process (with the helpers of test_ge2e.py).
 """
 
 from __future__ import annotations

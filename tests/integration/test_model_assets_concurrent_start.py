@@ -1,5 +1,5 @@
-"""Concurrent first starts (child processes) yield one valid model (moved from
-tests/unit/test_model_assets.py, issue 51: tests/unit runs no subprocess or server).
+"""Concurrent first starts (child processes) yield one valid model (with the
+helpers of test_model_assets.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Speech detection imports no torch, checked in a fresh child interpreter (moved from
-tests/unit/test_vad_silero.py, issue 51).
+"""Speech detection imports no torch, checked in a fresh child interpreter (beside
+test_vad_silero.py, which checks the detector against the package).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The watermark's ONNX graphs built in a child, saved, hash-recorded, rebuilt when tampered (moved
-from tests/unit/test_watermark.py, issue 51: tests/unit runs no subprocess or server).
+"""The watermark's ONNX graphs built in a child, saved, hash-recorded, rebuilt when
+tampered (with the helpers of test_watermark.py, which checks the network itself).
 """
 
 from __future__ import annotations

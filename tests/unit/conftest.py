@@ -1,8 +1,11 @@
-"""Every test in tests/unit runs under unit_guard: no subprocess, no server (issue 51)."""
+"""Every test in tests/unit runs under unit_guard (no subprocess, no server)
+and within a CPU budget (no model load, nothing slow): issue 51."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Generator, Iterator
+from typing import Any
 
 # Importing phonemizer's espeak backend runs ldconfig once (dlinfo's glibc
 # probe, through ctypes.util.find_library): an import's one-time cost, not a
@@ -11,7 +14,25 @@ from collections.abc import Iterator
 # failed on it, whichever came first).
 import phonemizer.backend.espeak.wrapper  # noqa: F401
 import pytest
+from pluggy import Result
 from unit_guard import install_guard
+
+import cpu_cost
+
+# The libraries the product imports inside functions (serving stays light),
+# imported once here, so the CPU budget below charges a test for its own work
+# and not for being the first to need one (scipy.signal alone: 0.4 s from
+# bytecode, 2 s from source).
+PREIMPORTED = (
+    "scipy.signal",
+    "pyworld",
+    "c2pa",
+    "cryptography.x509",
+    "cryptography.hazmat.primitives.asymmetric.ec",
+    "sqlalchemy.dialects.postgresql",
+)
+for _module in PREIMPORTED:
+    importlib.import_module(_module)
 
 
 @pytest.fixture(autouse=True)
@@ -20,3 +41,27 @@ def _no_subprocess_or_server() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         install_guard(patch)
         yield
+
+
+# Under a second of CPU each, setup included (tests/cpu_cost.py): the slowest
+# unit test took 0.5 s on an idle 2-core host (2026-12-07), so a busy machine
+# has room; tests over it (a model, a large render, a long search) are in
+# tests/integration.
+UNIT_CPU_BUDGET_S = 1.0
+ADVICE = (
+    "tests/unit loads no model and runs nothing slow: make it cheaper or move it to "
+    "tests/integration"
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    cpu_cost.start(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[Any]
+) -> Generator[None, Result[pytest.TestReport], None]:
+    outcome = yield
+    cpu_cost.enforce(item, outcome.get_result(), UNIT_CPU_BUDGET_S, ADVICE)

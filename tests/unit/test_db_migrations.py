@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from fakes import voice_record
 from pre_alembic import EXPECTED, sha256, thaw
 
 from voxclone.errors import VoxcloneError
-from voxclone.runtime.db import Database, current_revision, head_revision, sqlite_url, upgrade
+from voxclone.runtime.db import Database, head_revision, sqlite_url, upgrade
 from voxclone.runtime.db import tables as current_schema
 from voxclone.runtime.inline_log import InlineVoiceLog
 from voxclone.runtime.job_store import INTERRUPTED_MESSAGE, SqlJobStore
@@ -157,35 +156,6 @@ def test_migrations_build_exactly_the_schema_the_repositories_query(database_url
         diff = compare_metadata(MigrationContext.configure(conn), current_schema.metadata)
     db.close()
     assert diff == []
-
-
-def test_two_processes_opening_a_fresh_file_migrate_it_once(tmp_path: Path) -> None:
-    # Thirty fresh files, four openers each: switching a new file to WAL raced
-    # ("database is locked" at once, no busy wait) in about 1 of 10 rounds.
-    for round_ in range(30):
-        url = sqlite_url(tmp_path / f"fresh-{round_}.sqlite3")
-        errors: list[BaseException] = []
-        barrier = threading.Barrier(4)
-
-        def opener(url: str = url, errors: list[BaseException] = errors, barrier=barrier) -> None:
-            db = Database(url)
-            try:
-                barrier.wait()
-                upgrade(db)
-            except BaseException as exc:
-                errors.append(exc)
-            finally:
-                db.close()
-
-        threads = [threading.Thread(target=opener) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-        assert errors == [], round_
-    db = Database(url)
-    assert current_revision(db) == head_revision()
-    db.close()
 
 
 def test_db_cli_migrates_the_configured_databases(

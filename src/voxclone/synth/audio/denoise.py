@@ -14,7 +14,7 @@ spent 1.44 s here, most of an enrollment's time to speakable. Long clips are
 cut into pieces denoised on threads of their own (ctypes releases the GIL for
 the call), each starting :data:`WARMUP_FRAMES` early with a fresh state whose
 warm-up output is dropped: the recurrent state has settled within that second,
-so the pieces join without a seam (tests/unit/test_denoise.py).
+so the pieces join without a seam (tests/integration/test_denoise.py).
 """
 
 from __future__ import annotations

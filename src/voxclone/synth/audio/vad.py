@@ -10,7 +10,7 @@ its segment rules (enter at ``threshold``, leave below ``threshold - 0.15``
 after ``min_silence_ms``, drop segments under ``min_speech_ms``, pad 30 ms).
 The package's API takes torch tensors and importing it imports torch: on a
 server that was ~2 s of the first clone (most of it holding the GIL) and
-~370 MiB of memory for a 2 MB model. tests/unit/test_vad_silero.py checks the
+~370 MiB of memory for a 2 MB model. tests/integration/test_vad_silero.py checks the
 segments against the package's own ``get_speech_timestamps``.
 """
 

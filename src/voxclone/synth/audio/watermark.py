@@ -18,7 +18,7 @@ three such stacks at 0.75x, 1x and 1.25x time scale and returns one number in
 Runtime on one thread, from graphs built from the shipped weights at the first
 start (synth/audio/watermark_graph.py: 5-16x less CPU than NumPy's BLAS, whose
 threads spin on every core); the STFTs stay in NumPy. Outputs match the
-package's torch code (tests/unit/test_watermark.py).
+package's torch code (tests/integration/test_watermark.py).
 
 Serving adds only the watermark's *change* to the signal: the residual
 multiplies each sub-2 kHz STFT bin by ``10 ** (9.75 * residual) - 1`` (the

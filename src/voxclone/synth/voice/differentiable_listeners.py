@@ -8,7 +8,7 @@ GE2E: synth/voice/ge2e.py), built from the same weights those load — the
 CAM++ layers from the NumPy network's parsed, checked tensors, GE2E's LSTM
 from the state dict the ONNX graph is built from — with every constant (mel
 filters, windows, window grid) taken from those modules, so the two cannot
-drift apart. Measured agreement: tests/unit/test_differentiable_listeners.py.
+drift apart. Measured agreement: tests/integration/test_differentiable_listeners.py.
 
 Two steps are not differentiable and need not be: GE2E's volume
 normalization and webrtcvad trim *decide* (a gain, a set of kept samples) on

@@ -1,0 +1,65 @@
+"""What a test costs in CPU, for the budget of tests/unit (issue 51: a unit
+test takes under a second; tests/unit/conftest.py enforces it).
+
+Process CPU time, not wall time: a busy machine stretches a test's clock, but
+its CPU time only a little (the budget is twice the slowest unit test's CPU,
+measured on an idle 2-core host). Setup counts (a module fixture that loads a
+model is the test's cost), except the start of a shared server of
+tests/conftest.py (PostgreSQL, Redis, moto's S3): many tests ask for one and the
+first to run pays for all; PostgreSQL and Redis are children that cost this
+process nothing anyway, moto's server starts in a thread here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+SHARED_SERVERS = frozenset({"redis_server", "postgres_server", "postgres_database", "s3_endpoint"})
+
+_SHARED_CPU = pytest.StashKey[float]()  # CPU s the shared servers took to start
+_STARTED = pytest.StashKey[tuple[float, float]]()  # (CPU s, shared CPU s) at a test's setup
+
+
+@contextmanager
+def shared_server_start(config: pytest.Config, fixture: str) -> Iterator[None]:
+    """Around a fixture's setup: a shared server's start is booked apart."""
+    if fixture not in SHARED_SERVERS:
+        yield
+        return
+    start = time.process_time()
+    try:
+        yield
+    finally:
+        config.stash[_SHARED_CPU] = config.stash.get(_SHARED_CPU, 0.0) + (
+            time.process_time() - start
+        )
+
+
+def start(item: pytest.Item) -> None:
+    """At the start of ``item``'s setup."""
+    item.stash[_STARTED] = (time.process_time(), item.config.stash.get(_SHARED_CPU, 0.0))
+
+
+def spent(item: pytest.Item) -> float | None:
+    """CPU seconds ``item`` has cost since :func:`start`, shared servers aside."""
+    started = item.stash.get(_STARTED, None)
+    if started is None:
+        return None
+    cpu, shared = started
+    return time.process_time() - cpu - (item.config.stash.get(_SHARED_CPU, 0.0) - shared)
+
+
+def enforce(item: pytest.Item, report: pytest.TestReport, budget_s: float, advice: str) -> None:
+    """Fail a passing test whose setup and call took more than ``budget_s`` CPU seconds."""
+    if report.when != "call" or not report.passed:
+        return
+    cost = spent(item)
+    if cost is not None and cost > budget_s:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} took {cost:.2f} s of CPU (the budget: {budget_s} s): {advice}"
+        )

@@ -1,0 +1,62 @@
+"""The CPU budget of tests/unit (tests/cpu_cost.py): a test over it fails
+naming its cost; a shared server's start is not charged to the test that
+happens to start it, any other fixture's setup is."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+import cpu_cost
+
+BUDGET_S = 0.1
+
+
+def _item() -> pytest.Item:
+    config = SimpleNamespace(stash=pytest.Stash())
+    return cast(pytest.Item, SimpleNamespace(stash=pytest.Stash(), config=config, nodeid="t.py::x"))
+
+
+def _passed_call() -> pytest.TestReport:
+    return pytest.TestReport("t.py::x", ("t.py", 0, "x"), {}, "passed", None, "call")
+
+
+def _burn(seconds: float) -> None:
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+
+
+def test_a_test_over_the_budget_fails_naming_its_cost() -> None:
+    item, report = _item(), _passed_call()
+    cpu_cost.start(item)
+    _burn(1.5 * BUDGET_S)
+    cpu_cost.enforce(item, report, BUDGET_S, "move it")
+    assert report.failed
+    assert "t.py::x took 0.1" in str(report.longrepr) and "move it" in str(report.longrepr)
+
+
+def test_a_test_within_the_budget_passes() -> None:
+    item, report = _item(), _passed_call()
+    cpu_cost.start(item)
+    _burn(0.2 * BUDGET_S)
+    cpu_cost.enforce(item, report, BUDGET_S, "move it")
+    assert report.passed
+
+
+def test_a_shared_server_start_is_not_charged_and_another_fixture_is() -> None:
+    item = _item()
+    cpu_cost.start(item)
+    with cpu_cost.shared_server_start(item.config, "postgres_server"):
+        _burn(1.5 * BUDGET_S)
+    shared = _passed_call()
+    cpu_cost.enforce(item, shared, BUDGET_S, "move it")
+    assert shared.passed
+    with cpu_cost.shared_server_start(item.config, "runtime"):  # loads models: charged
+        _burn(1.5 * BUDGET_S)
+    own = _passed_call()
+    cpu_cost.enforce(item, own, BUDGET_S, "move it")
+    assert own.failed
