@@ -27,7 +27,8 @@ from voxclone.runtime.admission import WorkRate
 from voxclone.runtime.key_scopes import LOCAL_OWNER
 from voxclone.synth.text.lexicon import Pronunciation
 
-pytestmark = pytest.mark.timed
+# The tests that time a refusal (a stalled body, a deadline) are marked
+# `timed`: make test runs them alone, on a quiet machine.
 
 # What the slow-body tests give the server: a short idle limit keeps them quick.
 IDLE_S = 1.0
@@ -74,6 +75,7 @@ def _assert_408(status: int, headers: dict[str, str], body: bytes) -> None:
     assert error["limit"] == IDLE_S
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize(
     ("path", "content_type", "first"),
     [
@@ -99,6 +101,7 @@ def test_stalled_body_is_408_within_the_idle_time(live_server, path, content_typ
     assert IDLE_S * 0.9 <= elapsed < IDLE_S + MARGIN_S, elapsed
 
 
+@pytest.mark.timed
 def test_trickled_body_is_408_although_it_never_idles(live_server) -> None:
     """One byte every 0.3 s never waits IDLE_S for a byte: the minimum rate cuts it."""
     with live_server(body_idle_timeout_s=IDLE_S, body_min_rate=100) as server:
@@ -136,6 +139,7 @@ def error_message(body: bytes) -> str:
     return str(json.loads(body)["error"]["message"])
 
 
+@pytest.mark.timed
 def test_a_body_that_arrives_in_time_is_served(live_server) -> None:
     """The guard times only waits for bytes: a body in pieces within the limit passes."""
     payload = json.dumps({"text": "Hello there."}).encode()
@@ -190,6 +194,7 @@ def _wait_until_idle(runtime: Runtime) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.timed
 def test_whole_file_past_its_deadline_is_504_at_the_deadline(
     client: TestClient, runtime: Runtime, optimistic_scheduler: None
 ) -> None:
@@ -209,6 +214,7 @@ def test_whole_file_past_its_deadline_is_504_at_the_deadline(
     _wait_until_idle(runtime)
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize(
     ("path", "body"),
     [

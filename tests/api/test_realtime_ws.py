@@ -14,7 +14,10 @@ import pytest
 from tests.api.realtime_client import Received, drain, open_socket, send, speak, ws_url
 from websockets.exceptions import ConnectionClosed
 
-pytestmark = [pytest.mark.models, pytest.mark.timed]
+# The tests that time the server (first audio, engine idle after a cancel,
+# an idle timer, 8 sessions at once) are marked `timed`: make test runs them
+# alone; the rest check messages and run beside other tests.
+pytestmark = pytest.mark.models
 
 VOICE = "clear_female"
 
@@ -42,6 +45,7 @@ def test_stream_input_speaks_text_with_its_alignment(live_server: Callable[..., 
             assert a["charStartTimesMs"] == sorted(a["charStartTimesMs"])
 
 
+@pytest.mark.timed
 def test_first_clause_is_spoken_before_the_text_ends(live_server: Callable[..., Any]) -> None:
     with (
         live_server() as server,
@@ -96,6 +100,7 @@ def _wait_idle(runtime: Any, since: float, limit_s: float = 120.0) -> float:
 LONG = " ".join(["This sentence is one of many that the agent will never finish."] * 8)
 
 
+@pytest.mark.timed
 def test_close_context_stops_its_audio_and_engine_work(live_server: Callable[..., Any]) -> None:
     """Barge-in: after close_context's acknowledgement no audio comes for the
     context, and the scheduler has no work left for it."""
@@ -129,6 +134,7 @@ def test_close_context_stops_its_audio_and_engine_work(live_server: Callable[...
     assert stopped < 1.0
 
 
+@pytest.mark.timed
 def test_client_leaving_stops_engine_work(live_server: Callable[..., Any]) -> None:
     with live_server() as server:
         runtime = server.app.state.runtime
@@ -215,6 +221,7 @@ def test_keys_header_first_message_and_bearer(live_server: Callable[..., Any]) -
             assert got.close_code == 1008 and got.errors()[0]["error"]["code"] == status
 
 
+@pytest.mark.timed
 def test_limits_contexts_idle_and_rate(live_server: Callable[..., Any]) -> None:
     from voxclone.service.realtime_session import RealtimeLimits
 
@@ -239,6 +246,7 @@ def test_limits_contexts_idle_and_rate(live_server: Callable[..., Any]) -> None:
         assert got.close_code == 1008 and got.errors()[0]["error"]["field"] == "text"
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("sessions", [2, 4, 8])
 def test_concurrent_sessions_all_speak(live_server: Callable[..., Any], sessions: int) -> None:
     from concurrent.futures import ThreadPoolExecutor

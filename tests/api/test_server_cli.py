@@ -20,8 +20,6 @@ from voxclone.config import Settings
 from voxclone.devserver import free_loopback_port
 from voxclone.runtime.keys import KeyStore
 
-pytestmark = pytest.mark.timed
-
 
 def _keys(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser()
@@ -176,6 +174,7 @@ def _held_port() -> socket.socket:
     return holder
 
 
+@pytest.mark.timed
 def test_a_taken_port_fails_before_anything_loads(
     tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
