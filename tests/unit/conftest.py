@@ -15,6 +15,7 @@ from typing import Any
 import phonemizer.backend.espeak.wrapper  # noqa: F401
 import pytest
 from pluggy import Result
+from threadpoolctl import ThreadpoolController
 from unit_guard import install_guard
 
 import cpu_cost
@@ -33,6 +34,18 @@ PREIMPORTED = (
 )
 for _module in PREIMPORTED:
     importlib.import_module(_module)
+
+# The BLAS libraries loaded so far (numpy's, scipy's), each test limited to one
+# thread of them: idle OpenBLAS threads spin, and on a loaded host their
+# spinning charged a 0.15 s test (a few SVDs) 2.6 s of CPU. One thread is
+# also what these small matrices want.
+BLAS = ThreadpoolController()
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread() -> Iterator[None]:
+    with BLAS.limit(limits=1, user_api="blas"):
+        yield
 
 
 @pytest.fixture(autouse=True)
