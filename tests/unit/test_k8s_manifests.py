@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from voxclone.config import Settings
@@ -316,21 +315,3 @@ def test_worker_cpus_fit_one_replica() -> None:
         (container,) = group["template"]["spec"]["containers"]
         assert float(container["resources"]["limits"]["cpu"]) >= replica_cpus
     assert cluster["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
-
-
-def test_serve_configs_validate_against_ray_schema() -> None:
-    schema = pytest.importorskip("ray.serve.schema", reason="Ray is the optional extra 'ray'")
-    for config in (yaml.safe_load(SERVE_YAML.read_text()), serve_config_v2()):
-        parsed = schema.ServeDeploySchema.model_validate(config)
-        assert parsed.applications[0].import_path == "voxclone.deploy.ray:app"
-
-
-def test_import_path_resolves_to_the_app() -> None:
-    pytest.importorskip("ray.serve", reason="Ray is the optional extra 'ray'")
-    from ray.serve import Application
-
-    from voxclone.deploy import ray as deploy_ray
-
-    assert isinstance(deploy_ray.app, Application)
-    _app, deployment = _deployment_cfg(yaml.safe_load(SERVE_YAML.read_text()))
-    assert deployment["name"] == deploy_ray.INGRESS_NAME
