@@ -40,9 +40,9 @@ for _module in PREIMPORTED:
     importlib.import_module(_module)
 
 # The BLAS libraries loaded so far (numpy's, scipy's), each test limited to one
-# thread of them: idle OpenBLAS threads spin, and on a loaded host their
-# spinning charged a 0.15 s test (a few SVDs) 2.6 s of CPU. One thread is
-# also what these small matrices want.
+# thread of them, so a test's matrix work runs in its own thread, where the
+# budget counts it (tests/cpu_cost.py); idle OpenBLAS threads also spin, which
+# on a loaded host charged a 0.15 s test 2.6 s of process CPU.
 BLAS = ThreadpoolController()
 
 
