@@ -350,6 +350,19 @@ def saved_blends(app_url: str) -> Iterator[list[dict[str, Any]]]:
         _api(app_url, "DELETE", f"/v1/voices/{voice['id']}")
 
 
+def _wait_until_only(page: Any, voice_id: str) -> None:
+    """Wait until the library list shows ``voice_id`` alone (it is made again
+    after a reload, so reading it at once can find it empty)."""
+    page.wait_for_function(
+        """id => {
+            const shown = [...document.querySelectorAll('#voice-list > li.voice')]
+                .filter(e => e.offsetParent !== null);
+            return shown.length === 1 && shown[0].dataset.voiceId === id;
+        }""",
+        arg=voice_id,
+    )
+
+
 def _visible_ids(page: Any, selector: str) -> list[str]:
     return list(
         page.eval_on_selector_all(
@@ -412,6 +425,9 @@ def test_filter_the_builtin_voices_and_the_library(
     page.locator(f"#voice-list li[data-voice-id='{borealis['id']}']").wait_for()
     library_total = page.locator("#voice-list > li.voice").count()
     page.fill("#library-filter", aurora["name"].lower())
+    # The reload clicked above may still be making the list again: wait for the
+    # filtered list (read at once, it was empty in a CI run, 2026-12-08).
+    _wait_until_only(page, aurora["id"])
     assert _visible_ids(page, "#voice-list > li.voice") == [aurora["id"]]
     library_count = page.locator("#library-filter-count").inner_text()
     assert library_count.startswith(f"1 of {library_total} voices match"), library_count
@@ -420,14 +436,7 @@ def test_filter_the_builtin_voices_and_the_library(
     # made again to show the filtered voice alone (under load the old wait
     # read the list while it was empty: CI, session 25); a filter that did not
     # survive the reload times out here.
-    page.wait_for_function(
-        """id => {
-            const shown = [...document.querySelectorAll('#voice-list > li.voice')]
-                .filter(e => e.offsetParent !== null);
-            return shown.length === 1 && shown[0].dataset.voiceId === id;
-        }""",
-        arg=aurora["id"],
-    )
+    _wait_until_only(page, aurora["id"])
     assert _visible_ids(page, "#voice-list > li.voice") == [aurora["id"]]
     assert page.evaluate(_UNLABELLED_CONTROLS_JS) == []
     assert page_errors == []
