@@ -423,11 +423,12 @@ def test_filter_the_builtin_voices_and_the_library(
     page.click("#library-reload")
     aurora, borealis = saved_blends
     page.locator(f"#voice-list li[data-voice-id='{borealis['id']}']").wait_for()
-    library_total = page.locator("#voice-list > li.voice").count()
     page.fill("#library-filter", aurora["name"].lower())
     # The reload clicked above may still be making the list again: wait for the
-    # filtered list (read at once, it was empty in a CI run, 2026-12-08).
+    # filtered list (read at once, it was empty in a CI run, 2026-12-08), then
+    # count every voice in it, shown or filtered out.
     _wait_until_only(page, aurora["id"])
+    library_total = page.locator("#voice-list > li.voice").count()
     assert _visible_ids(page, "#voice-list > li.voice") == [aurora["id"]]
     library_count = page.locator("#library-filter-count").inner_text()
     assert library_count.startswith(f"1 of {library_total} voices match"), library_count
