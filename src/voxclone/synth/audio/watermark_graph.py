@@ -22,7 +22,6 @@ CAM++ graphs are.
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -31,8 +30,6 @@ import numpy as np
 from voxclone.errors import ModelAssetError
 from voxclone.synth import built_models
 from voxclone.synth.files import sha256_file
-
-log = logging.getLogger(__name__)
 
 GRAPH_VERSION = "v1"  # in the saved files' names: a change to build_onnx never reuses old copies
 BUILD_TIMEOUT_S = 180.0

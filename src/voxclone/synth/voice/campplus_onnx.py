@@ -17,7 +17,6 @@ is discarded and built again, never loaded (synth/built_models.py).
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,6 @@ from voxclone.synth.voice.campplus import (
 from voxclone.synth.voice.campplus_weights import WEIGHTS_SHA256
 from voxclone.synth.voice.fbank import N_MELS, mean_normalized_fbank
 from voxclone.synth.voice.torch_zip import read_state_dict
-
-log = logging.getLogger(__name__)
 
 GRAPH_VERSION = "v1"  # in the saved file's name: a change to build_onnx never reuses old copies
 BUILD_TIMEOUT_S = 180.0

@@ -19,7 +19,6 @@ builds NumPy arrays and accepts nothing but tensors and dicts.
 from __future__ import annotations
 
 import importlib.util
-import logging
 import pickle
 import struct
 import sys
@@ -33,8 +32,6 @@ from voxclone.errors import ModelAssetError
 from voxclone.synth import built_models
 from voxclone.synth.asset_packages import missing
 from voxclone.synth.files import sha256_file
-
-log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
 # In the saved graph's file name: a change to build_onnx must not reuse old copies.
