@@ -14,6 +14,7 @@ from typing import Any
 # failed on it, whichever came first).
 import phonemizer.backend.espeak.wrapper  # noqa: F401
 import pytest
+from matplotlib import font_manager
 from pluggy import Result
 from threadpoolctl import ThreadpoolController
 from unit_guard import install_guard
@@ -38,6 +39,12 @@ PREIMPORTED = (
 )
 for _module in PREIMPORTED:
     importlib.import_module(_module)
+
+# matplotlib's font list, which benchmark plots need: on a machine that has
+# never drawn one it is found by running fc-list (a child the guard refuses:
+# on a fresh machine the bench smoke tests failed on it, whichever came first)
+# and cached in the user's home.
+font_manager.fontManager.get_default_size()
 
 # The BLAS libraries loaded so far (numpy's, scipy's), each test limited to one
 # thread of them, so a test's matrix work runs in its own thread, where the

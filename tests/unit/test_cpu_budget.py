@@ -30,12 +30,16 @@ def _burn(seconds: float) -> None:
         pass
 
 
+def _reference_host() -> float:
+    return 1.0
+
+
 @pytest.mark.parametrize(("share", "fails"), [(1.5, True), (0.2, False)])
 def test_a_test_over_the_budget_fails_naming_its_cost(share: float, fails: bool) -> None:
     item, report = _item(), _passed_call()
     cpu_cost.start(item)
     _burn(share * BUDGET_S)
-    cpu_cost.enforce(item, report, BUDGET_S, "move it")
+    cpu_cost.enforce(item, report, BUDGET_S, "move it", _reference_host)
     assert report.failed is fails
     if fails:
         assert "t.py::x took 0.1" in str(report.longrepr) and "move it" in str(report.longrepr)
@@ -47,10 +51,21 @@ def test_a_shared_server_start_is_not_charged_and_another_fixture_is() -> None:
     with cpu_cost.shared_server_start(item.config, "postgres_server"):
         _burn(1.5 * BUDGET_S)
     shared = _passed_call()
-    cpu_cost.enforce(item, shared, BUDGET_S, "move it")
+    cpu_cost.enforce(item, shared, BUDGET_S, "move it", _reference_host)
     assert shared.passed
     with cpu_cost.shared_server_start(item.config, "runtime"):  # loads models: charged
         _burn(1.5 * BUDGET_S)
     own = _passed_call()
-    cpu_cost.enforce(item, own, BUDGET_S, "move it")
+    cpu_cost.enforce(item, own, BUDGET_S, "move it", _reference_host)
     assert own.failed
+
+
+@pytest.mark.parametrize(("slowdown", "fails"), [(1.0, True), (2.0, False)])
+def test_the_budget_grows_with_how_slow_the_host_runs_then(slowdown: float, fails: bool) -> None:
+    item, report = _item(), _passed_call()
+    cpu_cost.start(item)
+    _burn(1.5 * BUDGET_S)
+    cpu_cost.enforce(item, report, BUDGET_S, "move it", lambda: slowdown)
+    assert report.failed is fails
+    if fails:
+        assert "1.0x slower than the reference now" in str(report.longrepr)
