@@ -7,8 +7,11 @@ compared on the network level and end to end.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +35,20 @@ def mark() -> watermark.PerthMark:
     return watermark.shared()
 
 
-def _torchaudio_stub() -> None:
+@contextmanager
+def _torchaudio_stub() -> Iterator[None]:
     """torchaudio has no build for the pinned torch (2.13; the index's newest
     torchaudio is 2.11.1). PerTh uses only its Spectrogram and
     InverseSpectrogram, which are torch.stft / torch.istft with these
-    arguments (torchaudio.functional.spectrogram, center=True, reflect)."""
+    arguments (torchaudio.functional.spectrogram, center=True, reflect).
+
+    Gone again afterwards: a module without a spec left in sys.modules broke
+    every later import of transformers in the same process (its availability
+    probe, importlib.util.find_spec, raised ValueError), which failed the deep
+    refine service test that ran after this file in one xdist worker."""
     torch = pytest.importorskip("torch")
     if "torchaudio" in sys.modules:
+        yield
         return
 
     class Spectrogram(torch.nn.Module):  # type: ignore[misc,name-defined]
@@ -85,17 +95,29 @@ def _torchaudio_stub() -> None:
     transforms.TimeStretch = TimeStretch  # type: ignore[attr-defined]
     root = types.ModuleType("torchaudio")
     root.transforms = transforms  # type: ignore[attr-defined]
-    sys.modules["torchaudio"] = root
-    sys.modules["torchaudio.transforms"] = transforms
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "torchaudio", root)
+        patch.setitem(sys.modules, "torchaudio.transforms", transforms)
+        yield
 
 
 @pytest.fixture(scope="module")
-def perth_net() -> Any:
-    _torchaudio_stub()
+def perth_net() -> Iterator[Any]:
     pytest.importorskip("librosa")
-    from perth.perth_net.perth_net_implicit.perth_watermarker import PerthImplicitWatermarker
+    with _torchaudio_stub():
+        from perth.perth_net.perth_net_implicit.perth_watermarker import (
+            PerthImplicitWatermarker,
+        )
 
-    return PerthImplicitWatermarker(device="cpu")
+        yield PerthImplicitWatermarker(device="cpu")
+
+
+def test_the_torchaudio_stub_is_gone_after_use() -> None:
+    had = "torchaudio" in sys.modules
+    with _torchaudio_stub():
+        assert "torchaudio.transforms" in sys.modules
+    assert ("torchaudio" in sys.modules) is had
+    importlib.util.find_spec("torchaudio")  # what transformers asks: no ValueError
 
 
 def test_network_matches_perth(mark: watermark.PerthMark, perth_net: Any) -> None:
