@@ -17,10 +17,10 @@ import pytest
 import soundfile as sf
 from fastapi.testclient import TestClient
 
+from installed_models import INSTALLED_MODELS
 from voxclone.api.app import create_app
 from voxclone.bootstrap import Runtime, build_runtime
 from voxclone.config import Settings
-from voxclone.models_location import default_models_dir
 from voxclone.service.speech.service import SpeechRequest
 from voxclone.synth.engine.kokoro.builtin_voices import FALLBACK_COMPARISON_VOICES, earlier_voices
 from voxclone.synth.engine.kokoro.standard_voices import LANGUAGE_DEFAULTS
@@ -28,20 +28,19 @@ from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs, packs_dir
 
 pytestmark = pytest.mark.models
 
-INSTALLED = default_models_dir(Settings().home)  # the installed folder, not the suite's
 SPANISH = "El tren de la mañana sale a las siete en punto."
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if len(load_voice_packs(INSTALLED)) < 54:
+    if len(load_voice_packs(INSTALLED_MODELS)) < 54:
         pytest.skip(
             "Kokoro's standard voice packs are not installed in "
-            f"{packs_dir(INSTALLED)} (python scripts/fetch_voice_packs.py)"
+            f"{packs_dir(INSTALLED_MODELS)} (python scripts/fetch_voice_packs.py)"
         )
     home = tmp_path_factory.mktemp("voxclone-standard")
     (home / "models").mkdir()
-    packs_dir(home / "models").symlink_to(packs_dir(INSTALLED), target_is_directory=True)
+    packs_dir(home / "models").symlink_to(packs_dir(INSTALLED_MODELS), target_is_directory=True)
     return home
 
 

@@ -17,14 +17,12 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from voxclone.config import Settings
+from installed_models import INSTALLED_MODELS
 from voxclone.devserver import ServerNotReady, running_server
-from voxclone.models_location import default_models_dir
 from voxclone.synth.engine.kokoro.voice_packs import packs_dir
 
 pytestmark = [pytest.mark.browser, pytest.mark.models, pytest.mark.timeout(420)]
 
-INSTALLED = default_models_dir(Settings().home)  # the installed folder, not the suite's
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 READY_TIMEOUT_S = 120.0
 SYNTH_TIMEOUT_MS = 120_000
@@ -43,9 +41,9 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield external.rstrip("/")
         return
     home = tmp_path_factory.mktemp("voxclone-previews")
-    if packs_dir(INSTALLED).is_dir():
+    if packs_dir(INSTALLED_MODELS).is_dir():
         (home / "models").mkdir()
-        packs_dir(home / "models").symlink_to(packs_dir(INSTALLED), target_is_directory=True)
+        packs_dir(home / "models").symlink_to(packs_dir(INSTALLED_MODELS), target_is_directory=True)
     try:
         with running_server(home, timeout_s=READY_TIMEOUT_S) as server:
             yield server.url

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import soxr
 
+from installed_models import INSTALLED_MODELS
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem, TokenTiming
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
@@ -19,7 +20,6 @@ from voxclone.synth.voice.speaker_encoder import SpeakerEncoder, cosine
 
 pytestmark = pytest.mark.models
 
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
 FRAME_S = 600 / 24_000
 # A stream's first chunks (cut mid-sentence, so Kokoro gives the boundary
 # token after them 6-11 frames) and a whole sentence.
@@ -28,7 +28,7 @@ SENTENCE = "Request number seven arrived on a Tuesday morning."
 
 
 def _engine(home: Path, edges: str | None) -> Engine:
-    model = assemble_model(MODELS, verify_existing=False)
+    model = assemble_model(INSTALLED_MODELS, verify_existing=False)
     home.mkdir(parents=True)
     (home / MODEL_FILENAME).symlink_to(model)
     marker = model.with_suffix(".sha256")

@@ -9,14 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from installed_models import INSTALLED_MODELS
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import EngineConfig, SynthItem
 from voxclone.synth.engine.kokoro import head_piece
 from voxclone.synth.engine.kokoro.assets import MODEL_FILENAME, assemble_model
 from voxclone.synth.engine.kokoro.engine import KokoroEngine
 from voxclone.synth.engine.kokoro.head_piece import HOP_SAMPLES, FrontOutput
-
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
 
 
 def test_the_cut_leaves_the_head_long_enough_to_cover_the_rest() -> None:
@@ -109,7 +108,7 @@ def test_the_rest_meets_the_head_at_its_level_and_eases_back_to_its_own() -> Non
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> KokoroEngine:
-    model = assemble_model(MODELS, verify_existing=False)
+    model = assemble_model(INSTALLED_MODELS, verify_existing=False)
     home = tmp_path_factory.mktemp("head-piece")
     (home / MODEL_FILENAME).symlink_to(model)
     marker = model.with_suffix(".sha256")

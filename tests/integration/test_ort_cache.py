@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from installed_models import INSTALLED_MODELS
 from voxclone.synth.engine import registry
 from voxclone.synth.engine.base import Engine, EngineConfig, SynthItem
 from voxclone.synth.engine.kokoro import ort_cache
@@ -18,13 +19,11 @@ from voxclone.synth.engine.kokoro.engine import KokoroEngine
 
 pytestmark = pytest.mark.models
 
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
-
 
 @pytest.fixture(scope="module")
 def assets() -> Path:
     """The assembled model, linked into each test's own models directory."""
-    return assemble_model(MODELS, verify_existing=False)
+    return assemble_model(INSTALLED_MODELS, verify_existing=False)
 
 
 def _speak(engine: Engine) -> np.ndarray:

@@ -9,13 +9,12 @@ voice of each kind the old curve missed, each in its own language.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from installed_models import INSTALLED_MODELS
 from voxclone.bootstrap import build_runtime
 from voxclone.config import Settings
 from voxclone.service.speech.service import SpeechRequest
@@ -24,9 +23,6 @@ from voxclone.synth.engine.kokoro.voice_packs import load_voice_packs, packs_dir
 
 pytestmark = pytest.mark.models
 
-# Where ``make install`` put the standard packs (the user cache); the suite's
-# own models folder has none (tests/conftest.py).
-INSTALLED = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "voxclone" / "models"
 
 SR = 24_000
 TEXTS = {
@@ -42,11 +38,11 @@ VOICES = ("af_heart", "bf_emma", "zm_yunjian")
 @pytest.fixture(scope="module")
 def standard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A runtime with Kokoro's standard voices (skipped without the packs)."""
-    if len(load_voice_packs(INSTALLED)) < 54:
-        pytest.skip(f"Kokoro's standard packs are not installed in {packs_dir(INSTALLED)}")
+    if len(load_voice_packs(INSTALLED_MODELS)) < 54:
+        pytest.skip(f"Kokoro's standard packs are not installed in {packs_dir(INSTALLED_MODELS)}")
     models = tmp_path_factory.mktemp("voxclone-speed") / "models"
     models.mkdir()
-    packs_dir(models).symlink_to(packs_dir(INSTALLED), target_is_directory=True)
+    packs_dir(models).symlink_to(packs_dir(INSTALLED_MODELS), target_is_directory=True)
     runtime = build_runtime(
         Settings(home=models.parent, models_dir=models, memory_cache_mb=0, disk_cache_mb=0),
         warmup=False,
