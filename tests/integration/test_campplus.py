@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from installed_models import INSTALLED_MODELS
 from voxclone.errors import ModelAssetError
 from voxclone.synth.voice import campplus, campplus_onnx, campplus_weights, listener
 from voxclone.synth.voice.campplus import CamPlusPlus, parameter_shapes
@@ -302,11 +303,8 @@ def test_campplus_listener_resamples_normalizes_and_caches(monkeypatch: pytest.M
     assert chosen.similarity(a, chosen.embed(_speech_like(2.0, seed=8, f0=220), 16_000)) < 0.999
 
 
-_REAL_MODELS = Path.home() / ".cache" / "voxclone" / "models"
-
-
 @pytest.mark.skipif(
-    campplus_weights.installed_weights(_REAL_MODELS) is None,
+    campplus_weights.installed_weights(INSTALLED_MODELS) is None,
     reason="CAM++ weights not installed (make listener-weights)",
 )
 def test_real_weights_tell_the_two_test_speakers_apart() -> None:
@@ -315,7 +313,7 @@ def test_real_weights_tell_the_two_test_speakers_apart() -> None:
     import soundfile as sf
 
     data = Path(__file__).resolve().parents[1] / "data"
-    chosen = listener.make_listener("campplus", models_dir=_REAL_MODELS)
+    chosen = listener.make_listener("campplus", models_dir=INSTALLED_MODELS)
     assert chosen.name == "campplus"
     halves = []
     for name in ("librispeech_1088-129236-0000.wav", "librispeech_3005-163389-0000.wav"):
