@@ -480,11 +480,17 @@ def test_the_readme_runs_as_written(served: tuple[ServerProcess, Path], tmp_path
     env.pop("VOXCLONE_API_KEY", None)
     walk = Walk(tmp_path, env, server.url)
 
-    # The README's output blocks: the ready line `make run` (voxclone serve) prints.
-    log = server.log_tail(1_000_000)
+    # The README's output blocks: the ready line `make run` (voxclone serve)
+    # prints. It follows readiness (api/server.py's announcer looks every
+    # 0.1 s), so the log may not hold it yet when /readyz first answers 200: a
+    # CI run read the log at that moment and failed.
     for block in readme_blocks(README.read_text()):
         if block.lang == "text":
-            assert _substitute(walk, block.text) in log, (block.text, log[-2000:])
+            expected = _substitute(walk, block.text)
+            deadline = time.monotonic() + 10.0
+            while expected not in (log := server.log_tail(1_000_000)):
+                assert time.monotonic() < deadline, (block.text, log[-2000:])
+                time.sleep(0.1)
 
     timings: list[tuple[float, str]] = []
     for kind, text in readme_commands():
