@@ -119,7 +119,10 @@ SENTENCES = (
     "Please call Stella and ask her to bring these things with her from the store.",
     "We will meet again next week to talk about the results of the test.",
 )
-MODELS_DIR = Path.home() / ".cache" / "voxclone" / "models"
+# The product's models folder (models_location.py: the installation's, with
+# its voice packs and CAM++), not the user cache, which a fresh install leaves
+# empty: the bench measured an engine without the 49 extra packs there.
+MODELS_DIR = Settings().models_dir
 # The checkout's sibling shared/ (main checkout), else the machine-wide copy (worktrees).
 DEFAULT_EVALDATA = next(
     (p for p in (ROOT.parent / "shared" / "evaldata", Path("/work/shared/evaldata")) if p.exists()),

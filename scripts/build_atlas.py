@@ -45,6 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from voxclone.config import Settings  # noqa: E402
 from voxclone.synth.voice.style_space import (  # noqa: E402
     StyleBasis,
     VoiceRecipe,
@@ -55,7 +56,7 @@ from voxclone.synth.voice.style_space import (  # noqa: E402
 )
 
 DEFAULT_OUT = ROOT / "src" / "voxclone" / "synth" / "voice" / "data" / "atlas.npz"
-DEFAULT_MODELS = Path.home() / ".cache" / "voxclone" / "models"
+DEFAULT_MODELS = Settings().models_dir  # the product's (models_location.py)
 SENTENCES = (
     "The birch canoe slid on the smooth planks.",
     "Four hours of steady work faced us.",

@@ -19,6 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from voxclone.config import Settings  # noqa: E402
 from voxclone.synth.engine import registry  # noqa: E402
 from voxclone.synth.engine.base import (  # noqa: E402
     EngineConfig,
@@ -58,7 +59,7 @@ def blend(packs: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray
 
 
 def main() -> None:
-    engine = registry.create("kokoro", EngineConfig(Path.home() / ".cache" / "voxclone" / "models"))
+    engine = registry.create("kokoro", EngineConfig(Settings().models_dir))
     engine.warmup()
     g2p = engine.tokenizer()
     asr = Transcriber()

@@ -31,13 +31,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from voxclone.config import Settings  # noqa: E402
 from voxclone.synth.engine.kokoro import durations  # noqa: E402
 from voxclone.synth.engine.kokoro.assets import assemble_model, load_packs, load_vocab  # noqa: E402
 from voxclone.synth.engine.kokoro.engine import style_row  # noqa: E402
 from voxclone.synth.engine.kokoro.torch_model import build_torch_kokoro  # noqa: E402
 from voxclone.synth.text.g2p_router import MultiG2P  # noqa: E402
 
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
+MODELS = Settings().models_dir  # the product's (models_location.py)
 
 
 def log_mel(audio: np.ndarray) -> np.ndarray:

@@ -12,14 +12,13 @@ idle 2-core host, more under load)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the differentiable Kokoro needs torch ([deep] extra)")
 librosa = pytest.importorskip("librosa", reason="the parity check measures log-mel with librosa")
 
+from installed_models import INSTALLED_MODELS  # noqa: E402
 from voxclone.errors import ModelAssetError  # noqa: E402
 from voxclone.synth.engine.kokoro import durations  # noqa: E402
 from voxclone.synth.engine.kokoro.assets import assemble_model, load_packs, load_vocab  # noqa: E402
@@ -29,7 +28,6 @@ from voxclone.synth.text.g2p_router import MultiG2P  # noqa: E402
 
 pytestmark = [pytest.mark.models, pytest.mark.slow]
 
-MODELS = Path.home() / ".cache" / "voxclone" / "models"
 SENTENCE = "Hello there, my friend."
 MEL_TOLERANCE_DB = 3.5
 
@@ -48,7 +46,7 @@ def _mel_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.fixture(scope="module")
 def copy_and_onnx() -> tuple[object, object, dict[str, int]]:
-    model_path = assemble_model(MODELS, verify_existing=False)
+    model_path = assemble_model(INSTALLED_MODELS, verify_existing=False)
     vocab = load_vocab()
     try:
         copy = build_torch_kokoro(model_path, vocab)

@@ -3,6 +3,7 @@ the same models folder (issue 46), and an older per-home folder is still read.""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -86,3 +87,20 @@ def test_kokoro_says_when_its_standard_voice_packs_are_missing(tmp_path: Path) -
     assert missing.capability == "voices" and "54" in missing.what
     assert str(tmp_path) in missing.log_line() and "fetch_voice_packs" in missing.log_line()
     assert str(tmp_path) not in str(missing.status())  # /readyz shows no paths
+
+
+def test_no_tool_or_test_reads_a_models_folder_of_its_own() -> None:
+    # Benchmarks, studies, scripts and tests find models as the product does
+    # (Settings().models_dir, or tests/installed_models.py): four of them read
+    # ~/.cache/voxclone/models, which a fresh install leaves empty, so the
+    # clone benchmark measured an engine without Kokoro's extra voice packs
+    # and three engine tests assembled a second model there.
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r'"\.cache"\s*\)?\s*/\s*"voxclone"\s*/\s*"models"')
+    offenders = [
+        str(path.relative_to(root))
+        for folder in ("bench", "studies", "scripts", "tests", "src")
+        for path in (root / folder).rglob("*.py")
+        if pattern.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
