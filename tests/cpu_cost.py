@@ -2,15 +2,13 @@
 test takes under a second; tests/unit/conftest.py enforces it).
 
 The CPU time of the thread that runs the test (pytest's main thread), not
-wall time: a busy machine stretches a test's clock, but its CPU time only a
-little (the budget is twice the slowest unit test's, measured on an idle 2-core
-host). Only a little on this host; on CI's it did not: a test of 0.30-0.38 s
-here was charged 1.04 s there, in a unit phase whose wall time was the same
-(a slower core, a shared one or a hypervisor's stolen time all land in a
-thread's CPU time). So a test over the budget is judged against the host's
-speed at that moment: a fixed piece of reference work is timed at once, and the
-budget grows by how much slower than the reference host it ran. Not the whole
-process's either: threads a test starts (workers polling a
+wall time: a busy machine stretches a test's clock, not its CPU time. A slower
+host does stretch it (a slower core, a shared one, a hypervisor's stolen
+time): a test of 0.30-0.38 s here was charged 1.04 s by CI's host, in a unit
+phase of the same wall time. So a test over the budget is judged against the
+host's speed at that moment: a fixed piece of reference work is timed then,
+and the budget grows by how much slower than the reference host it ran. Not
+the whole process's either: threads a test starts (workers polling a
 queue, moto's server) spend CPU in proportion to the wall time they wait, which
 a busy machine stretches (test_job_fairness's workers: 0.48 s of process CPU
 idle, 1.09 s in a CI run); a model load or a long computation runs in the
