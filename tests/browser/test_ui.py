@@ -545,3 +545,28 @@ def test_the_quality_report_shows_its_first_result_before_it_ends(
     voice_id = page.locator("#voice-list li.voice", has_text=name).get_attribute("data-voice-id")
     _api(app_url, "DELETE", f"/v1/voices/{voice_id}")
     assert page_errors == []
+
+
+def test_a_busy_server_keeps_the_library_on_show_with_its_error(
+    desktop_page: Any, saved_blends: list[dict[str, Any]]
+) -> None:
+    """A reload refused for load (429) says so and keeps the list: emptied, it
+    read as "no voices" (a UI test met the rate limit and found it empty)."""
+    page = desktop_page
+    page.click("#library-reload")
+    ids = {voice["id"] for voice in saved_blends}
+    for voice_id in ids:
+        page.locator(f"#voice-list li[data-voice-id='{voice_id}']").wait_for()
+    body = {"error": {"code": "rate_limited", "message": "too many requests, slow down"}}
+    page.route(
+        "**/v1/voices",
+        lambda route: route.fulfill(
+            status=429, content_type="application/json", body=json.dumps(body)
+        ),
+    )
+    page.click("#library-reload")
+    page.wait_for_function(
+        "() => document.querySelector('#library-alert').textContent.includes('slow down')"
+    )
+    assert ids <= set(_visible_ids(page, "#voice-list > li.voice"))
+    page.unroute("**/v1/voices")

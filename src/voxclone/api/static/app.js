@@ -214,6 +214,7 @@ const state = {
   extraClips: [], // further recordings of the same speaker (multiple-file upload)
   builtinVoices: [],
   clonedVoices: [],
+  clonedVoicesKey: null, // the API key clonedVoices were listed with
   voiceAliases: {}, // OpenAI voice name -> built-in voice it speaks as
   voiceDescriptions: new Map(), // option value -> full description (help line)
   jobs: new Map(), // voice id -> latest job JSON, for refine progress bars
@@ -623,6 +624,7 @@ async function trackJob(voiceId, job) {
 
 async function refreshVoices() {
   const alert = $("library-alert");
+  const key = localStorage.getItem(API_KEY_STORAGE) || "";
   // Independent requests: built-in voices stay usable when the library is unavailable.
   const [builtin, cloned] = await Promise.allSettled([apiJson("v1/audio/voices"), apiJson("v1/voices")]);
   if (builtin.status === "fulfilled") {
@@ -636,9 +638,14 @@ async function refreshVoices() {
   showKeyBanner(refused ? refused.reason : null);
   if (cloned.status === "fulfilled") {
     state.clonedVoices = cloned.value.voices || [];
+    state.clonedVoicesKey = key;
     clearError(alert);
   } else {
-    state.clonedVoices = []; // another key's voices must not stay on show
+    // A refused key, or a list made for another key: none of it stays on show.
+    // A busy server (429, 503) or a lost connection keeps this key's list, with
+    // the error: emptied, it read as "no voices" (a UI test's reload met the
+    // rate limit and found the library empty).
+    if (refused || state.clonedVoicesKey !== key) state.clonedVoices = [];
     if (refused) clearError(alert); // the banner says it, above every list
     else showError(alert, cloned.reason);
   }
